@@ -1,0 +1,134 @@
+// proxy.config.json, validated once at the edge. Every key has a default so an empty file (or none)
+// yields a working gateway on its embedded defaults. `npm run config:schema` writes the JSON schema
+// for editors from this one definition.
+import { z } from 'zod';
+
+const backendSchema = z
+  .object({
+    url: z.url().describe('Base URL of the backend, including /v1 (e.g. http://vllm-0:8000/v1)'),
+    type: z.enum(['vllm', 'openai']).default('vllm').describe('vllm gets return_token_ids; openai never does'),
+    apiKey: z.string().optional().describe('Key sent to this backend; the agent key is never forwarded'),
+  })
+  .strict();
+
+const retrySchema = z
+  .object({
+    maxAttempts: z.int().min(1).max(10).default(3).describe('Upstream tries per call, the first included'),
+    statuses: z.array(z.int().min(100).max(599)).default([408, 429, 500, 502, 503, 504]),
+    baseDelayMs: z.number().min(0).default(100),
+    maxDelayMs: z.number().min(0).default(2000),
+  })
+  .strict();
+
+const timeoutSchema = z
+  .object({
+    connectMs: z.number().positive().default(5_000),
+    firstByteMs: z
+      .number()
+      .positive()
+      .default(1_200_000)
+      .describe('Non-stream vLLM answers send headers only at the end'),
+    totalMs: z.number().positive().default(3_600_000),
+  })
+  .strict();
+
+const healthSchema = z
+  .object({
+    intervalMs: z.number().min(0).default(5_000).describe('Active /health probe interval; 0 disables it'),
+    ejectAfterFailures: z.int().min(1).default(1),
+    recoverAfterMs: z.number().min(0).default(2_000),
+  })
+  .strict();
+
+const modelSchema = z
+  .object({
+    name: z.string().min(1).describe('Name agents send as `model`'),
+    upstreamModel: z.string().optional().describe('Name sent to the backends (defaults to `name`)'),
+    backends: z.array(backendSchema).min(1),
+    tokenIds: z.boolean().default(true).describe('Ask vLLM backends for return_token_ids'),
+    logprobs: z.enum(['off', 'train', 'always']).default('train').describe('When to inject logprobs'),
+    version: z.int().min(0).default(0).describe('Model version stamped on every span'),
+    retry: retrySchema.prefault({}),
+    timeouts: timeoutSchema.prefault({}),
+    health: healthSchema.prefault({}),
+  })
+  .strict();
+
+const storeSchema = z
+  .object({
+    kind: z.enum(['memory', 'sqlite', 'postgres']).default('sqlite'),
+    path: z.string().default('./data/rollgate.db').describe('SQLite file (kind=sqlite)'),
+    url: z.string().optional().describe('postgres:// connection string (kind=postgres)'),
+  })
+  .strict();
+
+const algorithmSchema = z
+  .object({
+    use: z.string().min(1).describe('"apo", "evaluate", "rl", or a path to a module exporting createAlgorithm'),
+    options: z.record(z.string(), z.unknown()).default({}),
+    data: z.object({ train: z.string().optional(), val: z.string().optional() }).strict().default({}),
+  })
+  .strict();
+
+const authSchema = z
+  .object({
+    adminKeys: z.array(z.string().min(16)).default([]).describe('Keys with every scope'),
+    agentKeys: z.array(z.string().min(16)).default([]).describe('Keys for proxy routes and own-rollout writes'),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    $schema: z.string().optional(),
+    server: z
+      .object({
+        host: z.string().default('127.0.0.1'),
+        port: z.int().min(0).max(65535).default(8080),
+        bodyLimitBytes: z
+          .int()
+          .positive()
+          .default(16 * 1024 * 1024),
+        keepAliveTimeoutMs: z.int().positive().default(120_000),
+        shutdownGraceMs: z.int().min(0).default(30_000),
+        corsOrigins: z.array(z.string()).default([]),
+      })
+      .strict()
+      .prefault({}),
+    store: storeSchema.prefault({}),
+    models: z.array(modelSchema).default([]),
+    rollouts: z
+      .object({ autoCreate: z.boolean().default(true) })
+      .strict()
+      .prefault({}),
+    pause: z
+      .object({
+        mode: z.enum(['reject', 'hold']).default('reject'),
+        retryAfterS: z.int().min(0).default(5),
+        maxHoldMs: z.int().min(0).default(30_000),
+      })
+      .strict()
+      .prefault({}),
+    auth: authSchema.prefault({}),
+    tracing: z
+      .object({
+        captureContent: z.boolean().default(true),
+        otlp: z
+          .object({ url: z.url(), protocol: z.enum(['http/protobuf', 'http/json']).default('http/protobuf') })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .prefault({}),
+    logging: z
+      .object({ level: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info') })
+      .strict()
+      .prefault({}),
+    algorithms: z.array(algorithmSchema).default([]),
+  })
+  .strict();
+
+export type RollgateConfig = z.infer<typeof configSchema>;
+export type ModelConfig = z.infer<typeof modelSchema>;
+export type BackendConfig = z.infer<typeof backendSchema>;
+export type AlgorithmConfig = z.infer<typeof algorithmSchema>;
+export type StoreConfig = z.infer<typeof storeSchema>;

@@ -1,0 +1,87 @@
+// The one place errors become HTTP responses (style.md §1.3): app.onError and app.notFound both use it.
+// Every error is OpenAI-shaped and carries x-request-id; the caller's mistakes never become a 500.
+import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { ERROR_SPECS, type ErrorCode, GatewayError, isGatewayError, openAIErrorBody } from '../src/errors.js';
+import { HEADER_REQUEST_ID, HEADER_RETRY_AFTER, HEADER_SHOULD_RETRY } from '../src/gateway/headers.js';
+import { isStoreError, type StoreErrorCode } from '../src/store/errors.js';
+import { silentLogger } from '../src/logger.js';
+import type { AppEnv } from './env.js';
+
+const STORE_CODE_TO_ERROR: Record<StoreErrorCode, ErrorCode> = {
+  not_found: 'not_found',
+  invalid_argument: 'invalid_request',
+  conflict: 'conflict',
+  evicted: 'evicted',
+};
+
+interface Rendered {
+  code: ErrorCode;
+  message: string;
+  param: string | null;
+  retryAfterS: number | undefined;
+  headers: Readonly<Record<string, string>>;
+}
+
+function classify(error: unknown): Rendered {
+  if (isGatewayError(error)) {
+    return {
+      code: error.code,
+      message: error.message,
+      param: error.param,
+      retryAfterS: error.retryAfterS,
+      headers: error.headers,
+    };
+  }
+  if (isStoreError(error)) {
+    return {
+      code: STORE_CODE_TO_ERROR[error.code],
+      message: error.message,
+      param: error.param,
+      retryAfterS: undefined,
+      headers: {},
+    };
+  }
+  if (error instanceof HTTPException) {
+    const code: ErrorCode =
+      error.status === 413
+        ? 'body_too_large'
+        : error.status === 401
+          ? 'invalid_api_key'
+          : error.status === 404
+            ? 'not_found'
+            : error.status < 500
+              ? 'invalid_request'
+              : 'internal_error';
+    return { code, message: error.message || 'Request rejected', param: null, retryAfterS: undefined, headers: {} };
+  }
+  return { code: 'internal_error', message: 'Internal server error', param: null, retryAfterS: undefined, headers: {} };
+}
+
+export function renderError(c: Context<AppEnv>, error: unknown): Response {
+  const rendered = classify(error);
+  const spec = ERROR_SPECS[rendered.code];
+  const logger = c.get('logger') ?? silentLogger;
+  logger[spec.level]('request failed', {
+    requestId: c.get('requestId'),
+    code: rendered.code,
+    status: spec.status,
+    ...(spec.status >= 500 ? { err: error instanceof Error ? error.stack : String(error) } : {}),
+  });
+  const requestId = c.get('requestId');
+  if (requestId) c.header(HEADER_REQUEST_ID, requestId);
+  if ('shouldRetry' in spec) c.header(HEADER_SHOULD_RETRY, String(spec.shouldRetry));
+  const retryAfterS = rendered.retryAfterS ?? ('retryAfterS' in spec ? spec.retryAfterS : undefined);
+  if (retryAfterS !== undefined) c.header(HEADER_RETRY_AFTER, String(retryAfterS));
+  for (const [name, value] of Object.entries(rendered.headers)) c.header(name, value);
+  return c.json(
+    openAIErrorBody({ message: rendered.message, type: spec.type, param: rendered.param, code: rendered.code }),
+    spec.status as ContentfulStatusCode,
+  );
+}
+
+export const onError: ErrorHandler<AppEnv> = (error, c) => renderError(c, error);
+
+export const notFound: NotFoundHandler<AppEnv> = (c) =>
+  renderError(c, new GatewayError('unsupported_path', `Unknown route: ${c.req.method} ${c.req.path}`));

@@ -1,0 +1,103 @@
+// Gateway-originated error codes (contracts.md §1.4). One row per code; HTTP rendering lives in
+// middleware/openai-errors.ts. `satisfies Record<ErrorCode, ErrorSpec>` makes a new code fail to
+// compile until its status and type are decided.
+
+export type ErrorCode =
+  | 'invalid_json'
+  | 'invalid_request'
+  | 'body_too_large'
+  | 'unsupported_path'
+  | 'method_not_allowed'
+  | 'rollout_not_found'
+  | 'not_found'
+  | 'invalid_api_key'
+  | 'permission_denied'
+  | 'conflict'
+  | 'validation_error'
+  | 'gateway_paused'
+  | 'no_backend'
+  | 'model_not_found'
+  | 'upstream_timeout'
+  | 'upstream_unreachable'
+  | 'stream_error'
+  | 'evicted'
+  | 'internal_error';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface ErrorSpec {
+  readonly status: number;
+  readonly type: string;
+  readonly level: LogLevel;
+  /** Sent as `x-should-retry` when set: the SDK obeys it before any status rule. */
+  readonly shouldRetry?: boolean;
+  /** Sent as `Retry-After` (seconds) when set. */
+  readonly retryAfterS?: number;
+}
+
+export const ERROR_SPECS = {
+  invalid_json: { status: 400, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  invalid_request: { status: 400, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  body_too_large: { status: 413, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  unsupported_path: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  rollout_not_found: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  not_found: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  invalid_api_key: { status: 401, type: 'authentication_error', shouldRetry: false, level: 'info' },
+  permission_denied: { status: 403, type: 'permission_error', shouldRetry: false, level: 'info' },
+  conflict: { status: 409, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  validation_error: { status: 422, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  gateway_paused: { status: 429, type: 'rate_limit_error', retryAfterS: 1, level: 'debug' },
+  no_backend: { status: 503, type: 'service_unavailable', retryAfterS: 1, level: 'warn' },
+  model_not_found: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  upstream_timeout: { status: 504, type: 'timeout_error', shouldRetry: false, level: 'warn' },
+  upstream_unreachable: { status: 502, type: 'upstream_error', shouldRetry: false, level: 'warn' },
+  stream_error: { status: 502, type: 'upstream_error', shouldRetry: false, level: 'warn' },
+  evicted: { status: 410, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  internal_error: { status: 500, type: 'server_error', level: 'error' },
+} as const satisfies Record<ErrorCode, ErrorSpec>;
+
+const GATEWAY_ERROR_BRAND = Symbol.for('rollgate.GatewayError');
+
+export class GatewayError extends Error {
+  readonly [GATEWAY_ERROR_BRAND] = true;
+  readonly code: ErrorCode;
+  readonly param: string | null;
+  /** Overrides the spec's Retry-After (seconds) for this instance, e.g. the configured pause hint. */
+  readonly retryAfterS: number | undefined;
+  /** Extra response headers for this instance (e.g. `X-Agl-Paused`). */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown; param?: string | null; retryAfterS?: number; headers?: Record<string, string> },
+  ) {
+    super(message, { cause: options?.cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.param = options?.param ?? null;
+    this.retryAfterS = options?.retryAfterS;
+    this.headers = options?.headers ?? {};
+  }
+}
+
+export function isGatewayError(error: unknown): error is GatewayError {
+  return typeof error === 'object' && error !== null && GATEWAY_ERROR_BRAND in error;
+}
+
+/** The OpenAI error body every rollgate error uses. */
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+export function openAIErrorBody(options: {
+  message: string;
+  type: string;
+  param?: string | null;
+  code?: string | null;
+}): OpenAIErrorBody {
+  return {
+    error: { message: options.message, type: options.type, param: options.param ?? null, code: options.code ?? null },
+  };
+}

@@ -1,0 +1,13 @@
+// Header names, lower-case, defined once.
+export const HEADER_REQUEST_ID = 'x-request-id' as const;
+export const HEADER_ROLLOUT_ID = 'x-rollout-id' as const;
+export const HEADER_ATTEMPT_ID = 'x-attempt-id' as const;
+export const HEADER_SEQUENCE_ID = 'x-sequence-id' as const;
+export const HEADER_SHOULD_RETRY = 'x-should-retry' as const;
+export const HEADER_RETRY_AFTER = 'retry-after' as const;
+export const HEADER_RETRY_AFTER_MS = 'retry-after-ms' as const;
+export const HEADER_STAINLESS_RETRY_COUNT = 'x-stainless-retry-count' as const;
+export const HEADER_AGL_PAUSED = 'x-agl-paused' as const;
+export const HEADER_API_KEY = 'x-api-key' as const;
+export const HEADER_AUTHORIZATION = 'authorization' as const;
+export const HEADER_IDEMPOTENCY_KEY = 'idempotency-key' as const;

@@ -1,0 +1,339 @@
+// The LightningStore data model (agent-lightning v0.3 contract, contracts.md §3).
+// Field names keep the wire's snake_case spelling so the REST API and every backend share one shape.
+// This file must stay free of HTTP and OpenTelemetry types.
+
+export const ROLLOUT_STATUSES = [
+  'queuing',
+  'preparing',
+  'running',
+  'failed',
+  'succeeded',
+  'cancelled',
+  'requeuing',
+] as const;
+export type RolloutStatus = (typeof ROLLOUT_STATUSES)[number];
+
+export const ATTEMPT_STATUSES = ['preparing', 'running', 'failed', 'succeeded', 'unresponsive', 'timeout'] as const;
+export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
+
+export const WORKER_STATUSES = ['idle', 'busy', 'unknown'] as const;
+export type WorkerStatus = (typeof WORKER_STATUSES)[number];
+
+export const ROLLOUT_MODES = ['train', 'val', 'test'] as const;
+export type RolloutMode = (typeof ROLLOUT_MODES)[number];
+
+export const QUEUING_STATUSES: readonly RolloutStatus[] = ['queuing', 'requeuing'];
+export const RUNNING_STATUSES: readonly RolloutStatus[] = ['preparing', 'running'];
+export const TERMINAL_STATUSES: readonly RolloutStatus[] = ['failed', 'succeeded', 'cancelled'];
+
+/** JSON-compatible value; `input`, `metadata` and resources carry arbitrary JSON. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+export interface RolloutConfig {
+  timeout_seconds: number | null;
+  unresponsive_seconds: number | null;
+  /** Includes the first attempt; >= 1. */
+  max_attempts: number;
+  retry_condition: AttemptStatus[];
+}
+
+export interface Rollout {
+  rollout_id: string;
+  input: JsonValue;
+  /** Epoch seconds. */
+  start_time: number;
+  end_time: number | null;
+  mode: RolloutMode | null;
+  resources_id: string | null;
+  status: RolloutStatus;
+  config: RolloutConfig;
+  metadata: JsonObject | null;
+}
+
+export interface Attempt {
+  rollout_id: string;
+  attempt_id: string;
+  /** 1, 2, ... per rollout. */
+  sequence_id: number;
+  start_time: number;
+  end_time: number | null;
+  status: AttemptStatus;
+  worker_id: string | null;
+  last_heartbeat_time: number | null;
+  metadata: JsonObject | null;
+}
+
+export interface AttemptedRollout extends Rollout {
+  attempt: Attempt;
+}
+
+export interface EnqueueRolloutRequest {
+  input: JsonValue;
+  mode?: RolloutMode | null;
+  resources_id?: string | null;
+  config?: Partial<RolloutConfig> | null;
+  metadata?: JsonObject | null;
+  /** [rollgate decision] client-supplied id makes enqueue idempotent (contracts.md §3.10). */
+  rollout_id?: string | null;
+}
+
+export interface StartRolloutRequest extends EnqueueRolloutRequest {
+  worker_id?: string | null;
+}
+
+export interface Worker {
+  worker_id: string;
+  status: WorkerStatus;
+  heartbeat_stats: JsonObject | null;
+  last_heartbeat_time: number | null;
+  last_dequeue_time: number | null;
+  last_busy_time: number | null;
+  last_idle_time: number | null;
+  current_rollout_id: string | null;
+  current_attempt_id: string | null;
+}
+
+export interface LlmResource {
+  resource_type: 'llm' | 'proxy_llm';
+  endpoint: string;
+  model: string;
+  api_key?: string | null;
+  sampling_parameters?: JsonObject;
+}
+
+export interface PromptTemplateResource {
+  resource_type: 'prompt_template';
+  template: string;
+  engine: 'jinja' | 'f-string' | 'poml';
+}
+
+/** Unknown resource types are kept as they came (the contract allows user-defined resources). */
+export type Resource = LlmResource | PromptTemplateResource | ({ resource_type: string } & JsonObject);
+export type NamedResources = Record<string, Resource>;
+
+export interface ResourcesUpdate {
+  resources_id: string;
+  create_time: number;
+  update_time: number;
+  /** 1 on create, +1 on each update. */
+  version: number;
+  resources: NamedResources;
+}
+
+export interface PaginatedResult<T> {
+  items: T[];
+  /** -1 = no limit. */
+  limit: number;
+  offset: number;
+  /** Count of all matches before paging. */
+  total: number;
+}
+
+export type AttributeValue = string | number | boolean | readonly string[] | readonly number[] | readonly boolean[];
+export type Attributes = Record<string, AttributeValue>;
+
+export interface SpanContext {
+  trace_id: string;
+  span_id: string;
+  is_remote: boolean;
+  trace_state: Record<string, string>;
+}
+
+export interface SpanStatus {
+  status_code: 'UNSET' | 'OK' | 'ERROR';
+  description?: string | null;
+}
+
+export interface SpanEvent {
+  name: string;
+  attributes: Attributes;
+  timestamp?: number | null;
+}
+
+export interface SpanLink {
+  context: SpanContext;
+  attributes?: Attributes | null;
+}
+
+export interface SpanResource {
+  attributes: Attributes;
+  schema_url: string;
+}
+
+export interface Span {
+  rollout_id: string;
+  attempt_id: string;
+  sequence_id: number;
+  /** 32 hex chars. */
+  trace_id: string;
+  /** 16 hex chars. */
+  span_id: string;
+  parent_id: string | null;
+  name: string;
+  status: SpanStatus;
+  attributes: Attributes;
+  events: SpanEvent[];
+  links: SpanLink[];
+  /** Seconds; inputs > 1e12 are nanoseconds and are divided by 1e9 on the way in. */
+  start_time: number | null;
+  end_time: number | null;
+  context: SpanContext | null;
+  parent: SpanContext | null;
+  resource: SpanResource;
+}
+
+export interface Triplet {
+  prompt: JsonValue;
+  response: JsonValue;
+  reward: number | null;
+  metadata: JsonObject;
+}
+
+export interface StoreCapabilities {
+  thread_safe: boolean;
+  async_safe: boolean;
+  zero_copy: boolean;
+  otlp_traces: boolean;
+}
+
+export interface StoreStatistics {
+  name: string;
+  total_rollouts: number;
+  total_attempts: number;
+  total_spans: number;
+  total_resources: number;
+  total_workers: number;
+  uptime: number;
+  total_span_bytes: number;
+  eviction_threshold_bytes: number | null;
+  safe_threshold_bytes: number | null;
+  memory_capacity_bytes: number | null;
+}
+
+export type SortOrder = 'asc' | 'desc';
+export type FilterLogic = 'and' | 'or';
+
+export interface PageOptions {
+  /** -1 = no limit; 0 and < -1 are invalid. */
+  limit?: number;
+  offset?: number;
+  sort_by?: string | null;
+  sort_order?: SortOrder;
+}
+
+export interface RolloutQuery extends PageOptions {
+  status_in?: RolloutStatus[] | null;
+  rollout_id_in?: string[] | null;
+  rollout_id_contains?: string | null;
+  filter_logic?: FilterLogic;
+}
+
+export interface AttemptQuery extends PageOptions {}
+
+export interface SpanQuery extends PageOptions {
+  /** An attempt id, `"latest"`, or null/undefined for all attempts. */
+  attempt_id?: string | null;
+  trace_id?: string | null;
+  trace_id_contains?: string | null;
+  span_id?: string | null;
+  span_id_contains?: string | null;
+  parent_id?: string | null;
+  parent_id_contains?: string | null;
+  name?: string | null;
+  name_contains?: string | null;
+  filter_logic?: FilterLogic;
+}
+
+export interface WorkerQuery extends PageOptions {
+  status_in?: WorkerStatus[] | null;
+  worker_id_contains?: string | null;
+  filter_logic?: FilterLogic;
+}
+
+export interface ResourcesQuery extends PageOptions {
+  resources_id?: string | null;
+  resources_id_contains?: string | null;
+}
+
+/**
+ * Update payloads: a key that is absent is UNSET (field untouched); a key present with `null` clears the field.
+ * Fields that must never be null (status, config) are typed without null.
+ */
+export interface RolloutUpdate {
+  input?: JsonValue;
+  mode?: RolloutMode | null;
+  resources_id?: string | null;
+  status?: RolloutStatus;
+  config?: Partial<RolloutConfig>;
+  metadata?: JsonObject | null;
+}
+
+export interface AttemptUpdate {
+  status?: AttemptStatus;
+  worker_id?: string | null;
+  last_heartbeat_time?: number | null;
+  metadata?: JsonObject | null;
+}
+
+export interface WorkerUpdate {
+  heartbeat_stats?: JsonObject;
+}
+
+export interface WaitOptions {
+  /** Seconds; <= 0 = immediate check; null/undefined = wait forever (cancellable via signal). */
+  timeout?: number | null;
+  signal?: AbortSignal;
+}
+
+/**
+ * A span as written by producers: the store fills sequence ids it allocates and normalises times.
+ * `sequence_id` omitted => allocated from the rollout's counter.
+ */
+export type SpanInput = Omit<Span, 'sequence_id'> & { sequence_id?: number | null };
+
+/** The agent-lightning v0.3 LightningStore contract (contracts.md §3.7), async everywhere. */
+export interface LightningStore {
+  readonly capabilities: StoreCapabilities;
+
+  startRollout(request: StartRolloutRequest): Promise<AttemptedRollout>;
+  enqueueRollout(request: EnqueueRolloutRequest): Promise<Rollout>;
+  enqueueManyRollouts(requests: EnqueueRolloutRequest[]): Promise<Rollout[]>;
+  dequeueRollout(options?: { worker_id?: string | null }): Promise<AttemptedRollout | null>;
+  dequeueManyRollouts(options?: { limit?: number; worker_id?: string | null }): Promise<AttemptedRollout[]>;
+  startAttempt(rolloutId: string, options?: { worker_id?: string | null }): Promise<AttemptedRollout>;
+
+  /** Returns null for a duplicate (rollout_id, attempt_id, span_id); never throws for it. */
+  addSpan(span: SpanInput): Promise<Span | null>;
+  /** Returns only the spans actually inserted. */
+  addManySpans(spans: SpanInput[]): Promise<Span[]>;
+  nextSequenceId(rolloutId: string, attemptId?: string | null): Promise<number>;
+  nextSequenceIds(pairs: ReadonlyArray<readonly [rolloutId: string, attemptId: string]>): Promise<number[]>;
+
+  queryRollouts(query?: RolloutQuery): Promise<PaginatedResult<Rollout | AttemptedRollout>>;
+  queryAttempts(rolloutId: string, query?: AttemptQuery): Promise<PaginatedResult<Attempt>>;
+  getRolloutById(rolloutId: string): Promise<Rollout | AttemptedRollout | null>;
+  getLatestAttempt(rolloutId: string): Promise<Attempt | null>;
+  querySpans(rolloutId: string, query?: SpanQuery): Promise<PaginatedResult<Span>>;
+
+  queryResources(query?: ResourcesQuery): Promise<PaginatedResult<ResourcesUpdate>>;
+  getResourcesById(resourcesId: string): Promise<ResourcesUpdate | null>;
+  getLatestResources(): Promise<ResourcesUpdate | null>;
+  addResources(resources: NamedResources): Promise<ResourcesUpdate>;
+  updateResources(resourcesId: string, resources: NamedResources): Promise<ResourcesUpdate>;
+
+  updateRollout(rolloutId: string, update: RolloutUpdate): Promise<Rollout>;
+  /** `attemptId` may be `"latest"`. */
+  updateAttempt(rolloutId: string, attemptId: string, update: AttemptUpdate): Promise<Attempt>;
+
+  queryWorkers(query?: WorkerQuery): Promise<PaginatedResult<Worker>>;
+  getWorkerById(workerId: string): Promise<Worker | null>;
+  updateWorker(workerId: string, update?: WorkerUpdate): Promise<Worker>;
+
+  /** Returns the finished subset when all finish or the timeout expires; unknown ids are absent. */
+  waitForRollouts(rolloutIds: readonly string[], options?: WaitOptions): Promise<Rollout[]>;
+
+  statistics(): Promise<StoreStatistics>;
+  /** Idempotent: stops timers, flushes pending writes, closes files/connections. */
+  close(): Promise<void>;
+}

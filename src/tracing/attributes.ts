@@ -1,0 +1,103 @@
+// The only file where span attribute names appear (contracts.md §4.2–4.4).
+// GenAI semconv names are copied here on purpose: the JS incubating entry point is unstable.
+
+// --- agent-lightning attribution (names kept verbatim so its readers work) ---
+export const ATTR_ROLLOUT_ID = 'agentlightning.rollout_id' as const;
+export const ATTR_ATTEMPT_ID = 'agentlightning.attempt_id' as const;
+export const ATTR_SPAN_SEQUENCE_ID = 'agentlightning.span_sequence_id' as const;
+
+// --- canonical token-level record (contracts.md §4.3) ---
+export const ATTR_PROMPT_TOKEN_IDS = 'prompt_token_ids' as const;
+export const ATTR_RESPONSE_TOKEN_IDS = 'response_token_ids' as const;
+export const ATTR_LOGPROBS_CONTENT = 'logprobs.content' as const;
+export const ATTR_RESPONSE_LOGPROBS = 'rollgate.response.logprobs' as const;
+/** `rollgate.choices.<i>.token_ids` / `.logprobs`, only for n > 1 and i >= 1. */
+export const choiceTokenIdsAttr = (index: number): string => `rollgate.choices.${index}.token_ids`;
+export const choiceLogprobsAttr = (index: number): string => `rollgate.choices.${index}.logprobs`;
+export const ATTR_TOKEN_IDS_STATUS = 'rollgate.token_ids.status' as const;
+export const TOKEN_IDS_STATUS_VALUE_OK = 'ok' as const;
+export const TOKEN_IDS_STATUS_VALUE_MISSING = 'missing' as const;
+export const TOKEN_IDS_STATUS_VALUE_PARTIAL = 'partial' as const;
+export type TokenIdsStatus =
+  | typeof TOKEN_IDS_STATUS_VALUE_OK
+  | typeof TOKEN_IDS_STATUS_VALUE_MISSING
+  | typeof TOKEN_IDS_STATUS_VALUE_PARTIAL;
+
+// --- rollgate call metadata ---
+export const ATTR_REQUEST_ID = 'rollgate.request_id' as const;
+export const ATTR_CLIENT_RETRY_COUNT = 'rollgate.client_retry_count' as const;
+export const ATTR_MODE = 'rollgate.mode' as const;
+export const ATTR_MODEL_VERSION = 'rollgate.model_version' as const;
+export const ATTR_UPSTREAM_URL = 'rollgate.upstream.url' as const;
+export const ATTR_UPSTREAM_STATUS_CODE = 'rollgate.upstream.status_code' as const;
+export const ATTR_UPSTREAM_RETRY_COUNT = 'rollgate.upstream.retry_count' as const;
+export const ATTR_BACKEND = 'rollgate.backend' as const;
+export const ATTR_REQUEST_OVERRIDES = 'rollgate.request.overrides' as const;
+export const ATTR_USAGE_DERIVED = 'rollgate.usage.derived' as const;
+export const ATTR_CACHE_STATUS = 'rollgate.cache.status' as const;
+export const ATTR_STREAM_STATUS = 'rollgate.stream.status' as const;
+export const STREAM_STATUS_VALUE_OK = 'ok' as const;
+export const STREAM_STATUS_VALUE_ERROR = 'error' as const;
+export const STREAM_STATUS_VALUE_CLIENT_DISCONNECTED = 'client_disconnected' as const;
+export const STREAM_STATUS_VALUE_STREAM_ERROR = 'stream_error' as const;
+export type StreamStatus =
+  | typeof STREAM_STATUS_VALUE_OK
+  | typeof STREAM_STATUS_VALUE_ERROR
+  | typeof STREAM_STATUS_VALUE_CLIENT_DISCONNECTED
+  | typeof STREAM_STATUS_VALUE_STREAM_ERROR;
+
+// --- OpenTelemetry GenAI semantic conventions (copied: status "Development") ---
+export const ATTR_GEN_AI_OPERATION_NAME = 'gen_ai.operation.name' as const;
+export const GEN_AI_OPERATION_NAME_VALUE_CHAT = 'chat' as const;
+export const GEN_AI_OPERATION_NAME_VALUE_TEXT_COMPLETION = 'text_completion' as const;
+export const ATTR_GEN_AI_PROVIDER_NAME = 'gen_ai.provider.name' as const;
+export const ATTR_GEN_AI_CONVERSATION_ID = 'gen_ai.conversation.id' as const;
+export const ATTR_GEN_AI_OUTPUT_TYPE = 'gen_ai.output.type' as const;
+export const ATTR_GEN_AI_REQUEST_CHOICE_COUNT = 'gen_ai.request.choice.count' as const;
+export const ATTR_GEN_AI_REQUEST_MODEL = 'gen_ai.request.model' as const;
+export const ATTR_GEN_AI_REQUEST_SEED = 'gen_ai.request.seed' as const;
+export const ATTR_GEN_AI_REQUEST_STREAM = 'gen_ai.request.stream' as const;
+export const ATTR_GEN_AI_REQUEST_TEMPERATURE = 'gen_ai.request.temperature' as const;
+export const ATTR_GEN_AI_REQUEST_TOP_P = 'gen_ai.request.top_p' as const;
+export const ATTR_GEN_AI_REQUEST_TOP_K = 'gen_ai.request.top_k' as const;
+export const ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY = 'gen_ai.request.frequency_penalty' as const;
+export const ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY = 'gen_ai.request.presence_penalty' as const;
+export const ATTR_GEN_AI_REQUEST_MAX_TOKENS = 'gen_ai.request.max_tokens' as const;
+export const ATTR_GEN_AI_REQUEST_STOP_SEQUENCES = 'gen_ai.request.stop_sequences' as const;
+export const ATTR_GEN_AI_RESPONSE_ID = 'gen_ai.response.id' as const;
+export const ATTR_GEN_AI_RESPONSE_MODEL = 'gen_ai.response.model' as const;
+export const ATTR_GEN_AI_RESPONSE_FINISH_REASONS = 'gen_ai.response.finish_reasons' as const;
+export const ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = 'gen_ai.response.time_to_first_chunk' as const;
+export const ATTR_GEN_AI_USAGE_INPUT_TOKENS = 'gen_ai.usage.input_tokens' as const;
+export const ATTR_GEN_AI_USAGE_OUTPUT_TOKENS = 'gen_ai.usage.output_tokens' as const;
+export const ATTR_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = 'gen_ai.usage.cache_read.input_tokens' as const;
+export const ATTR_GEN_AI_USAGE_REASONING_OUTPUT_TOKENS = 'gen_ai.usage.reasoning.output_tokens' as const;
+export const ATTR_GEN_AI_INPUT_MESSAGES = 'gen_ai.input.messages' as const;
+export const ATTR_GEN_AI_OUTPUT_MESSAGES = 'gen_ai.output.messages' as const;
+export const ATTR_GEN_AI_SYSTEM_INSTRUCTIONS = 'gen_ai.system_instructions' as const;
+export const ATTR_GEN_AI_TOOL_DEFINITIONS = 'gen_ai.tool.definitions' as const;
+export const ATTR_ERROR_TYPE = 'error.type' as const;
+export const ATTR_SERVER_ADDRESS = 'server.address' as const;
+export const ATTR_SERVER_PORT = 'server.port' as const;
+export const ATTR_SESSION_ID = 'session.id' as const;
+export const GEN_AI_PROVIDER_NAME_VALUE_VLLM = 'vllm' as const;
+export const GEN_AI_PROVIDER_NAME_VALUE_OPENAI = 'openai' as const;
+
+// --- rewards (contracts.md §4.4): emit only the v0.3 format; read all of them ---
+export const REWARD_SPAN_NAME = 'agentlightning.annotation' as const;
+export const LEGACY_REWARD_SPAN_NAME = 'agentlightning.reward' as const;
+export const REWARD_ATTR_PREFIX = 'agentlightning.reward' as const;
+export const rewardNameAttr = (index: number): string => `agentlightning.reward.${index}.name`;
+export const rewardValueAttr = (index: number): string => `agentlightning.reward.${index}.value`;
+export const PRIMARY_REWARD_NAME = 'primary' as const;
+export const ATTR_LEGACY_REWARD = 'reward' as const;
+export const ATTR_AGENTOPS_TASK_OUTPUT = 'agentops.task.output' as const;
+export const ATTR_AGENTOPS_ENTITY_OUTPUT = 'agentops.entity.output' as const;
+
+// --- legacy producers accepted on read / ingest (contracts.md §4.1) ---
+export const LEGACY_LITELLM_REQUEST_SPAN = 'litellm_request' as const;
+export const LEGACY_RAW_GEN_AI_REQUEST_SPAN = 'raw_gen_ai_request' as const;
+export const ATTR_LEGACY_VLLM_PROMPT_TOKEN_IDS = 'llm.hosted_vllm.prompt_token_ids' as const;
+export const ATTR_LEGACY_VLLM_RESPONSE_TOKEN_IDS = 'llm.hosted_vllm.response_token_ids' as const;
+export const ATTR_LEGACY_VLLM_CHOICES = 'llm.hosted_vllm.choices' as const;
+export const ATTR_LEGACY_VLLM_ID = 'llm.hosted_vllm.id' as const;

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    // The machine has 2 cores; more workers only add contention to socket-timing tests.
+    maxWorkers: 2,
+    reporters: ['default', ['json', { outputFile: '.vitest-results.json' }]],
+  },
+});
