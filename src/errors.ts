@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'upstream_unreachable'
   | 'stream_error'
   | 'evicted'
+  | 'not_implemented'
   | 'internal_error';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -54,6 +55,7 @@ export const ERROR_SPECS = {
   upstream_unreachable: { status: 502, type: 'upstream_error', shouldRetry: false, level: 'warn' },
   stream_error: { status: 502, type: 'upstream_error', shouldRetry: false, level: 'warn' },
   evicted: { status: 410, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  not_implemented: { status: 501, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   internal_error: { status: 500, type: 'server_error', level: 'error' },
 } as const satisfies Record<ErrorCode, ErrorSpec>;
 
