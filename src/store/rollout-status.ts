@@ -1,0 +1,139 @@
+// contracts.md §3.3: the rollout state machine as a pure function (no I/O, no clock reads).
+// Backends feed it the rollout's current state, an event and `now`, and apply what comes out.
+import { assertNever } from './assert-never.js';
+import type { Attempt, AttemptStatus, RolloutConfig, RolloutStatus } from './types.js';
+import { QUEUING_STATUSES, TERMINAL_STATUSES } from './types.js';
+
+const QUEUING: RolloutStatus = 'queuing';
+const REQUEUING: RolloutStatus = 'requeuing';
+const PREPARING: RolloutStatus = 'preparing';
+const RUNNING: RolloutStatus = 'running';
+const FAILED: RolloutStatus = 'failed';
+const ATTEMPT_RUNNING: AttemptStatus = 'running';
+
+/** Statuses a span on the latest attempt promotes to `running` (v0.3 misspells "queuing" here; we do not). */
+export const SPAN_PROMOTABLE_STATUSES: readonly RolloutStatus[] = [PREPARING, QUEUING, REQUEUING];
+
+export function isQueuingStatus(status: RolloutStatus): boolean {
+  return QUEUING_STATUSES.includes(status);
+}
+
+export function isTerminalStatus(status: RolloutStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+/** A rollout's status derived from its latest attempt (contracts.md §3.3 `rollout_status_from_attempt`). */
+export function rolloutStatusFromAttempt(
+  attempt: Pick<Attempt, 'status' | 'sequence_id'>,
+  config: Pick<RolloutConfig, 'retry_condition' | 'max_attempts'>,
+): RolloutStatus {
+  switch (attempt.status) {
+    case 'preparing':
+    case 'running':
+    case 'succeeded':
+      return attempt.status;
+    case 'failed':
+    case 'timeout':
+    case 'unresponsive':
+      return config.retry_condition.includes(attempt.status) && attempt.sequence_id < config.max_attempts
+        ? REQUEUING
+        : FAILED;
+    default:
+      return assertNever(attempt.status);
+  }
+}
+
+export interface RolloutState {
+  status: RolloutStatus;
+  end_time: number | null;
+  /** Whether the rollout id currently sits in the FIFO queue (possibly as a stale entry dequeue will skip). */
+  queued: boolean;
+}
+
+export type RolloutEvent =
+  /** enqueue_rollout / enqueue_many_rollouts: a new rollout. */
+  | { kind: 'enqueued' }
+  /** start_rollout: a new rollout that bypasses the queue (attempt #1 is created). */
+  | { kind: 'started' }
+  /** dequeue popped this rollout's queue entry. */
+  | { kind: 'dequeued' }
+  /** start_attempt: manual retry; ignores max_attempts. */
+  | { kind: 'attempt_started' }
+  /** A span arrived for the latest attempt; `attemptStatus` is the attempt's status after the heartbeat. */
+  | { kind: 'span_on_latest_attempt'; attemptStatus: AttemptStatus }
+  /** The latest attempt's status changed (update_attempt or watchdog). */
+  | { kind: 'latest_attempt_changed'; attempt: Pick<Attempt, 'status' | 'sequence_id'>; config: RolloutConfig }
+  /** update_rollout(status=…). */
+  | { kind: 'status_updated'; status: RolloutStatus };
+
+export interface RolloutTransition extends RolloutState {
+  /** The status differs from the state's. */
+  changed: boolean;
+  /** Append the rollout to the FIFO tail. */
+  enqueue: boolean;
+  /** Create a new attempt (status preparing, sequence id = existing attempts + 1). */
+  createAttempt: boolean;
+  /** dequeue: the popped entry is stale (status no longer queuing) and is dropped without a claim. */
+  skipped: boolean;
+  /** Entered a terminal status: wake waitForRollouts. */
+  releaseWaiters: boolean;
+}
+
+export function nextRolloutState(state: RolloutState, event: RolloutEvent, now: number): RolloutTransition {
+  switch (event.kind) {
+    case 'enqueued':
+      return { ...moveTo({ status: QUEUING, end_time: null, queued: false }, QUEUING, now), changed: true };
+    case 'started':
+      return {
+        ...moveTo({ status: PREPARING, end_time: null, queued: false }, PREPARING, now),
+        changed: true,
+        createAttempt: true,
+      };
+    case 'dequeued': {
+      const popped = { ...state, queued: false };
+      if (!isQueuingStatus(state.status)) {
+        return { ...moveTo(popped, state.status, now), skipped: true };
+      }
+      return { ...moveTo(popped, PREPARING, now), createAttempt: true };
+    }
+    case 'attempt_started':
+      return { ...moveTo(state, PREPARING, now), createAttempt: true };
+    case 'span_on_latest_attempt': {
+      // Only a heartbeat that leaves the attempt running promotes the rollout: a late span from a timed-out or
+      // finished attempt must not mark a requeuing rollout running with nothing left to time it out.
+      const promote = event.attemptStatus === ATTEMPT_RUNNING && SPAN_PROMOTABLE_STATUSES.includes(state.status);
+      return moveTo(state, promote ? RUNNING : state.status, now);
+    }
+    case 'latest_attempt_changed':
+      return moveTo(state, rolloutStatusFromAttempt(event.attempt, event.config), now);
+    case 'status_updated':
+      return moveTo(state, event.status, now);
+    default:
+      return assertNever(event);
+  }
+}
+
+/** Applies the common rules of any status write: terminal => end_time + waiters; queuing => enqueue once. */
+function moveTo(state: RolloutState, status: RolloutStatus, now: number): RolloutTransition {
+  const changed = status !== state.status;
+  let endTime = state.end_time;
+  let releaseWaiters = false;
+  if (changed && isTerminalStatus(status)) {
+    endTime = now;
+    releaseWaiters = true;
+  } else if (changed && isTerminalStatus(state.status)) {
+    // Leaving a terminal status (a manual re-run): the old end time no longer describes the rollout.
+    endTime = null;
+  }
+  const enqueue = isQueuingStatus(status) && !state.queued;
+  return {
+    status,
+    end_time: endTime,
+    queued: state.queued || enqueue,
+    changed,
+    enqueue,
+    createAttempt: false,
+    skipped: false,
+    releaseWaiters,
+  };
+}
