@@ -1,4 +1,5 @@
 // Typed Hono context shared by every middleware and route (style.md §1.1).
+import type { Principal } from '../src/auth/keys.js';
 import type { Logger } from '../src/logger.js';
 
 export interface Attribution {
@@ -12,6 +13,8 @@ export type AppEnv = {
   Variables: {
     requestId: string;
     logger: Logger;
+    /** Who is calling; set by the auth middleware (admin for everyone when no keys are configured). */
+    principal: Principal;
   };
 };
 

@@ -1,0 +1,127 @@
+// pitfalls.md I.60: separate agent and admin scopes, constant-time comparison, public health routes.
+import { Hono } from 'hono';
+import { describe, expect, it } from 'vitest';
+import { auth, requirementFor } from '../../../middleware/auth.js';
+import type { AppEnv } from '../../../middleware/env.js';
+import { onError } from '../../../middleware/openai-errors.js';
+import { requestId } from '../../../middleware/request-id.js';
+import { createKeyRing, secretsEqual } from '../../../src/auth/keys.js';
+
+const ADMIN = 'admin-key-0123456789abcdef';
+const AGENT = 'agent-key-0123456789abcdef';
+
+function buildApp(keys = createKeyRing({ adminKeys: [ADMIN], agentKeys: [AGENT] })) {
+  const app = new Hono<AppEnv>();
+  app.use(requestId());
+  app.use(auth({ keys }));
+  app.onError(onError);
+  app.all('*', (c) => c.json({ ok: true, scope: c.get('principal')?.scope ?? null }));
+  return { app, keys };
+}
+
+async function status(app: Hono<AppEnv>, method: string, path: string, headers: Record<string, string> = {}) {
+  const res = await app.request(path, { method, headers });
+  return res.status;
+}
+
+describe('auth scopes', () => {
+  const { app, keys } = buildApp();
+
+  it('lets anyone reach /health, /healthz, /ready and the dashboard shell', async () => {
+    for (const path of ['/health', '/healthz', '/ready', '/', '/assets/app.js']) {
+      expect(await status(app, 'GET', path)).toBe(200);
+    }
+  });
+
+  it('answers 401 in the OpenAI shape without a key or with a wrong one', async () => {
+    const res = await app.request('/v1/chat/completions', { method: 'POST' });
+    expect(res.status).toBe(401);
+    const body = (await res.json()) as { error: { type: string; code: string } };
+    expect(body.error).toMatchObject({ type: 'authentication_error', code: 'invalid_api_key' });
+    expect(res.headers.get('x-request-id')).toBeTruthy();
+    expect(await status(app, 'POST', '/v1/chat/completions', { authorization: 'Bearer nope' })).toBe(401);
+  });
+
+  it('accepts both Authorization: Bearer and x-api-key', async () => {
+    expect(await status(app, 'POST', '/v1/chat/completions', { authorization: `Bearer ${AGENT}` })).toBe(200);
+    expect(await status(app, 'POST', '/v1/chat/completions', { 'x-api-key': AGENT })).toBe(200);
+  });
+
+  it('keeps agent keys off admin routes', async () => {
+    const agent = { 'x-api-key': AGENT };
+    for (const [method, path] of [
+      ['POST', '/proxy/pause'],
+      ['POST', '/proxy/resume'],
+      ['POST', '/api/models'],
+      ['DELETE', '/api/models'],
+      ['PATCH', '/api/rollouts/r1'],
+      ['DELETE', '/api/rollouts/r1'],
+      ['POST', '/admin/pools/default/replace'],
+      ['GET', '/v1/agl/rollouts'],
+      ['POST', '/v1/agl/queues/rollouts/enqueue'],
+    ] as const) {
+      expect(await status(app, method, path, agent), `${method} ${path}`).toBe(403);
+      expect(await status(app, method, path, { 'x-api-key': ADMIN }), `${method} ${path} as admin`).toBe(200);
+    }
+  });
+
+  it('lets agent keys call the proxy and write rewards, spans and OTLP', async () => {
+    const agent = { 'x-api-key': AGENT };
+    expect(await status(app, 'POST', '/rollout/r1/attempt/a1/v1/chat/completions', agent)).toBe(200);
+    expect(await status(app, 'POST', '/proxy/rollout/r1/attempt/0/mode/train/openai/v1/chat/completions', agent)).toBe(
+      200,
+    );
+    expect(await status(app, 'POST', '/v1/agl/rollouts/r1/attempts/a1/reward', agent)).toBe(200);
+    expect(await status(app, 'POST', '/api/rollouts/r1/attempt/0/events', agent)).toBe(200);
+    expect(await status(app, 'POST', '/v1/agl/spans', agent)).toBe(200);
+    expect(await status(app, 'POST', '/v1/traces', agent)).toBe(200);
+  });
+
+  it('binds a minted agent token to its own rollout', async () => {
+    const token = keys.mintAgentToken('ro-abc/1');
+    const mine = { authorization: `Bearer ${token}` };
+    expect(
+      await status(app, 'POST', `/rollout/${encodeURIComponent('ro-abc/1')}/attempt/a1/v1/chat/completions`, mine),
+    ).toBe(200);
+    expect(
+      await status(app, 'POST', `/v1/agl/rollouts/${encodeURIComponent('ro-abc/1')}/attempts/a1/reward`, mine),
+    ).toBe(200);
+    expect(await status(app, 'POST', '/v1/chat/completions', { ...mine, 'x-rollout-id': 'ro-abc/1' })).toBe(200);
+    expect(await status(app, 'POST', '/rollout/other/attempt/a1/v1/chat/completions', mine)).toBe(403);
+    expect(await status(app, 'POST', '/v1/agl/rollouts/other/attempts/a1/reward', mine)).toBe(403);
+    expect(await status(app, 'POST', '/v1/agl/spans', mine)).toBe(403);
+    expect(await status(app, 'GET', '/v1/agl/rollouts', mine)).toBe(403);
+  });
+
+  it('rejects forged or tampered agent tokens', async () => {
+    const token = keys.mintAgentToken('r1');
+    const forged = token.replace(/.$/, (ch) => (ch === 'A' ? 'B' : 'A'));
+    expect(await status(app, 'POST', '/rollout/r1/attempt/a1/v1/chat/completions', { 'x-api-key': forged })).toBe(401);
+    const other = createKeyRing({ adminKeys: ['another-admin-key-0123456'], agentKeys: [] }).mintAgentToken('r1');
+    expect(await status(app, 'POST', '/rollout/r1/attempt/a1/v1/chat/completions', { 'x-api-key': other })).toBe(401);
+  });
+
+  it('treats everyone as admin when no key is configured', async () => {
+    const open = buildApp(createKeyRing({ adminKeys: [], agentKeys: [] })).app;
+    const res = await open.request('/v1/agl/rollouts');
+    expect(await res.json()).toEqual({ ok: true, scope: 'admin' });
+  });
+});
+
+describe('secretsEqual', () => {
+  it('compares by value whatever the lengths', () => {
+    expect(secretsEqual('abc', 'abc')).toBe(true);
+    expect(secretsEqual('abc', 'abcd')).toBe(false);
+    expect(secretsEqual('', 'x')).toBe(false);
+  });
+});
+
+describe('requirementFor', () => {
+  it('reads the rollout of un-prefixed proxy calls from x-rollout-id', () => {
+    expect(requirementFor({ method: 'POST', path: '/v1/completions', rolloutHeader: 'r9' })).toEqual({
+      kind: 'agent',
+      rolloutId: 'r9',
+      boundTokensAllowed: true,
+    });
+  });
+});
