@@ -5,8 +5,8 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ERROR_SPECS, type ErrorCode, GatewayError, isGatewayError, openAIErrorBody } from '../src/errors.js';
 import { HEADER_REQUEST_ID, HEADER_RETRY_AFTER, HEADER_SHOULD_RETRY } from '../src/gateway/headers.js';
-import { isStoreError, type StoreErrorCode } from '../src/store/errors.js';
 import { silentLogger } from '../src/logger.js';
+import { isStoreError, type StoreErrorCode } from '../src/store/errors.js';
 import type { AppEnv } from './env.js';
 
 const STORE_CODE_TO_ERROR: Record<StoreErrorCode, ErrorCode> = {

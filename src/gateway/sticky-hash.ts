@@ -11,7 +11,11 @@ export function stickyIndex(rolloutId: string, size: number): number {
 }
 
 /** Picks from `candidates` after sorting them by `key`, so the choice is independent of list order. */
-export function pickSticky<T>(rolloutId: string, candidates: readonly T[], key: (candidate: T) => string): T | undefined {
+export function pickSticky<T>(
+  rolloutId: string,
+  candidates: readonly T[],
+  key: (candidate: T) => string,
+): T | undefined {
   if (candidates.length === 0) return undefined;
   const sorted = [...candidates].sort((a, b) => {
     const ka = key(a);
