@@ -1,0 +1,167 @@
+// Pause/drain for weight updates (contracts.md §7.6, pitfalls 46-47). A call enters the gate before it is
+// forwarded and releases its slot only when the upstream response has fully closed, so `inflight == 0`
+// really means no backend is still generating. While paused, new calls are refused with 429 + Retry-After
+// (mode "reject"), or held until resume for at most `maxHoldMs` (mode "hold").
+import { GatewayError } from '../errors.js';
+import { HEADER_AGL_PAUSED } from './headers.js';
+
+export type PauseMode = 'reject' | 'hold';
+
+export interface PauseState {
+  paused: boolean;
+  retry_after_seconds: number;
+  reason: string | null;
+  inflight: number;
+  /** Epoch seconds when the current pause began; null when running. */
+  paused_since: number | null;
+}
+
+export interface PauseGateOptions {
+  mode: PauseMode;
+  retryAfterS: number;
+  maxHoldMs: number;
+  now?: () => number;
+}
+
+/** Releases one in-flight slot; calling it again does nothing. */
+export type Release = () => void;
+
+interface HeldCall {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+export class PauseGate {
+  #paused = false;
+  #reason: string | null = null;
+  #retryAfterS: number;
+  #pausedSince: number | null = null;
+  #inflight = 0;
+  #held = new Set<HeldCall>();
+  #drainWaiters = new Set<() => void>();
+  readonly #options: PauseGateOptions;
+  readonly #now: () => number;
+
+  constructor(options: PauseGateOptions) {
+    this.#options = options;
+    this.#retryAfterS = options.retryAfterS;
+    this.#now = options.now ?? Date.now;
+  }
+
+  get inflight(): number {
+    return this.#inflight;
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  state(): PauseState {
+    return {
+      paused: this.#paused,
+      retry_after_seconds: this.#retryAfterS,
+      reason: this.#reason,
+      inflight: this.#inflight,
+      paused_since: this.#pausedSince === null ? null : this.#pausedSince / 1000,
+    };
+  }
+
+  pause(options: { retryAfterSeconds?: number; reason?: string | null } = {}): PauseState {
+    if (!this.#paused) this.#pausedSince = this.#now();
+    this.#paused = true;
+    this.#retryAfterS = options.retryAfterSeconds ?? this.#options.retryAfterS;
+    this.#reason = options.reason ?? null;
+    return this.state();
+  }
+
+  resume(): PauseState {
+    this.#paused = false;
+    this.#reason = null;
+    this.#pausedSince = null;
+    this.#retryAfterS = this.#options.retryAfterS;
+    const held = [...this.#held];
+    this.#held.clear();
+    for (const call of held) call.resolve();
+    return this.state();
+  }
+
+  /** Takes an in-flight slot, waiting or refusing while paused. The returned release is idempotent. */
+  async enter(signal?: AbortSignal): Promise<Release> {
+    if (this.#paused) {
+      if (this.#options.mode === 'reject' || this.#options.maxHoldMs === 0) throw this.#pausedError();
+      await this.#hold(signal);
+    }
+    this.#inflight += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#inflight -= 1;
+      if (this.#inflight === 0) this.#notifyDrained();
+    };
+  }
+
+  /** Resolves once no call is in flight (immediately when none is). Event-driven; no polling. */
+  waitForDrain(signal?: AbortSignal): Promise<void> {
+    if (this.#inflight === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        this.#drainWaiters.delete(done);
+        reject(signal?.reason ?? new Error('aborted'));
+      };
+      const done = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#drainWaiters.add(done);
+    });
+  }
+
+  /** Refuses everything still held (shutdown). */
+  close(): void {
+    const held = [...this.#held];
+    this.#held.clear();
+    for (const call of held) call.reject(this.#pausedError());
+  }
+
+  #notifyDrained(): void {
+    const waiters = [...this.#drainWaiters];
+    this.#drainWaiters.clear();
+    for (const waiter of waiters) waiter();
+  }
+
+  #pausedError(): GatewayError {
+    return new GatewayError('gateway_paused', `Gateway paused${this.#reason ? `: ${this.#reason}` : ''}`, {
+      retryAfterS: this.#retryAfterS,
+      headers: { [HEADER_AGL_PAUSED]: 'true' },
+    });
+  }
+
+  #hold(signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const cleanup = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.#held.delete(call);
+      };
+      const call: HeldCall = {
+        resolve: () => {
+          cleanup();
+          resolve();
+        },
+        reject: (error) => {
+          cleanup();
+          reject(error);
+        },
+      };
+      const onAbort = () => call.reject(signal?.reason ?? new Error('aborted'));
+      const timer = setTimeout(() => call.reject(this.#pausedError()), this.#options.maxHoldMs);
+      timer.unref();
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#held.add(call);
+    });
+  }
+}
