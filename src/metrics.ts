@@ -1,0 +1,169 @@
+// Prometheus metrics for `GET /metrics`, on the gateway's own registry (never the global one, so two
+// gateways in one process — tests, embedders — do not collide). Hot-path observations are plain
+// counter/histogram calls; store sizes and pool state are read only when a scrape asks (collect callbacks).
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface PoolSnapshotForMetrics {
+  model: string;
+  version: number;
+  backends: ReadonlyArray<{ id: string; healthy: boolean; inflight: number; draining?: boolean }>;
+}
+
+export interface MetricsSources {
+  /** Store sizes, read at scrape time. */
+  storeStatistics?: () => Promise<{ total_rollouts: number; total_attempts: number; total_spans: number }>;
+  pools?: () => readonly PoolSnapshotForMetrics[];
+  paused?: () => boolean;
+}
+
+const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const FAST_BUCKETS_S = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<'route' | 'status' | 'model'>;
+  readonly upstreamLatency: Histogram<'model' | 'backend' | 'stream'>;
+  readonly timeToFirstToken: Histogram<'model' | 'backend'>;
+  readonly tokens: Counter<'model' | 'direction'>;
+  readonly upstreamRetries: Counter<'model' | 'backend' | 'reason'>;
+  readonly tokenIdsMissing: Counter<'model' | 'status'>;
+  readonly spanWriteLatency: Histogram<'store'>;
+  readonly spansDropped: Counter<'exporter'>;
+  readonly algorithmProgress: Gauge<'algorithm' | 'metric'>;
+  #sources: MetricsSources = {};
+
+  constructor(options: { defaultMetrics?: boolean; prefix?: string } = {}) {
+    const p = options.prefix ?? 'rollgate_';
+    const registers = [this.registry];
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: p });
+    this.requests = new Counter({
+      name: `${p}requests_total`,
+      help: 'HTTP requests served, by route family, status and model',
+      labelNames: ['route', 'status', 'model'],
+      registers,
+    });
+    this.upstreamLatency = new Histogram({
+      name: `${p}upstream_latency_seconds`,
+      help: 'Time from forwarding a call to the end of its upstream response',
+      labelNames: ['model', 'backend', 'stream'],
+      buckets: LATENCY_BUCKETS_S,
+      registers,
+    });
+    this.timeToFirstToken = new Histogram({
+      name: `${p}time_to_first_token_seconds`,
+      help: 'Time from forwarding a streamed call to its first upstream chunk',
+      labelNames: ['model', 'backend'],
+      buckets: LATENCY_BUCKETS_S,
+      registers,
+    });
+    this.tokens = new Counter({
+      name: `${p}tokens_total`,
+      help: 'Tokens seen in calls, by direction (in = prompt, out = completion)',
+      labelNames: ['model', 'direction'],
+      registers,
+    });
+    this.upstreamRetries = new Counter({
+      name: `${p}upstream_retries_total`,
+      help: 'Upstream tries repeated by the gateway, by reason',
+      labelNames: ['model', 'backend', 'reason'],
+      registers,
+    });
+    this.tokenIdsMissing = new Counter({
+      name: `${p}token_ids_incomplete_total`,
+      help: 'Calls whose token ids were missing or partial (untrainable)',
+      labelNames: ['model', 'status'],
+      registers,
+    });
+    this.spanWriteLatency = new Histogram({
+      name: `${p}span_write_latency_seconds`,
+      help: 'Time to make one call span durable in the store',
+      labelNames: ['store'],
+      buckets: FAST_BUCKETS_S,
+      registers,
+    });
+    this.spansDropped = new Counter({
+      name: `${p}spans_dropped_total`,
+      help: 'Spans an exporter dropped (queue full or collector down)',
+      labelNames: ['exporter'],
+      registers,
+    });
+    this.algorithmProgress = new Gauge({
+      name: `${p}algorithm_progress`,
+      help: 'Progress values reported by running algorithms (round, step, best score, ...)',
+      labelNames: ['algorithm', 'metric'],
+      registers,
+    });
+
+    const sources = () => this.#sources;
+    new Gauge({
+      name: `${p}store_objects`,
+      help: 'Objects in the store, by kind',
+      labelNames: ['kind'],
+      registers,
+      async collect() {
+        const stats = await sources().storeStatistics?.();
+        if (stats === undefined) return;
+        this.set({ kind: 'rollouts' }, stats.total_rollouts);
+        this.set({ kind: 'attempts' }, stats.total_attempts);
+        this.set({ kind: 'spans' }, stats.total_spans);
+      },
+    });
+    new Gauge({
+      name: `${p}backend_inflight`,
+      help: 'Calls in flight per backend (slots are held until the upstream response closes)',
+      labelNames: ['model', 'backend'],
+      registers,
+      collect() {
+        this.reset();
+        for (const pool of sources().pools?.() ?? []) {
+          for (const backend of pool.backends) this.set({ model: pool.model, backend: backend.id }, backend.inflight);
+        }
+      },
+    });
+    new Gauge({
+      name: `${p}backend_healthy`,
+      help: '1 when the backend is healthy and not draining, else 0',
+      labelNames: ['model', 'backend'],
+      registers,
+      collect() {
+        this.reset();
+        for (const pool of sources().pools?.() ?? []) {
+          for (const backend of pool.backends) {
+            this.set({ model: pool.model, backend: backend.id }, backend.healthy && !backend.draining ? 1 : 0);
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: `${p}model_version`,
+      help: 'Model version currently served by each pool',
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const pool of sources().pools?.() ?? []) this.set({ model: pool.model }, pool.version);
+      },
+    });
+    new Gauge({
+      name: `${p}paused`,
+      help: '1 while the gateway is paused for a weight update',
+      registers,
+      collect() {
+        this.set(sources().paused?.() ? 1 : 0);
+      },
+    });
+  }
+
+  /** Late binding: the parts that own this state are built after the metrics object. */
+  bind(sources: MetricsSources): void {
+    this.#sources = { ...this.#sources, ...sources };
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
