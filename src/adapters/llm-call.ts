@@ -1,0 +1,149 @@
+// Reads one LLM call's token-level record from a span: the canonical attributes of contracts.md §4.3
+// first, then the legacy shapes of §4.1 (LiteLLM proxy, agent-side instrumentation, Weave), which may
+// hold stringified lists or lists of lists.
+import type { Attributes, Span } from '../store/types.js';
+import {
+  ATTR_CLIENT_RETRY_COUNT,
+  ATTR_GEN_AI_RESPONSE_ID,
+  ATTR_LEGACY_VLLM_CHOICES,
+  ATTR_LEGACY_VLLM_ID,
+  ATTR_LEGACY_VLLM_PROMPT_TOKEN_IDS,
+  ATTR_LEGACY_VLLM_RESPONSE_TOKEN_IDS,
+  ATTR_LOGPROBS_CONTENT,
+  ATTR_PROMPT_TOKEN_IDS,
+  ATTR_RESPONSE_LOGPROBS,
+  ATTR_RESPONSE_TOKEN_IDS,
+  ATTR_STREAM_STATUS,
+  ATTR_UPSTREAM_STATUS_CODE,
+  STREAM_STATUS_VALUE_OK,
+} from '../tracing/attributes.js';
+import { maybeParseLiteral } from './literal.js';
+
+/** Weave-instrumented agents (contracts.md §4.1) nest the record under this prefix. */
+const WEAVE_OUTPUT_PREFIX = 'agentlightning.operation.output.';
+
+export interface LlmCall {
+  readonly span: Span;
+  readonly promptIds: number[];
+  readonly responseIds: number[];
+  /** Chosen-token logprobs, only when every value is finite and the length matches the response. */
+  readonly logprobs: number[] | null;
+  /** `gen_ai.response.id`, else the vLLM id; null when the producer recorded none. */
+  readonly responseId: string | null;
+  /** `X-Stainless-Retry-Count` of the request; 0 when absent. */
+  readonly clientRetryCount: number;
+  /** The call failed or the agent never received it (upstream error, stream error, disconnect). */
+  readonly isError: boolean;
+}
+
+/** A list of integers, native or stringified; anything else is empty (contracts.md §5.1 rule 2). */
+export function readTokenIds(value: unknown): number[] {
+  const parsed = maybeParseLiteral(value);
+  if (!Array.isArray(parsed)) return [];
+  for (const item of parsed) if (!Number.isInteger(item)) return [];
+  return parsed as number[];
+}
+
+/** Like `readTokenIds`, but also unwraps a list of lists (first element), as older proxies wrote. */
+function readResponseTokenIds(value: unknown): number[] {
+  const parsed = maybeParseLiteral(value);
+  if (Array.isArray(parsed) && parsed.length > 0 && Array.isArray(parsed[0])) return readTokenIds(parsed[0]);
+  return readTokenIds(parsed);
+}
+
+function firstChoiceTokenIds(value: unknown): number[] {
+  const parsed = maybeParseLiteral(value);
+  if (!Array.isArray(parsed) || parsed.length === 0) return [];
+  const first: unknown = parsed[0];
+  if (typeof first !== 'object' || first === null) return [];
+  const record = first as Record<string, unknown>;
+  const direct = readTokenIds(record.token_ids);
+  if (direct.length > 0) return direct;
+  const psf = record.provider_specific_fields;
+  if (typeof psf === 'object' && psf !== null) return readTokenIds((psf as Record<string, unknown>).token_ids);
+  return [];
+}
+
+function firstNonEmpty(...candidates: Array<() => number[]>): number[] {
+  for (const candidate of candidates) {
+    const ids = candidate();
+    if (ids.length > 0) return ids;
+  }
+  return [];
+}
+
+function readPromptIds(attrs: Attributes): number[] {
+  return firstNonEmpty(
+    () => readTokenIds(attrs[ATTR_PROMPT_TOKEN_IDS]),
+    () => readTokenIds(attrs[ATTR_LEGACY_VLLM_PROMPT_TOKEN_IDS]),
+    () => readTokenIds(attrs[`${WEAVE_OUTPUT_PREFIX}prompt_token_ids`]),
+  );
+}
+
+function readResponseIds(attrs: Attributes): number[] {
+  return firstNonEmpty(
+    () => readResponseTokenIds(attrs[ATTR_RESPONSE_TOKEN_IDS]),
+    () => readResponseTokenIds(attrs[ATTR_LEGACY_VLLM_RESPONSE_TOKEN_IDS]),
+    () => firstChoiceTokenIds(attrs[ATTR_LEGACY_VLLM_CHOICES]),
+    () => readTokenIds(attrs[`${WEAVE_OUTPUT_PREFIX}response_token_ids.0`]),
+    () => readTokenIds(attrs[`${WEAVE_OUTPUT_PREFIX}choices.0.token_ids`]),
+    () => readTokenIds(attrs[`${WEAVE_OUTPUT_PREFIX}choices.0.provider_specific_fields.token_ids`]),
+  );
+}
+
+function usableLogprobs(values: unknown, length: number): number[] | null {
+  if (!Array.isArray(values) || values.length !== length || length === 0) return null;
+  for (const v of values) if (typeof v !== 'number' || !Number.isFinite(v)) return null;
+  return values as number[];
+}
+
+function readLogprobs(attrs: Attributes, responseLength: number): number[] | null {
+  const canonical = usableLogprobs(maybeParseLiteral(attrs[ATTR_RESPONSE_LOGPROBS]), responseLength);
+  if (canonical) return canonical;
+  const content = maybeParseLiteral(attrs[ATTR_LOGPROBS_CONTENT]);
+  if (!Array.isArray(content)) return null;
+  const chosen = content.map((entry: unknown) =>
+    typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>).logprob : undefined,
+  );
+  return usableLogprobs(chosen, responseLength);
+}
+
+function readResponseId(attrs: Attributes): string | null {
+  for (const key of [ATTR_GEN_AI_RESPONSE_ID, ATTR_LEGACY_VLLM_ID, `${WEAVE_OUTPUT_PREFIX}id`]) {
+    const value = attrs[key];
+    if (typeof value === 'string' && value !== '') return value;
+  }
+  return null;
+}
+
+function readRetryCount(attrs: Attributes): number {
+  const raw = attrs[ATTR_CLIENT_RETRY_COUNT];
+  const n = typeof raw === 'string' ? Number(raw) : raw;
+  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : 0;
+}
+
+function isErrorSpan(span: Span): boolean {
+  if (span.status?.status_code === 'ERROR') return true;
+  const stream = span.attributes[ATTR_STREAM_STATUS];
+  if (typeof stream === 'string' && stream !== STREAM_STATUS_VALUE_OK) return true;
+  const upstream = span.attributes[ATTR_UPSTREAM_STATUS_CODE];
+  return typeof upstream === 'number' && upstream >= 400;
+}
+
+/** The call recorded by `span`, or null when the span holds no prompt or no response token ids. */
+export function readLlmCall(span: Span): LlmCall | null {
+  const attrs = span.attributes ?? {};
+  const promptIds = readPromptIds(attrs);
+  if (promptIds.length === 0) return null;
+  const responseIds = readResponseIds(attrs);
+  if (responseIds.length === 0) return null;
+  return {
+    span,
+    promptIds,
+    responseIds,
+    logprobs: readLogprobs(attrs, responseIds.length),
+    responseId: readResponseId(attrs),
+    clientRetryCount: readRetryCount(attrs),
+    isError: isErrorSpan(span),
+  };
+}

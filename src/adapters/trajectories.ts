@@ -1,0 +1,135 @@
+// Triplets -> training rows (contracts.md §5.3, agent-lightning v1 trajectory merging). A turn merges
+// into the current row only when its prompt ids start token-exactly with the row's context (previous
+// prompt + response): that holds only when ids are the engine's own, never re-tokenised (pitfalls.md 55).
+import type { TokenTriplet } from './triplets.js';
+
+export interface TrajectoryOptions {
+  /** `trajectory` merges continuing turns; `transition` makes one row per triplet. */
+  readonly level?: 'trajectory' | 'transition';
+  readonly maxPromptLength?: number;
+  readonly maxResponseLength?: number;
+  /** Reward given to rows of a rollout whose final reward is null. */
+  readonly rewardFillna?: number;
+  /** Called once per turn that could not be merged (it starts a new row). */
+  readonly onMergeMismatch?: (info: { rowIndex: number; sequenceId: number }) => void;
+}
+
+export interface TrajectoryRow {
+  readonly promptIds: number[];
+  readonly responseIds: number[];
+  /** 1 for tokens the model generated, 0 for the gaps between turns (tool output, template glue). */
+  readonly responseMask: number[];
+  /** Absent when any merged turn lacked usable logprobs. Gap tokens carry 0.0. */
+  readonly logprobs: number[] | null;
+  readonly reward: number;
+  /** The prompt was longer than the limit and was truncated; trainers usually drop such rows. */
+  readonly isDrop: boolean;
+  readonly isResponseTruncated: boolean;
+  /** Sequence ids of the calls merged into this row. */
+  readonly sequenceIds: number[];
+  readonly turnCount: number;
+}
+
+export const DEFAULT_MAX_PROMPT_LENGTH = 2048;
+export const DEFAULT_MAX_RESPONSE_LENGTH = 8192;
+
+interface OpenRow {
+  promptIds: number[];
+  responseIds: number[];
+  mask: number[];
+  logprobs: number[] | null;
+  context: number[];
+  sequenceIds: number[];
+}
+
+function startsWith(ids: readonly number[], prefix: readonly number[]): boolean {
+  if (prefix.length > ids.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (ids[i] !== prefix[i]) return false;
+  return true;
+}
+
+function openRow(t: TokenTriplet): OpenRow {
+  const prompt = t.prompt.token_ids;
+  const response = t.response.token_ids;
+  return {
+    promptIds: [...prompt],
+    responseIds: [...response],
+    mask: response.map(() => 1),
+    logprobs: t.response.logprobs ? [...t.response.logprobs] : null,
+    context: [...prompt, ...response],
+    sequenceIds: [t.metadata.sequence_id],
+  };
+}
+
+function finishRow(
+  row: OpenRow,
+  options: { reward: number; maxPromptLength: number; maxResponseLength: number },
+): TrajectoryRow | null {
+  const isDrop = row.promptIds.length > options.maxPromptLength;
+  const isResponseTruncated = row.responseIds.length > options.maxResponseLength;
+  const responseIds = row.responseIds.slice(0, options.maxResponseLength);
+  const mask = row.mask.slice(0, options.maxResponseLength);
+  if (mask.every((m) => m === 0)) return null;
+  return {
+    promptIds: row.promptIds.slice(0, options.maxPromptLength),
+    responseIds,
+    responseMask: mask,
+    logprobs: row.logprobs ? row.logprobs.slice(0, options.maxResponseLength) : null,
+    reward: options.reward,
+    isDrop,
+    isResponseTruncated,
+    sequenceIds: row.sequenceIds,
+    turnCount: row.sequenceIds.length,
+  };
+}
+
+/**
+ * Rows of one rollout. `finalReward` is the rollout's last reward (`findFinalReward`); every row gets
+ * it, null becoming `rewardFillna` (default 0.0).
+ */
+export function tripletsToTrajectories(
+  triplets: readonly TokenTriplet[],
+  finalReward: number | null,
+  options: TrajectoryOptions = {},
+): TrajectoryRow[] {
+  const level = options.level ?? 'trajectory';
+  const finish = {
+    reward: finalReward ?? options.rewardFillna ?? 0,
+    maxPromptLength: options.maxPromptLength ?? DEFAULT_MAX_PROMPT_LENGTH,
+    maxResponseLength: options.maxResponseLength ?? DEFAULT_MAX_RESPONSE_LENGTH,
+  };
+  const rows: TrajectoryRow[] = [];
+  const close = (row: OpenRow): void => {
+    const done = finishRow(row, finish);
+    if (done) rows.push(done);
+  };
+  let current: OpenRow | null = null;
+  for (const t of triplets) {
+    if (current === null) {
+      current = openRow(t);
+      continue;
+    }
+    const prompt = t.prompt.token_ids;
+    if (level === 'transition' || !startsWith(prompt, current.context)) {
+      if (level === 'trajectory') {
+        options.onMergeMismatch?.({ rowIndex: rows.length, sequenceId: t.metadata.sequence_id });
+      }
+      close(current);
+      current = openRow(t);
+      continue;
+    }
+    const gap = prompt.slice(current.context.length);
+    const response = t.response.token_ids;
+    current.responseIds.push(...gap, ...response);
+    current.mask.push(...gap.map(() => 0), ...response.map(() => 1));
+    if (current.logprobs && t.response.logprobs && t.response.logprobs.length === response.length) {
+      current.logprobs.push(...gap.map(() => 0), ...t.response.logprobs);
+    } else {
+      current.logprobs = null;
+    }
+    current.context = [...prompt, ...response];
+    current.sequenceIds.push(t.metadata.sequence_id);
+  }
+  if (current) close(current);
+  return rows;
+}
