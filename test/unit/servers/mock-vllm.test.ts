@@ -1,0 +1,524 @@
+// The vLLM stand-in itself, driven by the official openai SDK over real sockets, so other tests can trust it.
+import { Agent, request as httpRequest } from 'node:http';
+import OpenAI, { APIConnectionError, APIError, BadRequestError, InternalServerError, NotFoundError } from 'openai';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  detokenize,
+  END_TOKEN_ID,
+  type MockVllm,
+  parseFaultSpec,
+  renderChatPrompt,
+  startMockVllm,
+  tokenize,
+} from '../../servers/mock-vllm.js';
+
+// vLLM-only request keys are not in the SDK's types; tests pass them through this helper.
+type Extra = Record<string, unknown>;
+function chatBody(extra: Extra): OpenAI.Chat.ChatCompletionCreateParamsNonStreaming {
+  return { model: 'mock-model', messages: [{ role: 'user', content: 'hello there' }], ...extra } as never;
+}
+function chatStreamBody(extra: Extra): OpenAI.Chat.ChatCompletionCreateParamsStreaming {
+  return { ...chatBody(extra), stream: true } as never;
+}
+
+let mock: MockVllm;
+let client: OpenAI;
+
+beforeAll(async () => {
+  mock = await startMockVllm();
+  client = new OpenAI({ baseURL: mock.url, apiKey: 'unused', maxRetries: 0 });
+});
+afterAll(async () => {
+  await mock.close();
+});
+afterEach(() => {
+  mock.clearFaults();
+});
+
+type AnyRecord = Record<string, any>;
+
+async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const chunk of stream) out.push(chunk);
+  return out;
+}
+
+describe('tokenizer and template', () => {
+  it('round-trips text with special tokens and astral characters', () => {
+    const text = '<|user|>héllo 🙂<|end|><|assistant|>';
+    const ids = tokenize(text);
+    expect(ids.length).toBe(1 + 7 + 1 + 1);
+    expect(ids.at(-2)).toBe(END_TOKEN_ID);
+    expect(detokenize(ids)).toBe(text);
+  });
+
+  it('parses fault specs', () => {
+    expect(parseFaultSpec('status=503;retry-after=2,slow-first-byte=10')).toEqual([
+      { kind: 'status', status: 503, retryAfter: '2' },
+      { kind: 'slow-first-byte', delayMs: 10 },
+    ]);
+    expect(() => parseFaultSpec('explode')).toThrow(/unknown fault/);
+  });
+});
+
+describe('chat/completions', () => {
+  it('returns prompt ids, token ids and aligned logprobs (non-stream)', async () => {
+    const res = (await client.chat.completions.create(
+      chatBody({ return_token_ids: true, logprobs: true, top_logprobs: 2 }),
+    )) as unknown as AnyRecord;
+    const prompt = renderChatPrompt([{ role: 'user', content: 'hello there' }]);
+    expect(res.prompt_token_ids).toEqual(tokenize(prompt));
+    const choice = res.choices[0];
+    expect(choice.message.content).toMatch(/^mock-[0-9a-f]{8}: hello there$/);
+    expect(choice.token_ids).toEqual([...tokenize(choice.message.content), END_TOKEN_ID]);
+    expect(choice.logprobs.content).toHaveLength(choice.token_ids.length);
+    for (const entry of choice.logprobs.content) {
+      expect(Number.isFinite(entry.logprob)).toBe(true);
+      expect(entry.logprob).toBeLessThan(0);
+      expect(entry.top_logprobs).toHaveLength(2);
+    }
+    expect(choice.finish_reason).toBe('stop');
+    expect(res.usage).toMatchObject({
+      prompt_tokens: res.prompt_token_ids.length,
+      completion_tokens: choice.token_ids.length,
+    });
+  });
+
+  it('sends no ids unless asked', async () => {
+    const res = (await client.chat.completions.create(chatBody({}))) as unknown as AnyRecord;
+    expect(res.prompt_token_ids).toBeNull();
+    expect(res.choices[0].token_ids).toBeNull();
+    expect(res.choices[0].logprobs).toBeNull();
+  });
+
+  it('streams the same ids, logprobs and text as the non-stream answer, n=2 interleaved', async () => {
+    const extra = { return_token_ids: true, logprobs: true, n: 2 };
+    const full = (await client.chat.completions.create(chatBody(extra))) as unknown as AnyRecord;
+    const chunks = (await collect(await client.chat.completions.create(chatStreamBody(extra)))) as AnyRecord[];
+    expect(chunks[0]!.choices[0].delta).toEqual({ role: 'assistant', content: '' });
+    expect(chunks[0]!.prompt_token_ids).toEqual(full.prompt_token_ids);
+    const byChoice = [0, 1].map(() => ({ ids: [] as number[], lps: [] as number[], text: '', finish: '' }));
+    const order: number[] = [];
+    for (const chunk of chunks) {
+      expect(chunk.usage).toBeUndefined();
+      for (const c of chunk.choices) {
+        const acc = byChoice[c.index]!;
+        order.push(c.index);
+        acc.ids.push(...(c.token_ids ?? []));
+        acc.lps.push(...(c.logprobs?.content ?? []).map((e: AnyRecord) => e.logprob));
+        acc.text += c.delta.content ?? '';
+        if (c.finish_reason) acc.finish = c.finish_reason;
+      }
+    }
+    for (const i of [0, 1]) {
+      const choice = full.choices[i];
+      expect(byChoice[i]!.ids).toEqual(choice.token_ids);
+      expect(byChoice[i]!.lps).toEqual(choice.logprobs.content.map((e: AnyRecord) => e.logprob));
+      expect(byChoice[i]!.text).toBe(choice.message.content);
+      expect(byChoice[i]!.finish).toBe('stop');
+    }
+    expect(full.choices[0].message.content).not.toBe(full.choices[1].message.content);
+    // Interleaved: the index changes between consecutive chunks after the role chunks.
+    expect(order.slice(2, 6)).toEqual([0, 1, 0, 1]);
+  });
+
+  it('makes the next turn prompt start with prompt + response ids (token-exact merge)', async () => {
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'first' },
+    ];
+    const one = (await client.chat.completions.create(
+      chatBody({ messages, return_token_ids: true }),
+    )) as unknown as AnyRecord;
+    const two = (await client.chat.completions.create(
+      chatBody({
+        messages: [...messages, one.choices[0].message, { role: 'user', content: 'second' }],
+        return_token_ids: true,
+      }),
+    )) as unknown as AnyRecord;
+    const context = [...one.prompt_token_ids, ...one.choices[0].token_ids];
+    expect(two.prompt_token_ids.slice(0, context.length)).toEqual(context);
+  });
+
+  it('streams tool-call arguments in 40-character fragments that assemble to the non-stream call', async () => {
+    const args = { query: 'x'.repeat(150), limit: 10, filters: ['a', 'b', 'c'] };
+    const respondMock = await startMockVllm({
+      respond: () => ({ content: '', toolCalls: [{ name: 'search', arguments: args }] }),
+    });
+    try {
+      const c = new OpenAI({ baseURL: respondMock.url, apiKey: 'x', maxRetries: 0 });
+      const tools = [{ type: 'function', function: { name: 'search', parameters: { type: 'object' } } }];
+      const extra = { tools, return_token_ids: true, logprobs: true };
+      const full = (await c.chat.completions.create(chatBody(extra))) as unknown as AnyRecord;
+      const call = full.choices[0].message.tool_calls[0];
+      expect(call.function).toEqual({ name: 'search', arguments: JSON.stringify(args) });
+      expect(full.choices[0].finish_reason).toBe('tool_calls');
+      const chunks = (await collect(await c.chat.completions.create(chatStreamBody(extra)))) as AnyRecord[];
+      const fragments: string[] = [];
+      const ids: number[] = [];
+      const lps: number[] = [];
+      let name = '';
+      let id = '';
+      for (const chunk of chunks) {
+        const choice = chunk.choices[0];
+        ids.push(...(choice.token_ids ?? []));
+        lps.push(...(choice.logprobs?.content ?? []).map((e: AnyRecord) => e.logprob));
+        for (const tc of choice.delta.tool_calls ?? []) {
+          expect(tc.index).toBe(0);
+          if (tc.id) id = tc.id;
+          if (tc.function?.name) name = tc.function.name;
+          if (tc.function?.arguments) fragments.push(tc.function.arguments);
+        }
+      }
+      expect(id).toMatch(/^chatcmpl-tool-/);
+      expect(name).toBe('search');
+      expect(fragments.length).toBeGreaterThanOrEqual(5);
+      expect(fragments.every((f) => f.length <= 40)).toBe(true);
+      expect(fragments.join('')).toBe(call.function.arguments);
+      expect(ids).toEqual(full.choices[0].token_ids);
+      expect(lps).toEqual(full.choices[0].logprobs.content.map((e: AnyRecord) => e.logprob));
+      expect(chunks.at(-1)!.choices[0].finish_reason).toBe('tool_calls');
+    } finally {
+      await respondMock.close();
+    }
+  });
+
+  it('sends the usage chunk only when asked', async () => {
+    const without = (await collect(await client.chat.completions.create(chatStreamBody({})))) as AnyRecord[];
+    expect(without.every((c) => c.choices.length > 0 && c.usage === undefined)).toBe(true);
+    const withUsage = (await collect(
+      await client.chat.completions.create(chatStreamBody({ stream_options: { include_usage: true } })),
+    )) as AnyRecord[];
+    const usageChunks = withUsage.filter((c) => c.usage);
+    expect(usageChunks).toHaveLength(1);
+    expect(usageChunks[0]!.choices).toEqual([]);
+    expect(withUsage.at(-1)).toBe(usageChunks[0]);
+  });
+
+  it('writes token_id:<n> tokens when asked', async () => {
+    const res = (await client.chat.completions.create(
+      chatBody({ logprobs: true, return_tokens_as_token_ids: true, max_tokens: 3 }),
+    )) as unknown as AnyRecord;
+    expect(res.choices[0].logprobs.content.map((e: AnyRecord) => e.token)).toEqual(
+      tokenize(res.choices[0].message.content).map((id) => `token_id:${id}`),
+    );
+    expect(res.choices[0].finish_reason).toBe('length');
+  });
+
+  it('rejects requests like vLLM does (400/404 with an int code)', async () => {
+    const cases: [Extra, RegExp][] = [
+      [{ stream_options: { include_usage: true } }, /Stream options can only be defined when `stream=True`/],
+      [{ top_logprobs: 2 }, /`logprobs` must be set to true/],
+      [{ logprobs: 1 }, /valid boolean/],
+      [{ tools: [] }, /non-empty/],
+      [{ tool_choice: 'auto' }, /`tools` must be set/],
+      [{ max_tokens: 40_000 }, /maximum context length is 32768 tokens/],
+      [{ messages: [{ role: 'user', content: 'x'.repeat(33_000) }] }, /maximum context length is 32768 tokens/],
+    ];
+    for (const [extra, message] of cases) {
+      const err = await client.chat.completions.create(chatBody(extra)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BadRequestError);
+      expect((err as BadRequestError).message).toMatch(message);
+      expect((err as BadRequestError).error).toMatchObject({ type: 'BadRequestError', param: null, code: 400 });
+    }
+    const notFound = await client.chat.completions.create(chatBody({ model: 'other' })).catch((e: unknown) => e);
+    expect(notFound).toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('completions', () => {
+  it('accepts every prompt shape and returns per-choice prompt ids', async () => {
+    const prompts: unknown[] = ['abc', ['abc', 'de'], tokenize('abc'), [tokenize('abc'), tokenize('de')]];
+    for (const prompt of prompts) {
+      const res = (await client.completions.create({
+        model: 'mock-model',
+        prompt,
+        return_token_ids: true,
+        logprobs: 2,
+        max_tokens: 8,
+      } as never)) as unknown as AnyRecord;
+      const expected = Array.isArray(prompt) && typeof prompt[0] !== 'number' ? prompt.length : 1;
+      expect(res.choices).toHaveLength(expected);
+      expect(res.choices[0].prompt_token_ids).toEqual(tokenize('abc'));
+      const c = res.choices[0];
+      expect(c.token_ids).toHaveLength(8);
+      expect(c.finish_reason).toBe('length');
+      expect(detokenize(c.token_ids)).toBe(c.text);
+      expect(c.logprobs.tokens).toHaveLength(8);
+      expect(c.logprobs.token_logprobs).toHaveLength(8);
+      expect(c.logprobs.text_offset.slice(0, 3)).toEqual([0, 1, 2]);
+      expect(Object.keys(c.logprobs.top_logprobs[0])).toHaveLength(3);
+    }
+  });
+
+  it('streams per-choice prompt ids on the first chunk of each choice and token-id deltas', async () => {
+    const body = { model: 'mock-model', prompt: ['abc', 'de'], return_token_ids: true, logprobs: 0, max_tokens: 5 };
+    const full = (await client.completions.create(body as never)) as unknown as AnyRecord;
+    const chunks = (await collect(
+      await client.completions.create({
+        ...body,
+        stream: true,
+        stream_options: { include_usage: true },
+      } as OpenAI.CompletionCreateParamsStreaming),
+    )) as unknown as AnyRecord[];
+    const seenPrompt = new Map<number, unknown>();
+    const ids = new Map<number, number[]>();
+    for (const chunk of chunks.slice(0, -1)) {
+      expect(chunk.usage).toBeNull();
+      const c = chunk.choices[0];
+      if (!seenPrompt.has(c.index)) {
+        expect(c.prompt_token_ids).not.toBeNull();
+        seenPrompt.set(c.index, c.prompt_token_ids);
+      } else {
+        expect(c.prompt_token_ids).toBeNull();
+      }
+      ids.set(c.index, [...(ids.get(c.index) ?? []), ...c.token_ids]);
+    }
+    expect(chunks.at(-1)!.choices).toEqual([]);
+    expect(chunks.at(-1)!.usage.completion_tokens).toBe(10);
+    for (const c of full.choices) {
+      expect(seenPrompt.get(c.index)).toEqual(c.prompt_token_ids);
+      expect(ids.get(c.index)).toEqual(c.token_ids);
+    }
+  });
+
+  it('rejects a non-integer logprobs and out-of-vocabulary ids', async () => {
+    const a = await client.completions
+      .create({ model: 'mock-model', prompt: 'x', logprobs: true } as never)
+      .catch((e: unknown) => e);
+    expect(a).toBeInstanceOf(BadRequestError);
+    const b = await client.completions.create({ model: 'mock-model', prompt: [-5] } as never).catch((e: unknown) => e);
+    expect(b).toBeInstanceOf(BadRequestError);
+  });
+});
+
+describe('other routes', () => {
+  it('serves /v1/models, /health and FastAPI-style 404s', async () => {
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(['mock-model']);
+    const health = await fetch(`${mock.baseUrl}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.text()).toBe('');
+    const missing = await fetch(`${mock.url}/nope`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ detail: 'Not Found' });
+  });
+});
+
+describe('faults', () => {
+  it('answers an injected status with a vLLM JSON error and retry-after', async () => {
+    const err = await client.chat.completions
+      .create(chatBody({}), { headers: { 'x-mock-fault': 'status=503;retry-after=1' } })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InternalServerError);
+    expect((err as APIError).status).toBe(503);
+    expect((err as APIError).headers?.get('retry-after')).toBe('1');
+    expect((err as APIError).error).toMatchObject({ code: 503 });
+  });
+
+  it('answers a non-JSON 502 with text/html', async () => {
+    const res = await fetch(`${mock.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-mock-fault': 'status=502;html' },
+      body: JSON.stringify(chatBody({})),
+    });
+    expect(res.status).toBe(502);
+    expect(res.headers.get('content-type')).toBe('text/html');
+    expect(await res.text()).toMatch(/^<html>/);
+  });
+
+  it('applies a header fault only to the first n requests carrying it', async () => {
+    const headers = { 'x-mock-fault': 'status=500;message=first-n-test', 'x-mock-fault-times': '2' };
+    const results: unknown[] = [];
+    for (let i = 0; i < 3; i++) {
+      results.push(await client.chat.completions.create(chatBody({}), { headers }).catch((e: unknown) => e));
+    }
+    expect(results[0]).toBeInstanceOf(InternalServerError);
+    expect(results[1]).toBeInstanceOf(InternalServerError);
+    expect((results[2] as AnyRecord).choices).toHaveLength(1);
+  });
+
+  it('applies setFault for a number of requests, and the mock_fault body key', async () => {
+    mock.setFault({ kind: 'status', status: 429 }, { times: 1 });
+    const first = await client.chat.completions.create(chatBody({})).catch((e: unknown) => e);
+    expect((first as APIError).status).toBe(429);
+    const second = (await client.chat.completions.create(chatBody({}))) as unknown as AnyRecord;
+    expect(second.choices).toHaveLength(1);
+    const viaBody = await client.chat.completions
+      .create(chatBody({ mock_fault: 'status=400;message=body-key' }))
+      .catch((e: unknown) => e);
+    expect((viaBody as APIError).message).toMatch(/body-key/);
+  });
+
+  it('closes the socket mid-stream after k chunks', async () => {
+    const stream = await client.chat.completions.create(chatStreamBody({}), {
+      headers: { 'x-mock-fault': 'close-after=3' },
+    });
+    let seen = 0;
+    const err = await (async () => {
+      for await (const _ of stream) seen++;
+    })().catch((e: unknown) => e);
+    expect(seen).toBe(3);
+    expect(err).toBeInstanceOf(Error);
+  });
+
+  it('emits a mid-stream error event that the SDK throws as APIError', async () => {
+    const stream = await client.chat.completions.create(chatStreamBody({}), {
+      headers: { 'x-mock-fault': 'error-event-after=2' },
+    });
+    let seen = 0;
+    const err = await (async () => {
+      for await (const _ of stream) seen++;
+    })().catch((e: unknown) => e);
+    expect(seen).toBe(2);
+    expect(err).toBeInstanceOf(APIError);
+  });
+
+  it('writes garbage bytes mid-stream', async () => {
+    const res = await fetch(`${mock.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-mock-fault': 'garbage-after=1' },
+      body: JSON.stringify(chatStreamBody({})),
+    });
+    const text = await res.text();
+    expect(text).toContain('not an event');
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
+  it('hangs until the client aborts, and records the abort', async () => {
+    const controller = new AbortController();
+    const pending = client.chat.completions
+      .create(chatBody({ messages: [{ role: 'user', content: 'hang-test' }] }), {
+        headers: { 'x-mock-fault': 'hang' },
+        signal: controller.signal,
+      })
+      .catch((e: unknown) => e);
+    const rec = await mock.waitFor((r) => r.faults.some((f) => f.kind === 'hang'));
+    expect(rec.abortedAt).toBeUndefined();
+    controller.abort();
+    await pending;
+    const aborted = await mock.waitFor((r) => r === rec && r.abortedAt !== undefined);
+    expect(aborted.completedAt).toBeUndefined();
+  });
+
+  it('resets the connection', async () => {
+    const err = await client.chat.completions
+      .create(chatBody({}), { headers: { 'x-mock-fault': 'reset' } })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(APIConnectionError);
+  });
+
+  it('delays the first byte', async () => {
+    const started = Date.now();
+    await client.chat.completions.create(chatBody({}), { headers: { 'x-mock-fault': 'slow-first-byte=150' } });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+  });
+
+  it('drops token ids (omit, null, prompt-only)', async () => {
+    const get = async (mode: string) =>
+      (await client.chat.completions.create(chatBody({ return_token_ids: true }), {
+        headers: { 'x-mock-fault': `token-ids=${mode}` },
+      })) as unknown as AnyRecord;
+    const omit = await get('omit');
+    expect('prompt_token_ids' in omit).toBe(false);
+    expect('token_ids' in omit.choices[0]).toBe(false);
+    const nul = await get('null');
+    expect(nul.prompt_token_ids).toBeNull();
+    expect(nul.choices[0].token_ids).toBeNull();
+    const promptOnly = await get('prompt-only');
+    expect(promptOnly.prompt_token_ids.length).toBeGreaterThan(0);
+    expect(promptOnly.choices[0].token_ids).toBeNull();
+  });
+
+  it('misaligns logprobs (short, long, null, NaN in the raw JSON)', async () => {
+    const get = async (mode: string) =>
+      (await client.chat.completions.create(chatBody({ return_token_ids: true, logprobs: true }), {
+        headers: { 'x-mock-fault': `logprobs=${mode}` },
+      })) as unknown as AnyRecord;
+    const short = await get('short');
+    expect(short.choices[0].logprobs.content.length).toBe(short.choices[0].token_ids.length - 1);
+    const long = await get('long');
+    expect(long.choices[0].logprobs.content.length).toBe(long.choices[0].token_ids.length + 1);
+    const nul = await get('null');
+    expect(nul.choices[0].logprobs.content.at(-1).logprob).toBeNull();
+    const raw = await fetch(`${mock.url}/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-mock-fault': 'logprobs=nan' },
+      body: JSON.stringify({ model: 'mock-model', prompt: 'x', logprobs: 0, max_tokens: 3 }),
+    });
+    expect(await raw.text()).toMatch(/,NaN\]/);
+  });
+});
+
+describe('options', () => {
+  it('floors every k-th logprob at -9999.0 when configured', async () => {
+    const m = await startMockVllm({ floorLogprobEvery: 3 });
+    try {
+      const c = new OpenAI({ baseURL: m.url, apiKey: 'x', maxRetries: 0 });
+      const res = (await c.chat.completions.create(
+        chatBody({ logprobs: true, max_tokens: 6 }),
+      )) as unknown as AnyRecord;
+      expect(res.choices[0].logprobs.content.map((e: AnyRecord) => e.logprob === -9999)).toEqual([
+        false,
+        false,
+        true,
+        false,
+        false,
+        true,
+      ]);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('paces streams with ttft and inter-token delays', async () => {
+    const m = await startMockVllm({ ttftMs: 100, interTokenMs: 20 });
+    try {
+      const c = new OpenAI({ baseURL: m.url, apiKey: 'x', maxRetries: 0 });
+      const started = Date.now();
+      const times: number[] = [];
+      for await (const _ of await c.chat.completions.create(chatStreamBody({ max_tokens: 4 }))) {
+        times.push(Date.now() - started);
+      }
+      expect(times[0]).toBeGreaterThanOrEqual(90);
+      // role + 4 tokens: three gaps of ~20 ms between the four token chunks.
+      expect(times.at(-1)! - times[1]!).toBeGreaterThanOrEqual(50);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('closes idle keep-alive sockets after keepAliveTimeoutMs', async () => {
+    const m = await startMockVllm({ keepAliveTimeoutMs: 100 });
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const socketClosed = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${m.baseUrl}/health`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => {
+            const started = Date.now();
+            req.socket?.once('close', () => resolve(Date.now() - started));
+          });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(socketClosed).toBeLessThan(2_000);
+    } finally {
+      agent.destroy();
+      await m.close();
+    }
+  });
+
+  it('records requests with bodies, headers and completion times', async () => {
+    const before = mock.requests.length;
+    await client.chat.completions.create(chatBody({ top_k: 5 }), { headers: { 'x-custom': 'yes' } });
+    const rec = mock.requests[before]!;
+    expect(rec.method).toBe('POST');
+    expect(rec.path).toBe('/v1/chat/completions');
+    expect(rec.headers['x-custom']).toBe('yes');
+    expect((rec.body as AnyRecord).top_k).toBe(5);
+    const done = await mock.waitFor((r) => r === rec && r.completedAt !== undefined);
+    expect(done.status).toBe(200);
+  });
+});
