@@ -1,0 +1,235 @@
+// The runner core against a real in-process store and real agent processes: statuses, concurrency bound,
+// timeout kill of a whole process tree, watchdog `timeout` never overwritten, graceful stop.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createProcessExecutor } from '../../../src/runner/process-executor.js';
+import { createRunner, type Runner } from '../../../src/runner/runner.js';
+import type { AttemptContext } from '../../../src/runner/types.js';
+import { MemoryStore } from '../../../src/store/memory.js';
+import type { Attempt, LightningStore } from '../../../src/store/types.js';
+
+const GATEWAY = 'http://127.0.0.1:9';
+
+let store: LightningStore;
+let runners: Runner[];
+let dir: string;
+
+beforeEach(() => {
+  store = new MemoryStore({ watchdogIntervalMs: 50 });
+  runners = [];
+  dir = mkdtempSync(join(tmpdir(), 'rollgate-runner-'));
+});
+
+afterEach(async () => {
+  await Promise.all(runners.map((runner) => runner.close({ graceMs: 0 })));
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function track(runner: Runner): Runner {
+  runners.push(runner);
+  return runner;
+}
+
+async function attemptsOf(rid: string): Promise<Attempt[]> {
+  return (await store.queryAttempts(rid)).items;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  // A zombie still answers signal 0; it is dead for our purposes.
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z');
+  } catch {
+    return false;
+  }
+}
+
+describe('runner core with an in-process agent', () => {
+  it('marks attempts succeeded or failed from the agent function and never runs more than N at once', async () => {
+    const rollouts = await store.enqueueManyRollouts(Array.from({ length: 8 }, (_, i) => ({ input: { i } })));
+    let active = 0;
+    let maxActive = 0;
+    const seen: AttemptContext[] = [];
+    const runner = track(
+      createRunner({
+        store,
+        gatewayUrl: `${GATEWAY}/`,
+        concurrency: 3,
+        workerId: 'w',
+        exitWhenIdle: true,
+        agent: async (task, ctx) => {
+          seen.push(ctx);
+          active += 1;
+          maxActive = Math.max(maxActive, active);
+          await new Promise((resolve) => setTimeout(resolve, 40));
+          active -= 1;
+          if ((task as { i: number }).i % 2 === 1) throw new Error('odd input');
+        },
+      }),
+    );
+    const stats = await runner.done;
+    expect(stats).toMatchObject({ started: 8, succeeded: 4, failed: 4, running: 0, concurrency: 3 });
+    expect(maxActive).toBe(3);
+    for (const rollout of rollouts) {
+      const [attempt] = await attemptsOf(rollout.rollout_id);
+      const isOdd = (rollout.input as { i: number }).i % 2 === 1;
+      expect(attempt?.status).toBe(isOdd ? 'failed' : 'succeeded');
+      expect(attempt?.worker_id).toMatch(/^w-[012]$/);
+      if (isOdd) expect(attempt?.metadata).toMatchObject({ runner: { error: 'Error: odd input' } });
+    }
+    const ctx = seen[0]!;
+    expect(ctx.baseUrl).toBe(`${GATEWAY}/rollout/${ctx.rolloutId}/attempt/${ctx.attemptId}/v1`);
+    expect(ctx.rewardUrl).toBe(`${GATEWAY}/v1/agl/rollouts/${ctx.rolloutId}/attempts/${ctx.attemptId}/reward`);
+    expect(ctx.apiKey).toBe('rollgate');
+    const workers = (await store.queryWorkers()).items;
+    expect(workers.map((w) => w.worker_id).sort()).toEqual(['w-0', 'w-1', 'w-2']);
+    expect(workers.every((w) => w.status === 'idle' && w.heartbeat_stats !== null)).toBe(true);
+  });
+
+  it('records a timeout and frees the slot when the agent ignores its signal', async () => {
+    const rollout = await store.enqueueRollout({ input: 1, config: { timeout_seconds: 0.2 } });
+    let aborted: unknown = null;
+    const runner = track(
+      createRunner({
+        store,
+        gatewayUrl: GATEWAY,
+        exitWhenIdle: true,
+        agent: (_task, ctx) =>
+          new Promise(() => {
+            ctx.signal.addEventListener('abort', () => {
+              aborted = ctx.signal.reason;
+            });
+          }),
+      }),
+    );
+    const stats = await runner.done;
+    expect(stats.timedOut).toBe(1);
+    expect(aborted).toBe('timeout');
+    const [attempt] = await attemptsOf(rollout.rollout_id);
+    expect(attempt?.status).toBe('timeout');
+    expect(attempt?.metadata).toMatchObject({ runner: { reason: 'timeout' } });
+  });
+});
+
+describe('runner core with agent processes', () => {
+  it('passes the attempt environment and maps exit codes to statuses', async () => {
+    const ok = await store.enqueueRollout({ input: { q: 'ok' }, mode: 'train' });
+    const bad = await store.enqueueRollout({ input: { q: 'bad' } });
+    const script = [
+      'const fs = require("node:fs");',
+      'const e = process.env;',
+      'const out = { base: e.OPENAI_BASE_URL, key: e.OPENAI_API_KEY, rid: e.ROLLGATE_ROLLOUT_ID,',
+      '  aid: e.ROLLGATE_ATTEMPT_ID, task: JSON.parse(e.ROLLGATE_TASK), reward: e.ROLLGATE_REWARD_URL,',
+      '  mode: e.ROLLGATE_MODE ?? null, admin: e.ROLLGATE_API_KEY ?? null };',
+      `fs.writeFileSync(${JSON.stringify(dir)} + "/" + e.ROLLGATE_ROLLOUT_ID + ".json", JSON.stringify(out));`,
+      'process.exit(out.task.q === "ok" ? 0 : 3);',
+    ].join('\n');
+    const runner = track(
+      createRunner({
+        store,
+        gatewayUrl: GATEWAY,
+        concurrency: 2,
+        agentKey: 'agent-key-0123456789',
+        exitWhenIdle: true,
+        executor: createProcessExecutor({
+          command: [process.execPath, '-e', script],
+          gatewayUrl: GATEWAY,
+          baseEnv: { ...process.env, ROLLGATE_API_KEY: 'admin-secret' },
+        }),
+      }),
+    );
+    await runner.done;
+    const [okAttempt] = await attemptsOf(ok.rollout_id);
+    const [badAttempt] = await attemptsOf(bad.rollout_id);
+    expect(okAttempt?.status).toBe('succeeded');
+    expect(badAttempt?.status).toBe('failed');
+    expect(badAttempt?.metadata).toMatchObject({ runner: { exit_code: 3, signal: null } });
+    const env = JSON.parse(readFileSync(join(dir, `${ok.rollout_id}.json`), 'utf8'));
+    expect(env).toEqual({
+      base: `${GATEWAY}/rollout/${ok.rollout_id}/attempt/${okAttempt?.attempt_id}/v1`,
+      key: 'agent-key-0123456789',
+      rid: ok.rollout_id,
+      aid: okAttempt?.attempt_id,
+      task: { q: 'ok' },
+      reward: `${GATEWAY}/v1/agl/rollouts/${ok.rollout_id}/attempts/${okAttempt?.attempt_id}/reward`,
+      mode: 'train',
+      admin: null,
+    });
+  });
+
+  it('kills the whole process tree, grandchildren included, when the rollout times out', async () => {
+    const rollout = await store.enqueueRollout({ input: 0, config: { timeout_seconds: 0.5 } });
+    const pidFile = join(dir, 'pids');
+    // The shell starts a background sleep (a grandchild) and waits on a foreground one.
+    const shell = `sleep 30 & echo $! > ${pidFile}; echo $$ >> ${pidFile}; sleep 30`;
+    const runner = track(
+      createRunner({
+        store,
+        gatewayUrl: GATEWAY,
+        exitWhenIdle: true,
+        executor: createProcessExecutor({ command: ['sh', '-c', shell], gatewayUrl: GATEWAY, killGraceMs: 2_000 }),
+      }),
+    );
+    const started = Date.now();
+    const stats = await runner.done;
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(stats.timedOut).toBe(1);
+    const [attempt] = await attemptsOf(rollout.rollout_id);
+    expect(attempt?.status).toBe('timeout');
+    expect(attempt?.metadata).toMatchObject({ runner: { reason: 'timeout', signal: 'SIGTERM' } });
+    const pids = readFileSync(pidFile, 'utf8').trim().split('\n').map(Number);
+    expect(pids).toHaveLength(2);
+    for (const pid of pids) expect(isAlive(pid)).toBe(false);
+  });
+
+  it('SIGKILLs a tree that ignores SIGTERM after the kill grace', async () => {
+    await store.enqueueRollout({ input: 0, config: { timeout_seconds: 0.3 } });
+    const pidFile = join(dir, 'stubborn');
+    const shell = `trap "" TERM; (trap "" TERM; sleep 30) & echo $! > ${pidFile}; while true; do sleep 0.05; done`;
+    const runner = track(
+      createRunner({
+        store,
+        gatewayUrl: GATEWAY,
+        exitWhenIdle: true,
+        executor: createProcessExecutor({ command: ['sh', '-c', shell], gatewayUrl: GATEWAY, killGraceMs: 300 }),
+      }),
+    );
+    const stats = await runner.done;
+    expect(stats.timedOut).toBe(1);
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    expect(isAlive(pid)).toBe(false);
+  });
+
+  it('stops claiming on close, lets running attempts finish within the grace, then kills the rest', async () => {
+    const quick = await store.enqueueRollout({ input: 'quick' });
+    const slow = await store.enqueueRollout({ input: 'slow' });
+    const left = await store.enqueueRollout({ input: 'left' });
+    const script =
+      'const t = JSON.parse(process.env.ROLLGATE_TASK); setTimeout(() => process.exit(0), t === "quick" ? 300 : 60000);';
+    const starts: string[] = [];
+    const runner = track(
+      createRunner({
+        store,
+        gatewayUrl: GATEWAY,
+        concurrency: 2,
+        observer: { attemptStarted: (event) => starts.push(event.rolloutId) },
+        executor: createProcessExecutor({ command: [process.execPath, '-e', script], gatewayUrl: GATEWAY }),
+      }),
+    );
+    while (starts.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+    const stats = await runner.close({ graceMs: 1_500 });
+    expect(stats).toMatchObject({ started: 2, succeeded: 1, failed: 1, running: 0 });
+    expect((await attemptsOf(quick.rollout_id))[0]?.status).toBe('succeeded');
+    const [slowAttempt] = await attemptsOf(slow.rollout_id);
+    expect(slowAttempt?.status).toBe('failed');
+    expect(slowAttempt?.metadata).toMatchObject({ runner: { reason: 'runner_stopped' } });
+    expect((await store.getRolloutById(left.rollout_id))?.status).toBe('queuing');
+  });
+});
