@@ -1,0 +1,60 @@
+// The synchronous storage surface CoreStore drives. All methods are synchronous so every public store method
+// runs to completion without yielding, which is what makes each one atomic to concurrent callers.
+// Objects passed in and returned are owned by the backend: CoreStore never mutates them in place (it writes new
+// objects with put*), and copies them before handing them to callers.
+import type { Attempt, ResourcesUpdate, Rollout, Span, StoreCapabilities, Worker } from './types.js';
+
+export const EVICTED = Symbol('evicted');
+
+export interface StoreBackend {
+  readonly name: string;
+  readonly capabilities: StoreCapabilities;
+
+  getRollout(rolloutId: string): Rollout | undefined;
+  putRollout(rollout: Rollout): void;
+  /** Insertion order. */
+  listRollouts(): Rollout[];
+  /** Rollouts in the running set (watchdog candidates). */
+  activeRollouts(): Rollout[];
+  rolloutCount(): number;
+
+  isQueued(rolloutId: string): boolean;
+  enqueue(rolloutId: string): void;
+  /** Removes and returns the queue head. */
+  popQueue(): string | undefined;
+
+  getAttempt(rolloutId: string, attemptId: string): Attempt | undefined;
+  getLatestAttempt(rolloutId: string): Attempt | undefined;
+  /** Sequence id order. */
+  listAttempts(rolloutId: string): Attempt[];
+  attemptCount(rolloutId: string): number;
+  totalAttempts(): number;
+  putAttempt(attempt: Attempt): void;
+
+  /** Allocates `count` consecutive ids from the rollout's counter and returns the first. */
+  allocateSequenceIds(rolloutId: string, count: number): number;
+  /** counter = max(counter, value). */
+  raiseSequenceId(rolloutId: string, value: number): void;
+
+  hasSpan(rolloutId: string, attemptId: string, spanId: string): boolean;
+  insertSpan(span: Span): void;
+  /** Insertion order; null attemptId = all attempts; EVICTED when the rollout's spans were evicted. */
+  listSpans(rolloutId: string, attemptId: string | null): Span[] | typeof EVICTED;
+  spanCount(): number;
+  spanBytes(): number;
+  spanThresholds(): { eviction: number | null; safe: number | null; capacity: number | null };
+
+  getResources(resourcesId: string): ResourcesUpdate | undefined;
+  /** Writes the snapshot and makes it the latest. */
+  putResources(resources: ResourcesUpdate): void;
+  listResources(): ResourcesUpdate[];
+  latestResources(): ResourcesUpdate | undefined;
+
+  getWorker(workerId: string): Worker | undefined;
+  putWorker(worker: Worker): void;
+  listWorkers(): Worker[];
+
+  /** Resolves once every write made so far is durable (immediately for memory). */
+  durable(): Promise<void>;
+  close(): Promise<void>;
+}

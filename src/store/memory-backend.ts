@@ -1,0 +1,273 @@
+// In-process storage for CoreStore: maps plus a FIFO array, and span byte accounting with eviction
+// (contracts.md §3.7 "Span memory"; pitfall 41).
+import { totalmem } from 'node:os';
+import { EVICTED, type StoreBackend } from './backend.js';
+import { StoreError } from './errors.js';
+import { estimateSpanBytes } from './span-normalize.js';
+import type { Attempt, ResourcesUpdate, Rollout, Span, StoreCapabilities, Worker } from './types.js';
+import { RUNNING_STATUSES } from './types.js';
+
+const DEFAULT_EVICTION_RATIO = 0.7;
+const DEFAULT_SAFE_RATIO = 0.8;
+const FALLBACK_CAPACITY_BYTES = 8 * 1024 ** 3;
+
+export interface SpanMemoryOptions {
+  /** Ratio (0, 1] of memory capacity, or an integer number of bytes (> 1). Default 0.7. */
+  spanEvictionThreshold?: number;
+  /** Ratio (0, 1) of the eviction threshold, or an integer number of bytes. Default 0.8. Must end up < eviction. */
+  spanSafeThreshold?: number;
+  /** Defaults to the machine's RAM (fallback 8 GiB). */
+  memoryCapacityBytes?: number;
+}
+
+interface SpanBucket {
+  spans: Span[];
+  keys: Set<string>;
+  bytes: number;
+}
+
+function spanKey(attemptId: string, spanId: string): string {
+  return `${attemptId}\u0000${spanId}`;
+}
+
+function resolveThreshold(value: number, base: number, param: string): number {
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new StoreError('invalid_argument', `Invalid ${param}: must be a positive ratio or byte count`, { param });
+  }
+  return value <= 1 ? Math.floor(value * base) : Math.floor(value);
+}
+
+export class MemoryBackend implements StoreBackend {
+  readonly name: string = 'memory';
+  readonly capabilities: StoreCapabilities = {
+    thread_safe: true,
+    async_safe: true,
+    zero_copy: false,
+    otlp_traces: false,
+  };
+
+  protected readonly rollouts = new Map<string, Rollout>();
+  protected readonly active = new Set<string>();
+  protected readonly attempts = new Map<string, Attempt[]>();
+  protected attemptTotal = 0;
+  protected readonly counters = new Map<string, number>();
+  protected readonly resources = new Map<string, ResourcesUpdate>();
+  protected latestResourcesId: string | undefined;
+  protected readonly workers = new Map<string, Worker>();
+  // FIFO: an array with a moving head (compacted occasionally) plus a membership set.
+  protected queue: string[] = [];
+  protected queueHead = 0;
+  protected readonly queued = new Set<string>();
+
+  readonly #spans = new Map<string, SpanBucket>();
+  readonly #evicted = new Set<string>();
+  #spanTotal = 0;
+  #spanBytes = 0;
+  readonly #capacity: number;
+  readonly #eviction: number;
+  readonly #safe: number;
+
+  constructor(options: SpanMemoryOptions = {}) {
+    const ram = totalmem();
+    this.#capacity = options.memoryCapacityBytes ?? (ram > 0 ? ram : FALLBACK_CAPACITY_BYTES);
+    this.#eviction = resolveThreshold(
+      options.spanEvictionThreshold ?? DEFAULT_EVICTION_RATIO,
+      this.#capacity,
+      'spanEvictionThreshold',
+    );
+    this.#safe = resolveThreshold(options.spanSafeThreshold ?? DEFAULT_SAFE_RATIO, this.#eviction, 'spanSafeThreshold');
+    if (this.#safe >= this.#eviction) {
+      throw new StoreError('invalid_argument', 'spanSafeThreshold must be below spanEvictionThreshold', {
+        param: 'spanSafeThreshold',
+      });
+    }
+  }
+
+  getRollout(rolloutId: string): Rollout | undefined {
+    return this.rollouts.get(rolloutId);
+  }
+
+  putRollout(rollout: Rollout): void {
+    this.rollouts.set(rollout.rollout_id, rollout);
+    if (RUNNING_STATUSES.includes(rollout.status)) this.active.add(rollout.rollout_id);
+    else this.active.delete(rollout.rollout_id);
+  }
+
+  listRollouts(): Rollout[] {
+    return [...this.rollouts.values()];
+  }
+
+  activeRollouts(): Rollout[] {
+    const out: Rollout[] = [];
+    for (const id of this.active) {
+      const rollout = this.rollouts.get(id);
+      if (rollout !== undefined) out.push(rollout);
+    }
+    return out;
+  }
+
+  rolloutCount(): number {
+    return this.rollouts.size;
+  }
+
+  isQueued(rolloutId: string): boolean {
+    return this.queued.has(rolloutId);
+  }
+
+  enqueue(rolloutId: string): void {
+    if (this.queued.has(rolloutId)) return;
+    this.queued.add(rolloutId);
+    this.queue.push(rolloutId);
+  }
+
+  popQueue(): string | undefined {
+    if (this.queueHead >= this.queue.length) return undefined;
+    const id = this.queue[this.queueHead];
+    this.queueHead++;
+    if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.queueHead);
+      this.queueHead = 0;
+    }
+    if (id !== undefined) this.queued.delete(id);
+    return id;
+  }
+
+  getAttempt(rolloutId: string, attemptId: string): Attempt | undefined {
+    return this.attempts.get(rolloutId)?.find((a) => a.attempt_id === attemptId);
+  }
+
+  getLatestAttempt(rolloutId: string): Attempt | undefined {
+    const list = this.attempts.get(rolloutId);
+    return list === undefined ? undefined : list[list.length - 1];
+  }
+
+  listAttempts(rolloutId: string): Attempt[] {
+    return [...(this.attempts.get(rolloutId) ?? [])];
+  }
+
+  attemptCount(rolloutId: string): number {
+    return this.attempts.get(rolloutId)?.length ?? 0;
+  }
+
+  totalAttempts(): number {
+    return this.attemptTotal;
+  }
+
+  putAttempt(attempt: Attempt): void {
+    let list = this.attempts.get(attempt.rollout_id);
+    if (list === undefined) {
+      list = [];
+      this.attempts.set(attempt.rollout_id, list);
+    }
+    // Attempts of a rollout are few and sorted by sequence id; the newest is last.
+    const index = list.findIndex((a) => a.attempt_id === attempt.attempt_id);
+    if (index >= 0) {
+      list[index] = attempt;
+      return;
+    }
+    list.push(attempt);
+    list.sort((a, b) => a.sequence_id - b.sequence_id);
+    this.attemptTotal++;
+  }
+
+  allocateSequenceIds(rolloutId: string, count: number): number {
+    const current = this.counters.get(rolloutId) ?? 0;
+    this.counters.set(rolloutId, current + count);
+    return current + 1;
+  }
+
+  raiseSequenceId(rolloutId: string, value: number): void {
+    const current = this.counters.get(rolloutId) ?? 0;
+    if (value > current) this.counters.set(rolloutId, value);
+  }
+
+  hasSpan(rolloutId: string, attemptId: string, spanId: string): boolean {
+    return this.#spans.get(rolloutId)?.keys.has(spanKey(attemptId, spanId)) ?? false;
+  }
+
+  insertSpan(span: Span): void {
+    let bucket = this.#spans.get(span.rollout_id);
+    if (bucket === undefined) {
+      bucket = { spans: [], keys: new Set(), bytes: 0 };
+      this.#spans.set(span.rollout_id, bucket);
+    }
+    const bytes = estimateSpanBytes(span);
+    bucket.spans.push(span);
+    bucket.keys.add(spanKey(span.attempt_id, span.span_id));
+    bucket.bytes += bytes;
+    this.#spanTotal++;
+    this.#spanBytes += bytes;
+    if (this.#spanBytes > this.#eviction) this.#evict();
+  }
+
+  listSpans(rolloutId: string, attemptId: string | null): Span[] | typeof EVICTED {
+    if (this.#evicted.has(rolloutId)) return EVICTED;
+    const spans = this.#spans.get(rolloutId)?.spans ?? [];
+    return attemptId === null ? [...spans] : spans.filter((s) => s.attempt_id === attemptId);
+  }
+
+  spanCount(): number {
+    return this.#spanTotal;
+  }
+
+  spanBytes(): number {
+    return this.#spanBytes;
+  }
+
+  spanThresholds(): { eviction: number | null; safe: number | null; capacity: number | null } {
+    return { eviction: this.#eviction, safe: this.#safe, capacity: this.#capacity };
+  }
+
+  /** Drops whole rollouts' spans, oldest rollout start first, until under the safe threshold. */
+  #evict(): void {
+    const candidates = [...this.#spans.keys()]
+      .map((id) => ({ id, start: this.rollouts.get(id)?.start_time ?? 0 }))
+      .sort((a, b) => a.start - b.start);
+    for (const { id } of candidates) {
+      if (this.#spanBytes <= this.#safe) break;
+      const bucket = this.#spans.get(id);
+      if (bucket === undefined) continue;
+      this.#spans.delete(id);
+      this.#evicted.add(id);
+      this.#spanBytes -= bucket.bytes;
+      this.#spanTotal -= bucket.spans.length;
+    }
+  }
+
+  getResources(resourcesId: string): ResourcesUpdate | undefined {
+    return this.resources.get(resourcesId);
+  }
+
+  putResources(resources: ResourcesUpdate): void {
+    this.resources.set(resources.resources_id, resources);
+    this.latestResourcesId = resources.resources_id;
+  }
+
+  listResources(): ResourcesUpdate[] {
+    return [...this.resources.values()];
+  }
+
+  latestResources(): ResourcesUpdate | undefined {
+    return this.latestResourcesId === undefined ? undefined : this.resources.get(this.latestResourcesId);
+  }
+
+  getWorker(workerId: string): Worker | undefined {
+    return this.workers.get(workerId);
+  }
+
+  putWorker(worker: Worker): void {
+    this.workers.set(worker.worker_id, worker);
+  }
+
+  listWorkers(): Worker[] {
+    return [...this.workers.values()];
+  }
+
+  durable(): Promise<void> {
+    return RESOLVED;
+  }
+
+  async close(): Promise<void> {}
+}
+
+const RESOLVED: Promise<void> = Promise.resolve();
