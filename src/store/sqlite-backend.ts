@@ -1,0 +1,380 @@
+// Durable storage for CoreStore in one SQLite file. Rollouts, attempts, workers, resources, the queue and the
+// sequence counters live in memory (inherited from MemoryBackend) and are written through to SQLite; spans live
+// only in SQLite. Every change made while one event-loop turn runs is committed in ONE transaction on
+// setImmediate, and CoreStore answers a caller only after the commit holding its change (durable()), so an
+// acknowledged write survives a process crash. WAL + synchronous=NORMAL: a commit reaches the OS before the
+// promise resolves (kill -9 safe); FULL additionally fsyncs each commit (power-loss safe, slower).
+
+import type BetterSqlite3 from 'better-sqlite3';
+import Database from 'better-sqlite3';
+import type { EVICTED } from './backend.js';
+import { MemoryBackend } from './memory-backend.js';
+import { migrate } from './sqlite-schema.js';
+import { packIntArrays, unpackIntArrays } from './token-ids-codec.js';
+import type { Attempt, ResourcesUpdate, Rollout, Span, StoreCapabilities, Worker } from './types.js';
+
+export type SqliteSynchronous = 'normal' | 'full';
+
+export interface SqliteBackendOptions {
+  path: string;
+  /** Default 'normal' (survives process crashes); 'full' also survives power loss. */
+  synchronous?: SqliteSynchronous;
+  onFlushError?: (error: unknown) => void;
+}
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // A flush failure is delivered to every awaiting caller; this guard only stops an unhandled rejection
+  // when nobody happened to await this particular batch.
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
+const RESOLVED: Promise<void> = Promise.resolve();
+const KEY_SEPARATOR = '\u0000';
+const LATEST_RESOURCES_KEY = 'latest_resources_id';
+
+interface SpanRow {
+  data: string;
+  packed: Buffer | null;
+}
+
+interface PendingSpan {
+  rollout_id: string;
+  attempt_id: string;
+  span_id: string;
+  sequence_id: number;
+  data: string;
+  packed: Buffer | null;
+}
+
+export class SqliteBackend extends MemoryBackend {
+  override readonly name: string = 'sqlite';
+  override readonly capabilities: StoreCapabilities = {
+    thread_safe: true,
+    async_safe: true,
+    zero_copy: false,
+    otlp_traces: false,
+  };
+
+  readonly #db: BetterSqlite3.Database;
+  readonly #onFlushError: (error: unknown) => void;
+  readonly #stmt: ReturnType<SqliteBackend['prepare']>;
+  readonly #flushTx: () => void;
+
+  readonly #queuePos = new Map<string, number>();
+  #nextQueuePos = 1;
+  readonly #dirtyRollouts = new Set<string>();
+  readonly #dirtyAttempts = new Map<string, Attempt>();
+  readonly #dirtyCounters = new Set<string>();
+  readonly #dirtyResources = new Set<string>();
+  readonly #dirtyWorkers = new Set<string>();
+  #latestResourcesDirty = false;
+  #pendingSpans: PendingSpan[] = [];
+  readonly #pendingSpanKeys = new Set<string>();
+  #spanCount = 0;
+  #spanBytes = 0;
+  #batch: Deferred | null = null;
+  #closed = false;
+
+  constructor(options: SqliteBackendOptions) {
+    super();
+    this.#onFlushError = options.onFlushError ?? (() => {});
+    this.#db = new Database(options.path);
+    try {
+      this.#db.pragma('journal_mode = WAL');
+      this.#db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+      this.#db.pragma('foreign_keys = OFF');
+      migrate(this.#db);
+      this.#stmt = this.prepare();
+      this.#flushTx = this.#db.transaction(() => this.#writeJournal());
+      this.#load();
+    } catch (error) {
+      this.#db.close();
+      throw error;
+    }
+  }
+
+  /** Prepared statements, created once. */
+  private prepare() {
+    const db = this.#db;
+    return {
+      upsertRollout: db.prepare<[string, string, number | null, string]>(
+        `INSERT INTO rollouts (rollout_id, status, queue_pos, data) VALUES (?, ?, ?, ?)
+         ON CONFLICT (rollout_id) DO UPDATE SET status = excluded.status, queue_pos = excluded.queue_pos, data = excluded.data`,
+      ),
+      upsertAttempt: db.prepare<[string, string, number, string]>(
+        `INSERT INTO attempts (rollout_id, attempt_id, sequence_id, data) VALUES (?, ?, ?, ?)
+         ON CONFLICT (rollout_id, attempt_id) DO UPDATE SET sequence_id = excluded.sequence_id, data = excluded.data`,
+      ),
+      upsertCounter: db.prepare<[string, number]>(
+        `INSERT INTO sequence_counters (rollout_id, value) VALUES (?, ?)
+         ON CONFLICT (rollout_id) DO UPDATE SET value = max(value, excluded.value)`,
+      ),
+      upsertResources: db.prepare<[string, string]>(
+        `INSERT INTO resources (resources_id, data) VALUES (?, ?)
+         ON CONFLICT (resources_id) DO UPDATE SET data = excluded.data`,
+      ),
+      upsertWorker: db.prepare<[string, string]>(
+        `INSERT INTO workers (worker_id, data) VALUES (?, ?) ON CONFLICT (worker_id) DO UPDATE SET data = excluded.data`,
+      ),
+      upsertMeta: db.prepare<[string, string]>(
+        'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+      ),
+      insertSpan: db.prepare<[string, string, string, number, string, Buffer | null]>(
+        `INSERT OR IGNORE INTO spans (rollout_id, attempt_id, span_id, sequence_id, data, packed)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      ),
+      hasSpan: db
+        .prepare<[string, string, string], number>(
+          'SELECT 1 FROM spans WHERE rollout_id = ? AND attempt_id = ? AND span_id = ?',
+        )
+        .pluck(),
+      spansOfRollout: db.prepare<[string], SpanRow>('SELECT data, packed FROM spans WHERE rollout_id = ? ORDER BY id'),
+      spansOfAttempt: db.prepare<[string, string], SpanRow>(
+        'SELECT data, packed FROM spans WHERE rollout_id = ? AND attempt_id = ? ORDER BY id',
+      ),
+    };
+  }
+
+  #load(): void {
+    const db = this.#db;
+    for (const row of db.prepare<[], { data: string }>('SELECT data FROM rollouts ORDER BY rowid').iterate()) {
+      super.putRollout(JSON.parse(row.data) as Rollout);
+    }
+    const queued = db
+      .prepare<[], { rollout_id: string; queue_pos: number }>(
+        'SELECT rollout_id, queue_pos FROM rollouts WHERE queue_pos IS NOT NULL ORDER BY queue_pos',
+      )
+      .all();
+    for (const row of queued) {
+      super.enqueue(row.rollout_id);
+      this.#queuePos.set(row.rollout_id, row.queue_pos);
+      this.#nextQueuePos = Math.max(this.#nextQueuePos, row.queue_pos + 1);
+    }
+    for (const row of db.prepare<[], { data: string }>('SELECT data FROM attempts ORDER BY rowid').iterate()) {
+      super.putAttempt(JSON.parse(row.data) as Attempt);
+    }
+    // A counter never goes below the highest stored span id, so ids are never reused even if a counter row
+    // were older than its spans.
+    const counters = db
+      .prepare<[], { rollout_id: string; value: number }>(
+        `SELECT rollout_id, max(value) AS value FROM (
+           SELECT rollout_id, value FROM sequence_counters
+           UNION ALL SELECT rollout_id, max(sequence_id) FROM spans GROUP BY rollout_id
+         ) GROUP BY rollout_id`,
+      )
+      .all();
+    for (const row of counters) this.counters.set(row.rollout_id, row.value);
+    for (const row of db.prepare<[], { data: string }>('SELECT data FROM resources ORDER BY rowid').iterate()) {
+      super.putResources(JSON.parse(row.data) as ResourcesUpdate);
+    }
+    const latest = db
+      .prepare<[string], string>('SELECT value FROM meta WHERE key = ?')
+      .pluck()
+      .get(LATEST_RESOURCES_KEY);
+    if (latest !== undefined && this.resources.has(latest)) this.latestResourcesId = latest;
+    for (const row of db.prepare<[], { data: string }>('SELECT data FROM workers ORDER BY rowid').iterate()) {
+      super.putWorker(JSON.parse(row.data) as Worker);
+    }
+    const totals = db
+      .prepare<[], { n: number; bytes: number | null }>(
+        'SELECT count(*) AS n, sum(length(data) + ifnull(length(packed), 0)) AS bytes FROM spans',
+      )
+      .get();
+    this.#spanCount = totals?.n ?? 0;
+    this.#spanBytes = totals?.bytes ?? 0;
+  }
+
+  // ---- write-through overrides ---------------------------------------------------------------------
+
+  override putRollout(rollout: Rollout): void {
+    super.putRollout(rollout);
+    this.#dirtyRollouts.add(rollout.rollout_id);
+    this.#schedule();
+  }
+
+  override enqueue(rolloutId: string): void {
+    if (this.isQueued(rolloutId)) return;
+    super.enqueue(rolloutId);
+    this.#queuePos.set(rolloutId, this.#nextQueuePos++);
+    this.#dirtyRollouts.add(rolloutId);
+    this.#schedule();
+  }
+
+  override popQueue(): string | undefined {
+    const id = super.popQueue();
+    if (id !== undefined) {
+      this.#queuePos.delete(id);
+      this.#dirtyRollouts.add(id);
+      this.#schedule();
+    }
+    return id;
+  }
+
+  override putAttempt(attempt: Attempt): void {
+    super.putAttempt(attempt);
+    this.#dirtyAttempts.set(attempt.rollout_id + KEY_SEPARATOR + attempt.attempt_id, attempt);
+    this.#schedule();
+  }
+
+  override allocateSequenceIds(rolloutId: string, count: number): number {
+    const first = super.allocateSequenceIds(rolloutId, count);
+    this.#dirtyCounters.add(rolloutId);
+    this.#schedule();
+    return first;
+  }
+
+  override raiseSequenceId(rolloutId: string, value: number): void {
+    super.raiseSequenceId(rolloutId, value);
+    this.#dirtyCounters.add(rolloutId);
+    this.#schedule();
+  }
+
+  override putResources(resources: ResourcesUpdate): void {
+    super.putResources(resources);
+    this.#dirtyResources.add(resources.resources_id);
+    this.#latestResourcesDirty = true;
+    this.#schedule();
+  }
+
+  override putWorker(worker: Worker): void {
+    super.putWorker(worker);
+    this.#dirtyWorkers.add(worker.worker_id);
+    this.#schedule();
+  }
+
+  // ---- spans ---------------------------------------------------------------------------------------
+
+  override hasSpan(rolloutId: string, attemptId: string, spanId: string): boolean {
+    if (this.#pendingSpanKeys.has(rolloutId + KEY_SEPARATOR + attemptId + KEY_SEPARATOR + spanId)) return true;
+    return this.#stmt.hasSpan.get(rolloutId, attemptId, spanId) !== undefined;
+  }
+
+  override insertSpan(span: Span): void {
+    const { rest, packed } = packIntArrays(span.attributes);
+    const data = JSON.stringify(rest === span.attributes ? span : { ...span, attributes: rest });
+    this.#pendingSpans.push({
+      rollout_id: span.rollout_id,
+      attempt_id: span.attempt_id,
+      span_id: span.span_id,
+      sequence_id: span.sequence_id,
+      data,
+      packed,
+    });
+    this.#pendingSpanKeys.add(span.rollout_id + KEY_SEPARATOR + span.attempt_id + KEY_SEPARATOR + span.span_id);
+    this.#spanCount++;
+    this.#spanBytes += data.length + (packed?.length ?? 0);
+    this.#schedule();
+  }
+
+  override listSpans(rolloutId: string, attemptId: string | null): Span[] | typeof EVICTED {
+    // Reads see every span accepted so far, even those whose batch has not been committed yet.
+    this.flushNow();
+    const rows =
+      attemptId === null
+        ? this.#stmt.spansOfRollout.all(rolloutId)
+        : this.#stmt.spansOfAttempt.all(rolloutId, attemptId);
+    return rows.map((row) => {
+      const span = JSON.parse(row.data) as Span;
+      if (row.packed !== null) unpackIntArrays(span.attributes, row.packed);
+      return span;
+    });
+  }
+
+  override spanCount(): number {
+    return this.#spanCount;
+  }
+
+  override spanBytes(): number {
+    return this.#spanBytes;
+  }
+
+  override spanThresholds(): { eviction: number | null; safe: number | null; capacity: number | null } {
+    return { eviction: null, safe: null, capacity: null };
+  }
+
+  // ---- the journal ---------------------------------------------------------------------------------
+
+  override durable(): Promise<void> {
+    return this.#batch?.promise ?? RESOLVED;
+  }
+
+  #schedule(): void {
+    if (this.#batch !== null) return;
+    this.#batch = deferred();
+    setImmediate(() => this.flushNow());
+  }
+
+  /** Commits everything pending in one transaction and settles the callers waiting on it. */
+  flushNow(): void {
+    const batch = this.#batch;
+    if (batch === null) return;
+    this.#batch = null;
+    if (this.#closed) {
+      batch.reject(new Error('the store is closed'));
+      return;
+    }
+    try {
+      this.#flushTx();
+      batch.resolve();
+    } catch (error) {
+      this.#onFlushError(error);
+      batch.reject(error);
+    }
+  }
+
+  #writeJournal(): void {
+    const s = this.#stmt;
+    for (const id of this.#dirtyRollouts) {
+      const rollout = this.rollouts.get(id);
+      if (rollout !== undefined) {
+        s.upsertRollout.run(id, rollout.status, this.#queuePos.get(id) ?? null, JSON.stringify(rollout));
+      }
+    }
+    this.#dirtyRollouts.clear();
+    for (const attempt of this.#dirtyAttempts.values()) {
+      s.upsertAttempt.run(attempt.rollout_id, attempt.attempt_id, attempt.sequence_id, JSON.stringify(attempt));
+    }
+    this.#dirtyAttempts.clear();
+    for (const id of this.#dirtyCounters) s.upsertCounter.run(id, this.counters.get(id) ?? 0);
+    this.#dirtyCounters.clear();
+    for (const span of this.#pendingSpans) {
+      s.insertSpan.run(span.rollout_id, span.attempt_id, span.span_id, span.sequence_id, span.data, span.packed);
+    }
+    this.#pendingSpans = [];
+    this.#pendingSpanKeys.clear();
+    for (const id of this.#dirtyResources) {
+      const resources = this.resources.get(id);
+      if (resources !== undefined) s.upsertResources.run(id, JSON.stringify(resources));
+    }
+    this.#dirtyResources.clear();
+    if (this.#latestResourcesDirty && this.latestResourcesId !== undefined) {
+      s.upsertMeta.run(LATEST_RESOURCES_KEY, this.latestResourcesId);
+    }
+    this.#latestResourcesDirty = false;
+    for (const id of this.#dirtyWorkers) {
+      const worker = this.workers.get(id);
+      if (worker !== undefined) s.upsertWorker.run(id, JSON.stringify(worker));
+    }
+    this.#dirtyWorkers.clear();
+  }
+
+  override async close(): Promise<void> {
+    if (this.#closed) return;
+    this.flushNow();
+    this.#closed = true;
+    this.#db.close();
+  }
+}

@@ -1,0 +1,156 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import type { LightningStore } from '../../src/store/types.js';
+import { describeStoreContract, makeSpan } from './contract.js';
+
+const root = mkdtempSync(join(tmpdir(), 'rollgate-sqlite-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+let counter = 0;
+let current: { path: string; store: LightningStore; watchdogIntervalMs: number } | undefined;
+
+describeStoreContract('sqlite', {
+  async create(options) {
+    const path = join(root, `contract-${++counter}.db`);
+    const store = new SqliteStore({ path, watchdogIntervalMs: options.watchdogIntervalMs });
+    current = { path, store, watchdogIntervalMs: options.watchdogIntervalMs };
+    return store;
+  },
+  async reopen() {
+    if (current === undefined) throw new Error('nothing to reopen');
+    await current.store.close();
+    const store = new SqliteStore({ path: current.path, watchdogIntervalMs: current.watchdogIntervalMs });
+    current = { ...current, store };
+    return store;
+  },
+});
+
+describe('SqliteStore storage', () => {
+  it('stores integer-array attributes as a compact BLOB, not JSON text, and restores number[]', async () => {
+    const path = join(root, 'packed.db');
+    const store = new SqliteStore({ path });
+    const rollout = await store.startRollout({ input: 1 });
+    const ids = Array.from({ length: 1000 }, (_, i) => 100_000 + i);
+    await store.addSpan(
+      makeSpan(rollout.rollout_id, rollout.attempt.attempt_id, {
+        attributes: {
+          prompt_token_ids: ids,
+          response_token_ids: [1, 2],
+          'rollgate.choices.0.token_ids': [3],
+          text: 'x',
+        },
+      }),
+    );
+    await store.close();
+    const db = new BetterSqlite3(path, { readonly: true });
+    try {
+      const row = db.prepare('SELECT data, packed FROM spans').get() as { data: string; packed: Buffer };
+      expect(row.data).not.toContain('100000');
+      expect(row.data).not.toContain('prompt_token_ids');
+      expect(row.packed.length).toBeLessThan(ids.length * 4 + 200);
+      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(db.pragma('user_version', { simple: true })).toBe(1);
+    } finally {
+      db.close();
+    }
+    const reopened = new SqliteStore({ path });
+    const [span] = (await reopened.querySpans(rollout.rollout_id)).items;
+    expect(span?.attributes).toEqual({
+      prompt_token_ids: ids,
+      response_token_ids: [1, 2],
+      'rollgate.choices.0.token_ids': [3],
+      text: 'x',
+    });
+    await reopened.close();
+  });
+
+  it('commits span writes of one tick in one transaction and resolves only after the commit', async () => {
+    const path = join(root, 'batch.db');
+    const store = new SqliteStore({ path });
+    const rollout = await store.startRollout({ input: 1 });
+    const reader = new BetterSqlite3(path, { readonly: true });
+    try {
+      const count = () => (reader.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n;
+      const writes = Array.from({ length: 50 }, () =>
+        store.addSpan(makeSpan(rollout.rollout_id, rollout.attempt.attempt_id)),
+      );
+      expect(count()).toBe(0);
+      const first = await writes[0];
+      expect(first?.sequence_id).toBe(1);
+      expect(count()).toBe(50);
+      await Promise.all(writes);
+    } finally {
+      reader.close();
+      await store.close();
+    }
+  });
+
+  it('rejects a store file from a newer schema version', async () => {
+    const path = join(root, 'future.db');
+    const db = new BetterSqlite3(path);
+    db.pragma('user_version = 99');
+    db.close();
+    expect(() => new SqliteStore({ path })).toThrow(/schema version 99/);
+  });
+
+  it('keeps every acknowledged write when the writing process is killed with SIGKILL', async () => {
+    const path = join(root, 'crash.db');
+    const fixture = fileURLToPath(new URL('./fixtures/sqlite-crash-writer.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, path], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const acks: Array<{ i: number; seq: number; spans: number[] }> = [];
+    await new Promise<void>((resolve, reject) => {
+      let buffered = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString();
+        let newline = buffered.indexOf('\n');
+        while (newline >= 0) {
+          const line = JSON.parse(buffered.slice(0, newline)) as {
+            kind: string;
+            i: number;
+            seq: number;
+            spans: number[];
+          };
+          buffered = buffered.slice(newline + 1);
+          if (line.kind === 'ack') acks.push(line);
+          if (acks.length >= 200 && !child.killed) {
+            child.kill('SIGKILL');
+          }
+          newline = buffered.indexOf('\n');
+        }
+      });
+      child.on('exit', () => resolve());
+      child.on('error', reject);
+    });
+    expect(acks.length, stderr).toBeGreaterThanOrEqual(200);
+
+    const store = new SqliteStore({ path });
+    try {
+      const spans = await store.querySpans('ro-crash');
+      const stored = new Set(spans.items.map((s) => s.span_id));
+      for (const ack of acks) {
+        expect(stored.has(`s-${ack.i}-a`)).toBe(true);
+        expect(stored.has(`s-${ack.i}-b`)).toBe(true);
+        expect((await store.getRolloutById(`ro-q-${ack.i}`))?.status).toBe('queuing');
+      }
+      const withTokens = spans.items.find((s) => s.span_id === 's-0-a');
+      expect(withTokens?.attributes.prompt_token_ids).toEqual([0, 1]);
+      const highest = Math.max(...acks.flatMap((a) => [a.seq, ...a.spans]), ...spans.items.map((s) => s.sequence_id));
+      const next = await store.nextSequenceId('ro-crash');
+      expect(next).toBeGreaterThan(highest);
+      // queue order survives: the first acknowledged enqueue is dequeued first
+      expect((await store.dequeueRollout())?.rollout_id).toBe('ro-q-0');
+    } finally {
+      await store.close();
+    }
+  });
+});
