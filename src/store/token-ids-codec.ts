@@ -19,12 +19,12 @@ export function isPackableIntArray(value: AttributeValue): value is readonly num
 
 /** Splits attributes into the JSON-stored rest and a packed BLOB (null when nothing is packable). */
 export function packIntArrays(attributes: Attributes): { rest: Attributes; packed: Buffer | null } {
-  let packedNames: string[] | null = null;
+  const packedNames: string[] = [];
   for (const name in attributes) {
     const value = attributes[name];
-    if (value !== undefined && isPackableIntArray(value)) (packedNames ??= []).push(name);
+    if (value !== undefined && isPackableIntArray(value)) packedNames.push(name);
   }
-  if (packedNames === null) return { rest: attributes, packed: null };
+  if (packedNames.length === 0) return { rest: attributes, packed: null };
   const rest: Attributes = { ...attributes };
   let size = 0;
   const names: Buffer[] = [];
