@@ -1,0 +1,34 @@
+// Builds the configured LightningStore backend (config `store.kind`).
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { StoreConfig } from '../../config/schema.js';
+import type { Logger } from '../logger.js';
+import { MemoryStore } from './memory.js';
+import { SqliteStore } from './sqlite.js';
+import type { LightningStore } from './types.js';
+
+export interface CreateStoreOptions {
+  logger?: Logger;
+  /** Watchdog timer period (contracts.md §3.6); default 1000 ms. */
+  watchdogIntervalMs?: number;
+}
+
+export async function createStore(config: StoreConfig, options: CreateStoreOptions = {}): Promise<LightningStore> {
+  const common = {
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.watchdogIntervalMs === undefined ? {} : { watchdogIntervalMs: options.watchdogIntervalMs }),
+  };
+  switch (config.kind) {
+    case 'memory':
+      return new MemoryStore(common);
+    case 'sqlite':
+      if (config.path !== ':memory:') mkdirSync(dirname(config.path), { recursive: true });
+      return new SqliteStore({ ...common, path: config.path });
+    case 'postgres':
+      throw new Error('store.kind "postgres" is not available in this build yet; use "sqlite" or "memory"');
+    default: {
+      const unknownKind: never = config.kind;
+      throw new Error(`unknown store.kind: ${String(unknownKind)}`);
+    }
+  }
+}
