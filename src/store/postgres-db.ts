@@ -1,0 +1,93 @@
+// Connection pool and transaction helper for the PostgreSQL store.
+import pg from 'pg';
+import { StoreError } from './errors.js';
+
+const INT8_OID = 20;
+const SAFE_SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+// Transient conflicts PostgreSQL resolves by aborting one transaction; retrying it is always safe.
+const RETRYABLE_SQLSTATES = new Set(['40001', '40P01']);
+const MAX_TRANSACTION_TRIES = 5;
+
+export type Queryable = Pick<pg.PoolClient, 'query'>;
+
+export function validateSchemaName(schema: string): string {
+  if (!SAFE_SCHEMA_NAME.test(schema)) {
+    throw new StoreError('invalid_argument', `Invalid postgres schema name: ${schema}`, { param: 'schema' });
+  }
+  return schema;
+}
+
+/** Client settings shared by the pool and the LISTEN connection: search_path pinned to the store's schema. */
+export function clientConfigFor(options: { url: string; schema: string; applicationName: string }): pg.ClientConfig {
+  return {
+    connectionString: options.url,
+    options: `-c search_path=${options.schema}`,
+    application_name: options.applicationName,
+    // Counters and bigserial columns stay far below 2^53; numbers are what the store's types promise.
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8_OID && format !== 'binary'
+          ? (value: string) => Number(value)
+          : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
+    },
+  };
+}
+
+export function createPool(options: { clientConfig: pg.ClientConfig; max: number }): pg.Pool {
+  return new pg.Pool({ ...options.clientConfig, max: options.max, idleTimeoutMillis: 30_000, allowExitOnIdle: true });
+}
+
+function sqlState(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  const code = (error as { code: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * Data exceptions (SQLSTATE class 22, e.g. a NUL character in a text column) are the caller's bad input:
+ * surface them as invalid_argument instead of a 500.
+ */
+export function mapDatabaseError(error: unknown): unknown {
+  const state = sqlState(error);
+  if (state?.startsWith('22')) {
+    const message = error instanceof Error ? error.message : String(error);
+    return new StoreError('invalid_argument', `Rejected by the database: ${message}`, { cause: error });
+  }
+  return error;
+}
+
+/** Runs `fn` in a transaction, retrying on deadlock or serialization failure. */
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error: unknown) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      if (attempt < MAX_TRANSACTION_TRIES && RETRYABLE_SQLSTATES.has(sqlState(error) ?? '')) continue;
+      throw mapDatabaseError(error);
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+/** A single autocommit statement with the same error mapping. */
+export async function queryOnce<R extends pg.QueryResultRow>(
+  db: Queryable,
+  text: string,
+  values?: unknown[],
+): Promise<pg.QueryResult<R>> {
+  try {
+    return await db.query<R>(text, values);
+  } catch (error: unknown) {
+    throw mapDatabaseError(error);
+  }
+}

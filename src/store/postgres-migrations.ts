@@ -1,0 +1,154 @@
+// Versioned schema of the PostgreSQL store. Migrations only ever get appended; a released entry is never edited.
+// Payload columns use `json`, not `jsonb`: json keeps the text as sent, so `\u0000` and lone surrogates in
+// prompts (which jsonb rejects) round-trip, and we never query inside these documents.
+import type { Pool } from 'pg';
+
+export interface Migration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'rollouts, attempts, queue, spans, sequence counters, resources, workers',
+    sql: `
+      CREATE SEQUENCE rollout_order;
+      CREATE SEQUENCE queue_order;
+      CREATE SEQUENCE resources_touch;
+
+      CREATE TABLE rollouts (
+        rollout_id text COLLATE "C" PRIMARY KEY,
+        ord bigint NOT NULL DEFAULT nextval('rollout_order'),
+        input json NOT NULL,
+        start_time double precision NOT NULL,
+        end_time double precision,
+        mode text COLLATE "C",
+        resources_id text COLLATE "C",
+        status text COLLATE "C" NOT NULL,
+        config json NOT NULL,
+        metadata json,
+        -- Position in the FIFO queue; set while the status is queuing/requeuing, NULL otherwise.
+        queue_pos bigint,
+        -- Number of attempts so far = sequence id of the latest attempt.
+        attempt_count integer NOT NULL DEFAULT 0
+      );
+      CREATE UNIQUE INDEX rollouts_ord ON rollouts (ord);
+      CREATE INDEX rollouts_queue ON rollouts (queue_pos) WHERE queue_pos IS NOT NULL;
+      CREATE INDEX rollouts_running ON rollouts (status) WHERE status IN ('preparing', 'running');
+
+      CREATE TABLE attempts (
+        rollout_id text COLLATE "C" NOT NULL REFERENCES rollouts (rollout_id) ON DELETE CASCADE,
+        attempt_id text COLLATE "C" NOT NULL,
+        sequence_id integer NOT NULL,
+        start_time double precision NOT NULL,
+        end_time double precision,
+        status text COLLATE "C" NOT NULL,
+        worker_id text COLLATE "C",
+        last_heartbeat_time double precision,
+        metadata json,
+        PRIMARY KEY (rollout_id, attempt_id),
+        UNIQUE (rollout_id, sequence_id)
+      );
+
+      -- Per-rollout span sequence counter; rows may exist for rollouts that do not (ids are not validated).
+      CREATE TABLE span_sequences (
+        rollout_id text COLLATE "C" PRIMARY KEY,
+        last_id bigint NOT NULL
+      );
+
+      CREATE TABLE spans (
+        rollout_id text COLLATE "C" NOT NULL,
+        attempt_id text COLLATE "C" NOT NULL,
+        span_id text COLLATE "C" NOT NULL,
+        ord bigserial NOT NULL,
+        sequence_id bigint NOT NULL,
+        trace_id text COLLATE "C" NOT NULL,
+        parent_id text COLLATE "C",
+        name text COLLATE "C" NOT NULL,
+        start_time double precision,
+        end_time double precision,
+        -- Everything else of the span (status, attributes without int arrays, events, links, extras).
+        body json NOT NULL,
+        -- Integer-array attributes (token ids) as zigzag varints; see postgres-codec.ts.
+        int_arrays bytea,
+        size_bytes integer NOT NULL,
+        PRIMARY KEY (rollout_id, attempt_id, span_id)
+      );
+      CREATE INDEX spans_by_sequence ON spans (rollout_id, sequence_id, ord);
+
+      CREATE TABLE resources (
+        resources_id text COLLATE "C" PRIMARY KEY,
+        ord bigserial NOT NULL,
+        create_time double precision NOT NULL,
+        update_time double precision NOT NULL,
+        version integer NOT NULL,
+        resources json NOT NULL,
+        -- Bumped on add and update: the highest is the latest resources.
+        touched bigint NOT NULL DEFAULT nextval('resources_touch')
+      );
+      CREATE INDEX resources_latest ON resources (touched);
+
+      CREATE TABLE workers (
+        worker_id text COLLATE "C" PRIMARY KEY,
+        ord bigserial NOT NULL,
+        status text COLLATE "C" NOT NULL,
+        heartbeat_stats json,
+        last_heartbeat_time double precision,
+        last_dequeue_time double precision,
+        last_busy_time double precision,
+        last_idle_time double precision,
+        current_rollout_id text COLLATE "C",
+        current_attempt_id text COLLATE "C"
+      );
+    `,
+  },
+];
+
+/** Quotes an SQL identifier (schema names come from configuration). */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+// Arbitrary constant namespacing our advisory locks; the second key is derived from the schema name.
+const MIGRATION_LOCK_NAMESPACE = 0x726f6c6c; // "roll"
+
+/**
+ * Creates the schema and applies missing migrations in one transaction under an advisory lock,
+ * so replicas starting at the same moment apply each migration exactly once.
+ */
+export async function migrate(options: { pool: Pool; schema: string }): Promise<{ applied: number[] }> {
+  const { pool, schema } = options;
+  const q = quoteIdentifier(schema);
+  const client = await pool.connect();
+  const applied: number[] = [];
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATION_LOCK_NAMESPACE, schema]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${q}`);
+    await client.query(`SET LOCAL search_path TO ${q}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS rollgate_migrations (
+         version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const done = await client.query<{ version: number }>('SELECT version FROM rollgate_migrations');
+    const have = new Set(done.rows.map((r) => r.version));
+    for (const m of MIGRATIONS) {
+      if (have.has(m.version)) continue;
+      await client.query(m.sql);
+      await client.query('INSERT INTO rollgate_migrations (version, description) VALUES ($1, $2)', [
+        m.version,
+        m.description,
+      ]);
+      applied.push(m.version);
+    }
+    await client.query('COMMIT');
+    return { applied };
+  } catch (error: unknown) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

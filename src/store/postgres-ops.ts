@@ -1,0 +1,260 @@
+// Statements run inside one store transaction. Every status change goes through the shared pure machines
+// (rollout-status.ts, attempt-status.ts, worker-status.ts) on rows locked FOR UPDATE, so a span heartbeat, a
+// status update and another replica's watchdog serialise on the row instead of overwriting each other.
+// Lock order, everywhere: rollouts (by id), then attempts, then workers; no two transactions wait in a cycle.
+import type { PoolClient } from 'pg';
+import { newAttemptId } from './ids.js';
+import {
+  ATTEMPT_COLUMNS,
+  type AttemptRow,
+  jsonParam,
+  ROLLOUT_COLUMNS,
+  type RolloutRow,
+  rowToAttempt,
+  rowToRollout,
+  rowToWorker,
+  WORKER_COLUMNS,
+  type WorkerRow,
+} from './postgres-rows.js';
+import { nextRolloutState, type RolloutEvent } from './rollout-status.js';
+import type { Attempt, AttemptedRollout, Rollout, Worker } from './types.js';
+import { initialWorkerState, nextWorkerState, type WorkerEvent } from './worker-status.js';
+
+/** A rollout row held under FOR UPDATE for the rest of the transaction. */
+export interface LockedRollout {
+  rollout: Rollout;
+  queued: boolean;
+  attemptCount: number;
+}
+
+/** What a transaction did that others must hear about once it commits. */
+export interface TxEffects {
+  /** Rollouts that entered a terminal status (local waiters are woken after commit). */
+  finished: string[];
+}
+
+export function newEffects(): TxEffects {
+  return { finished: [] };
+}
+
+export const NOTIFY_CHANNEL = 'rollgate_store';
+
+/** Payload of a rollout-finished notification: `<schema>\n<rollout id>`. */
+export function finishedPayload(schema: string, rolloutId: string): string {
+  return `${schema}\n${rolloutId}`;
+}
+
+export function parseFinishedPayload(payload: string): { schema: string; rolloutId: string } | null {
+  const cut = payload.indexOf('\n');
+  if (cut <= 0) return null;
+  return { schema: payload.slice(0, cut), rolloutId: payload.slice(cut + 1) };
+}
+
+export function lockedFromRow(row: RolloutRow): LockedRollout {
+  return { rollout: rowToRollout(row), queued: row.queue_pos !== null, attemptCount: row.attempt_count };
+}
+
+export async function lockRollout(c: PoolClient, rolloutId: string): Promise<LockedRollout | null> {
+  const res = await c.query<RolloutRow>(`SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = $1 FOR UPDATE`, [
+    rolloutId,
+  ]);
+  const row = res.rows[0];
+  return row === undefined ? null : lockedFromRow(row);
+}
+
+/** Locks several rollouts in id order (the deadlock-free order). */
+export async function lockRollouts(c: PoolClient, rolloutIds: readonly string[]): Promise<Map<string, LockedRollout>> {
+  const ids = [...new Set(rolloutIds)].sort();
+  const res = await c.query<RolloutRow>(
+    `SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = ANY($1::text[]) ORDER BY r.rollout_id FOR UPDATE`,
+    [ids],
+  );
+  return new Map(res.rows.map((row) => [row.rollout_id, lockedFromRow(row)]));
+}
+
+export async function lockAttempt(
+  c: PoolClient,
+  key: { rolloutId: string; attemptId?: string; sequenceId?: number },
+): Promise<Attempt | null> {
+  const byId = key.attemptId !== undefined;
+  const res = await c.query<AttemptRow>(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts a WHERE a.rollout_id = $1 AND ${byId ? 'a.attempt_id = $2' : 'a.sequence_id = $2'} FOR UPDATE`,
+    [key.rolloutId, byId ? key.attemptId : key.sequenceId],
+  );
+  const row = res.rows[0];
+  return row === undefined ? null : rowToAttempt(row);
+}
+
+/** Locks the attempts named by (rollout id, attempt id) pairs, in key order. */
+export async function lockAttempts(
+  c: PoolClient,
+  keys: ReadonlyArray<{ rolloutId: string; attemptId: string }>,
+): Promise<Map<string, Attempt>> {
+  const res = await c.query<AttemptRow>(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts a
+       JOIN unnest($1::text[], $2::text[]) AS k(rollout_id, attempt_id)
+         ON a.rollout_id = k.rollout_id AND a.attempt_id = k.attempt_id
+     ORDER BY a.rollout_id, a.attempt_id FOR UPDATE OF a`,
+    [keys.map((k) => k.rolloutId), keys.map((k) => k.attemptId)],
+  );
+  return new Map(res.rows.map((row) => [attemptKey(row.rollout_id, row.attempt_id), rowToAttempt(row)]));
+}
+
+export function attemptKey(rolloutId: string, attemptId: string): string {
+  return `${rolloutId}\u0000${attemptId}`;
+}
+
+export async function writeAttempt(c: PoolClient, attempt: Attempt): Promise<void> {
+  await c.query(
+    `UPDATE attempts SET status = $3, end_time = $4, worker_id = $5, last_heartbeat_time = $6, metadata = $7
+     WHERE rollout_id = $1 AND attempt_id = $2`,
+    [
+      attempt.rollout_id,
+      attempt.attempt_id,
+      attempt.status,
+      attempt.end_time,
+      attempt.worker_id,
+      attempt.last_heartbeat_time,
+      jsonParam(attempt.metadata),
+    ],
+  );
+}
+
+/** Writes every field of a locked rollout except its queue position and attempt count. */
+export async function writeRolloutFields(c: PoolClient, rollout: Rollout): Promise<void> {
+  await c.query(
+    `UPDATE rollouts SET input = $2, end_time = $3, mode = $4, resources_id = $5, status = $6, config = $7,
+       metadata = $8 WHERE rollout_id = $1`,
+    [
+      rollout.rollout_id,
+      JSON.stringify(rollout.input ?? null),
+      rollout.end_time,
+      rollout.mode,
+      rollout.resources_id,
+      rollout.status,
+      JSON.stringify(rollout.config),
+      jsonParam(rollout.metadata),
+    ],
+  );
+}
+
+export interface ApplyContext {
+  now: number;
+  workerId: string | null;
+  schema: string;
+  effects: TxEffects;
+}
+
+/**
+ * Feeds an event to the rollout machine for a locked rollout and applies its effects (status, end time, queue
+ * entry, new attempt, notification). `locked` is updated in place to the new state.
+ */
+export async function applyRolloutEvent(
+  c: PoolClient,
+  locked: LockedRollout,
+  event: RolloutEvent,
+  ctx: ApplyContext,
+): Promise<AttemptedRollout | Rollout> {
+  const { rollout } = locked;
+  const next = nextRolloutState({ status: rollout.status, end_time: rollout.end_time, queued: locked.queued }, event, ctx.now);
+  let attempt: Attempt | null = null;
+  if (next.createAttempt) attempt = await createAttempt(c, locked, ctx);
+  const updated: Rollout = { ...rollout, status: next.status, end_time: next.end_time };
+  await c.query(
+    `UPDATE rollouts SET status = $2, end_time = $3,
+       queue_pos = CASE WHEN $4::boolean THEN nextval('queue_order') WHEN $5::boolean THEN queue_pos ELSE NULL END
+     WHERE rollout_id = $1`,
+    [rollout.rollout_id, updated.status, updated.end_time, next.enqueue, next.queued],
+  );
+  locked.rollout = updated;
+  locked.queued = next.queued;
+  if (next.releaseWaiters) await notifyFinished(c, { schema: ctx.schema, rolloutId: rollout.rollout_id, effects: ctx.effects });
+  attempt ??= await latestAttempt(c, locked);
+  return attempt === null ? updated : { ...updated, attempt };
+}
+
+export async function notifyFinished(
+  c: PoolClient,
+  options: { schema: string; rolloutId: string; effects: TxEffects },
+): Promise<void> {
+  // Delivered by PostgreSQL only on commit, to every replica's listener.
+  await c.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, finishedPayload(options.schema, options.rolloutId)]);
+  options.effects.finished.push(options.rolloutId);
+}
+
+export async function latestAttempt(c: PoolClient, locked: LockedRollout): Promise<Attempt | null> {
+  if (locked.attemptCount === 0) return null;
+  const res = await c.query<AttemptRow>(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts a WHERE a.rollout_id = $1 AND a.sequence_id = $2`,
+    [locked.rollout.rollout_id, locked.attemptCount],
+  );
+  const row = res.rows[0];
+  return row === undefined ? null : rowToAttempt(row);
+}
+
+/** A new attempt (status preparing, next sequence id) on a locked rollout; assigns the worker if given. */
+export async function createAttempt(c: PoolClient, locked: LockedRollout, ctx: ApplyContext): Promise<Attempt> {
+  const attempt: Attempt = {
+    rollout_id: locked.rollout.rollout_id,
+    attempt_id: newAttemptId(),
+    sequence_id: locked.attemptCount + 1,
+    start_time: ctx.now,
+    end_time: null,
+    status: 'preparing',
+    worker_id: ctx.workerId,
+    last_heartbeat_time: null,
+    metadata: null,
+  };
+  await c.query(
+    `INSERT INTO attempts (rollout_id, attempt_id, sequence_id, start_time, status, worker_id)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [attempt.rollout_id, attempt.attempt_id, attempt.sequence_id, attempt.start_time, attempt.status, attempt.worker_id],
+  );
+  await c.query('UPDATE rollouts SET attempt_count = $2 WHERE rollout_id = $1', [
+    attempt.rollout_id,
+    attempt.sequence_id,
+  ]);
+  locked.attemptCount = attempt.sequence_id;
+  if (ctx.workerId !== null) {
+    await applyWorkerEvent(
+      c,
+      ctx.workerId,
+      { kind: 'attempt_updated', status: attempt.status, rollout_id: attempt.rollout_id, attempt_id: attempt.attempt_id },
+      ctx.now,
+    );
+  }
+  return attempt;
+}
+
+/** Reads (locking) the worker, feeds the event to the worker machine, writes the result (creating the row). */
+export async function applyWorkerEvent(c: PoolClient, workerId: string, event: WorkerEvent, now: number): Promise<Worker> {
+  // Create-then-lock: two replicas touching a new worker at once must serialise on a row, not both start blank.
+  const initial = initialWorkerState();
+  await c.query(`INSERT INTO workers (worker_id, status) VALUES ($1, $2) ON CONFLICT (worker_id) DO NOTHING`, [
+    workerId,
+    initial.status,
+  ]);
+  const res = await c.query<WorkerRow>(`SELECT ${WORKER_COLUMNS} FROM workers w WHERE w.worker_id = $1 FOR UPDATE`, [
+    workerId,
+  ]);
+  const row = res.rows[0];
+  const state = row === undefined ? initial : rowToWorker(row);
+  const worker: Worker = { ...nextWorkerState(state, event, now), worker_id: workerId };
+  await c.query(
+    `UPDATE workers SET status = $2, heartbeat_stats = $3, last_heartbeat_time = $4, last_dequeue_time = $5,
+       last_busy_time = $6, last_idle_time = $7, current_rollout_id = $8, current_attempt_id = $9
+     WHERE worker_id = $1`,
+    [
+      worker.worker_id,
+      worker.status,
+      jsonParam(worker.heartbeat_stats),
+      worker.last_heartbeat_time,
+      worker.last_dequeue_time,
+      worker.last_busy_time,
+      worker.last_idle_time,
+      worker.current_rollout_id,
+      worker.current_attempt_id,
+    ],
+  );
+  return worker;
+}

@@ -1,0 +1,228 @@
+// Row <-> object mapping for the PostgreSQL store. Column names keep the wire's spelling (types.ts).
+import { mergeIntArrayAttributes, splitIntArrayAttributes } from './postgres-codec.js';
+import type {
+  Attempt,
+  AttemptStatus,
+  Attributes,
+  JsonObject,
+  JsonValue,
+  NamedResources,
+  ResourcesUpdate,
+  Rollout,
+  RolloutConfig,
+  RolloutMode,
+  RolloutStatus,
+  Span,
+  Worker,
+  WorkerStatus,
+} from './types.js';
+
+export const ROLLOUT_COLUMNS =
+  'r.rollout_id, r.ord, r.input, r.start_time, r.end_time, r.mode, r.resources_id, r.status, r.config, r.metadata, r.queue_pos, r.attempt_count';
+export const ATTEMPT_COLUMNS =
+  'a.rollout_id, a.attempt_id, a.sequence_id, a.start_time, a.end_time, a.status, a.worker_id, a.last_heartbeat_time, a.metadata';
+/** The latest attempt of `r`, prefixed `la_` so it can sit in the same row. */
+export const LATEST_ATTEMPT_COLUMNS =
+  'la.attempt_id AS la_attempt_id, la.sequence_id AS la_sequence_id, la.start_time AS la_start_time, la.end_time AS la_end_time, la.status AS la_status, la.worker_id AS la_worker_id, la.last_heartbeat_time AS la_last_heartbeat_time, la.metadata AS la_metadata';
+export const LATEST_ATTEMPT_JOIN =
+  'LEFT JOIN attempts la ON la.rollout_id = r.rollout_id AND la.sequence_id = r.attempt_count';
+export const WORKER_COLUMNS =
+  'w.worker_id, w.status, w.heartbeat_stats, w.last_heartbeat_time, w.last_dequeue_time, w.last_busy_time, w.last_idle_time, w.current_rollout_id, w.current_attempt_id';
+export const RESOURCES_COLUMNS = 'rs.resources_id, rs.create_time, rs.update_time, rs.version, rs.resources';
+export const SPAN_COLUMNS =
+  's.rollout_id, s.attempt_id, s.span_id, s.sequence_id, s.trace_id, s.parent_id, s.name, s.start_time, s.end_time, s.body, s.int_arrays';
+
+export interface RolloutRow {
+  rollout_id: string;
+  ord: number;
+  input: JsonValue;
+  start_time: number;
+  end_time: number | null;
+  mode: string | null;
+  resources_id: string | null;
+  status: string;
+  config: RolloutConfig;
+  metadata: JsonObject | null;
+  queue_pos: number | null;
+  attempt_count: number;
+}
+
+export interface AttemptRow {
+  rollout_id: string;
+  attempt_id: string;
+  sequence_id: number;
+  start_time: number;
+  end_time: number | null;
+  status: string;
+  worker_id: string | null;
+  last_heartbeat_time: number | null;
+  metadata: JsonObject | null;
+}
+
+export interface LatestAttemptColumns {
+  la_attempt_id: string | null;
+  la_sequence_id: number | null;
+  la_start_time: number | null;
+  la_end_time: number | null;
+  la_status: string | null;
+  la_worker_id: string | null;
+  la_last_heartbeat_time: number | null;
+  la_metadata: JsonObject | null;
+}
+
+export type RolloutWithLatestRow = RolloutRow & LatestAttemptColumns;
+
+export interface WorkerRow {
+  worker_id: string;
+  status: string;
+  heartbeat_stats: JsonObject | null;
+  last_heartbeat_time: number | null;
+  last_dequeue_time: number | null;
+  last_busy_time: number | null;
+  last_idle_time: number | null;
+  current_rollout_id: string | null;
+  current_attempt_id: string | null;
+}
+
+export interface ResourcesRow {
+  resources_id: string;
+  create_time: number;
+  update_time: number;
+  version: number;
+  resources: NamedResources;
+}
+
+export interface SpanRow {
+  rollout_id: string;
+  attempt_id: string;
+  span_id: string;
+  sequence_id: number;
+  trace_id: string;
+  parent_id: string | null;
+  name: string;
+  start_time: number | null;
+  end_time: number | null;
+  body: SpanBody;
+  int_arrays: Buffer | null;
+}
+
+/** Stored as JSON: everything of a span that has no column of its own. */
+type SpanBody = Omit<
+  Span,
+  'rollout_id' | 'attempt_id' | 'span_id' | 'sequence_id' | 'trace_id' | 'parent_id' | 'name' | 'start_time' | 'end_time'
+>;
+
+export function rowToRollout(row: RolloutRow): Rollout {
+  return {
+    rollout_id: row.rollout_id,
+    input: row.input,
+    start_time: row.start_time,
+    end_time: row.end_time,
+    mode: row.mode as RolloutMode | null,
+    resources_id: row.resources_id,
+    status: row.status as RolloutStatus,
+    config: row.config,
+    metadata: row.metadata,
+  };
+}
+
+export function rowToAttempt(row: AttemptRow): Attempt {
+  return {
+    rollout_id: row.rollout_id,
+    attempt_id: row.attempt_id,
+    sequence_id: row.sequence_id,
+    start_time: row.start_time,
+    end_time: row.end_time,
+    status: row.status as AttemptStatus,
+    worker_id: row.worker_id,
+    last_heartbeat_time: row.last_heartbeat_time,
+    metadata: row.metadata,
+  };
+}
+
+export function latestAttemptFromRow(row: RolloutWithLatestRow): Attempt | null {
+  if (row.la_attempt_id === null || row.la_sequence_id === null) return null;
+  return {
+    rollout_id: row.rollout_id,
+    attempt_id: row.la_attempt_id,
+    sequence_id: row.la_sequence_id,
+    start_time: row.la_start_time ?? 0,
+    end_time: row.la_end_time,
+    status: row.la_status as AttemptStatus,
+    worker_id: row.la_worker_id,
+    last_heartbeat_time: row.la_last_heartbeat_time,
+    metadata: row.la_metadata,
+  };
+}
+
+export function rowToWorker(row: WorkerRow): Worker {
+  return {
+    worker_id: row.worker_id,
+    status: row.status as WorkerStatus,
+    heartbeat_stats: row.heartbeat_stats,
+    last_heartbeat_time: row.last_heartbeat_time,
+    last_dequeue_time: row.last_dequeue_time,
+    last_busy_time: row.last_busy_time,
+    last_idle_time: row.last_idle_time,
+    current_rollout_id: row.current_rollout_id,
+    current_attempt_id: row.current_attempt_id,
+  };
+}
+
+export function rowToResources(row: ResourcesRow): ResourcesUpdate {
+  return {
+    resources_id: row.resources_id,
+    create_time: row.create_time,
+    update_time: row.update_time,
+    version: row.version,
+    resources: row.resources,
+  };
+}
+
+export function rowToSpan(row: SpanRow): Span {
+  const attributes = mergeIntArrayAttributes(row.body.attributes ?? {}, row.int_arrays);
+  return {
+    ...row.body,
+    rollout_id: row.rollout_id,
+    attempt_id: row.attempt_id,
+    sequence_id: row.sequence_id,
+    trace_id: row.trace_id,
+    span_id: row.span_id,
+    parent_id: row.parent_id,
+    name: row.name,
+    start_time: row.start_time,
+    end_time: row.end_time,
+    attributes,
+  };
+}
+
+export interface EncodedSpan {
+  body: string;
+  intArrays: Buffer | null;
+  sizeBytes: number;
+}
+
+/** The JSON body and packed int arrays of a normalised span. */
+export function encodeSpan(span: Span): EncodedSpan {
+  const {
+    rollout_id: _r,
+    attempt_id: _a,
+    span_id: _s,
+    sequence_id: _q,
+    trace_id: _t,
+    parent_id: _p,
+    name: _n,
+    start_time: _st,
+    end_time: _et,
+    attributes,
+    ...rest
+  } = span;
+  const split = splitIntArrayAttributes(attributes ?? ({} as Attributes));
+  const body = JSON.stringify({ ...rest, attributes: split.rest });
+  return { body, intArrays: split.packed, sizeBytes: body.length + (split.packed?.length ?? 0) };
+}
+
+/** JSON text for a json column; undefined and null both become SQL NULL. */
+export function jsonParam(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}

@@ -1,0 +1,357 @@
+// Span writes for the PostgreSQL store. addSpan calls made in the same event-loop turn are written together:
+// one transaction, one multi-row INSERT, one heartbeat UPDATE; each caller's promise settles after COMMIT, so
+// whoever awaited addSpan can read the span back (read-your-writes, architecture.md I3).
+import type { PoolClient } from 'pg';
+import type { Logger } from '../logger.js';
+import { nextAttemptState } from './attempt-status.js';
+import { StoreError } from './errors.js';
+import {
+  type ApplyContext,
+  applyRolloutEvent,
+  applyWorkerEvent,
+  attemptKey,
+  type LockedRollout,
+  lockAttempts,
+  lockRollouts,
+  type TxEffects,
+} from './postgres-ops.js';
+import { encodeSpan } from './postgres-rows.js';
+import { notFound } from './postgres-validate.js';
+import { nextRolloutState } from './rollout-status.js';
+import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
+import type { Attempt, Span, SpanInput } from './types.js';
+
+export type SpanWriteOutcome = { ok: true; span: Span | null } | { ok: false; error: unknown };
+
+export interface SpanBatchOptions {
+  schema: string;
+  spans: readonly SpanInput[];
+  /** true: any invalid span fails the whole batch before anything is written (addManySpans). */
+  atomic: boolean;
+  now: number;
+  effects: TxEffects;
+  logger: Logger;
+}
+
+function checkTarget(
+  span: SpanInput,
+  rollouts: ReadonlyMap<string, unknown>,
+  attempts: ReadonlyMap<string, Attempt>,
+): StoreError | null {
+  if (span === null || typeof span !== 'object') {
+    return new StoreError('invalid_argument', 'span must be an object', { param: 'span' });
+  }
+  if (!rollouts.has(span.rollout_id)) return notFound('Rollout', span.rollout_id, 'rollout_id');
+  if (!attempts.has(attemptKey(span.rollout_id, span.attempt_id))) {
+    return notFound('Attempt', `${span.rollout_id}/${span.attempt_id}`, 'attempt_id');
+  }
+  if (typeof span.span_id !== 'string' || span.span_id.length === 0) {
+    return new StoreError('invalid_argument', 'span_id is required', { param: 'span_id' });
+  }
+  return null;
+}
+
+/** Writes a batch inside the caller's transaction; one outcome per input span, in input order. */
+export async function writeSpansInTransaction(
+  c: PoolClient,
+  options: SpanBatchOptions,
+): Promise<SpanWriteOutcome[]> {
+  const { spans, atomic, now } = options;
+  const outcomes: Array<SpanWriteOutcome | undefined> = new Array(spans.length);
+  const objects = spans.filter((s) => s !== null && typeof s === 'object');
+  const locked = await lockRollouts(
+    c,
+    objects.map((s) => s.rollout_id),
+  );
+  const attempts = await lockAttempts(
+    c,
+    objects.map((s) => ({ rolloutId: s.rollout_id, attemptId: s.attempt_id })),
+  );
+
+  const candidates: number[] = [];
+  for (let i = 0; i < spans.length; i++) {
+    const error = checkTarget(spans[i] as SpanInput, locked, attempts);
+    if (error === null) {
+      candidates.push(i);
+      continue;
+    }
+    if (atomic) throw error;
+    outcomes[i] = { ok: false, error };
+  }
+
+  // Duplicates (already stored, or repeated within the batch) answer null and change nothing; the rollout row
+  // lock serialises every span write of a rollout, so this check cannot race another writer.
+  const existing = await existingSpanKeys(c, candidates.map((i) => spans[i] as SpanInput));
+  const fresh: number[] = [];
+  for (const i of candidates) {
+    const span = spans[i] as SpanInput;
+    const key = `${attemptKey(span.rollout_id, span.attempt_id)}\u0000${span.span_id}`;
+    if (existing.has(key)) {
+      options.logger.debug('duplicated span added', { rid: span.rollout_id, aid: span.attempt_id, spanId: span.span_id });
+      outcomes[i] = { ok: true, span: null };
+      continue;
+    }
+    existing.add(key);
+    fresh.push(i);
+  }
+
+  const sequenceIds = await assignSequenceIds(
+    c,
+    fresh.map((i) => spans[i] as SpanInput),
+  );
+  const stored = fresh.map((i, k) => normaliseSpan(spans[i] as SpanInput, sequenceIds[k] as number));
+  await insertSpans(c, stored);
+
+  const ctx: ApplyContext = { now, workerId: null, schema: options.schema, effects: options.effects };
+  const dirty = new Map<string, Attempt>();
+  for (const span of stored) {
+    await heartbeat(c, { span, locked, attempts, dirty, ctx });
+  }
+  await writeHeartbeats(c, [...dirty.values()]);
+
+  fresh.forEach((i, k) => {
+    outcomes[i] = { ok: true, span: stored[k] as Span };
+  });
+  return outcomes.map((o) => o ?? { ok: true, span: null });
+}
+
+async function existingSpanKeys(c: PoolClient, spans: readonly SpanInput[]): Promise<Set<string>> {
+  if (spans.length === 0) return new Set();
+  const res = await c.query<{ rollout_id: string; attempt_id: string; span_id: string }>(
+    `SELECT s.rollout_id, s.attempt_id, s.span_id FROM spans s
+       JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(rollout_id, attempt_id, span_id)
+         ON s.rollout_id = k.rollout_id AND s.attempt_id = k.attempt_id AND s.span_id = k.span_id`,
+    [spans.map((s) => s.rollout_id), spans.map((s) => s.attempt_id), spans.map((s) => s.span_id)],
+  );
+  return new Set(res.rows.map((r) => `${attemptKey(r.rollout_id, r.attempt_id)}\u0000${r.span_id}`));
+}
+
+/**
+ * Sequence ids in input order, as CoreStore assigns them one span at a time: an explicit id is kept and raises
+ * the counter (chmax), a missing one is allocated. Each rollout takes one atomic upsert; a rollout whose spans in
+ * this batch mix both kinds (rare: the gateway always sends ids) falls back to one statement per span.
+ */
+async function assignSequenceIds(c: PoolClient, spans: readonly SpanInput[]): Promise<number[]> {
+  const ids = new Array<number>(spans.length);
+  const byRollout = new Map<string, number[]>();
+  spans.forEach((s, i) => {
+    const list = byRollout.get(s.rollout_id);
+    if (list === undefined) byRollout.set(s.rollout_id, [i]);
+    else list.push(i);
+  });
+  const allocate: Array<[string, number]> = [];
+  const raise: Array<[string, number]> = [];
+  const mixed: string[] = [];
+  for (const [rolloutId, indexes] of byRollout) {
+    const explicit = indexes.map((i) => explicitSequenceId(spans[i] as SpanInput));
+    if (explicit.every((v) => v !== null)) {
+      indexes.forEach((i, k) => {
+        ids[i] = explicit[k] as number;
+      });
+      raise.push([rolloutId, Math.max(...(explicit as number[]))]);
+    } else if (explicit.every((v) => v === null)) {
+      allocate.push([rolloutId, indexes.length]);
+    } else {
+      mixed.push(rolloutId);
+    }
+  }
+  if (raise.length > 0) await raiseCounters(c, raise);
+  if (allocate.length > 0) {
+    const last = await allocateCounters(c, allocate);
+    for (const [rolloutId, count] of allocate) {
+      let next = (last.get(rolloutId) as number) - count + 1;
+      for (const i of byRollout.get(rolloutId) as number[]) ids[i] = next++;
+    }
+  }
+  for (const rolloutId of mixed) {
+    for (const i of byRollout.get(rolloutId) as number[]) {
+      const explicit = explicitSequenceId(spans[i] as SpanInput);
+      if (explicit === null) {
+        ids[i] = (await allocateCounters(c, [[rolloutId, 1]])).get(rolloutId) as number;
+      } else {
+        ids[i] = explicit;
+        await raiseCounters(c, [[rolloutId, explicit]]);
+      }
+    }
+  }
+  return ids;
+}
+
+/** counter += count for each rollout, in one statement; returns the new counter values. */
+export async function allocateCounters(
+  c: Pick<PoolClient, 'query'>,
+  counts: ReadonlyArray<readonly [string, number]>,
+): Promise<Map<string, number>> {
+  const res = await c.query<{ rollout_id: string; last_id: number }>(
+    `INSERT INTO span_sequences (rollout_id, last_id)
+       SELECT * FROM unnest($1::text[], $2::bigint[])
+     ON CONFLICT (rollout_id) DO UPDATE SET last_id = span_sequences.last_id + excluded.last_id
+     RETURNING rollout_id, last_id`,
+    [counts.map(([r]) => r), counts.map(([, n]) => n)],
+  );
+  return new Map(res.rows.map((r) => [r.rollout_id, r.last_id]));
+}
+
+/** counter = max(counter, value) for each rollout, in one statement. */
+async function raiseCounters(c: PoolClient, values: ReadonlyArray<readonly [string, number]>): Promise<void> {
+  await c.query(
+    `INSERT INTO span_sequences (rollout_id, last_id)
+       SELECT * FROM unnest($1::text[], $2::bigint[])
+     ON CONFLICT (rollout_id) DO UPDATE SET last_id = GREATEST(span_sequences.last_id, excluded.last_id)`,
+    [values.map(([r]) => r), values.map(([, v]) => v)],
+  );
+}
+
+async function insertSpans(c: PoolClient, spans: readonly Span[]): Promise<void> {
+  if (spans.length === 0) return;
+  const encoded = spans.map(encodeSpan);
+  await c.query(
+    `INSERT INTO spans (rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, end_time,
+       body, int_arrays, size_bytes)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+       $8::float8[], $9::float8[], $10::json[], $11::bytea[], $12::int[])
+     ON CONFLICT DO NOTHING`,
+    [
+      spans.map((s) => s.rollout_id),
+      spans.map((s) => s.attempt_id),
+      spans.map((s) => s.span_id),
+      spans.map((s) => s.sequence_id),
+      spans.map((s) => String(s.trace_id ?? '')),
+      spans.map((s) => s.parent_id ?? null),
+      spans.map((s) => String(s.name ?? '')),
+      spans.map((s) => s.start_time),
+      spans.map((s) => s.end_time),
+      encoded.map((e) => e.body),
+      encoded.map((e) => e.intArrays),
+      encoded.map((e) => e.sizeBytes),
+    ],
+  );
+}
+
+/** A span is a heartbeat for its attempt (§3.4) and may promote the rollout (§3.3); mirrors CoreStore. */
+async function heartbeat(
+  c: PoolClient,
+  options: {
+    span: Span;
+    locked: Map<string, LockedRollout>;
+    attempts: Map<string, Attempt>;
+    dirty: Map<string, Attempt>;
+    ctx: ApplyContext;
+  },
+): Promise<void> {
+  const { span, locked, attempts, dirty, ctx } = options;
+  const key = attemptKey(span.rollout_id, span.attempt_id);
+  const attempt = attempts.get(key);
+  const rollout = locked.get(span.rollout_id);
+  if (attempt === undefined || rollout === undefined) return;
+  const moved = nextAttemptState(attempt, { kind: 'heartbeat' }, ctx.now);
+  const next: Attempt = { ...attempt, status: moved.status, last_heartbeat_time: moved.last_heartbeat_time };
+  attempts.set(key, next);
+  dirty.set(key, next);
+  if (next.sequence_id === rollout.attemptCount) {
+    const event = { kind: 'span_on_latest_attempt', attemptStatus: next.status } as const;
+    const promoted = nextRolloutState(
+      { status: rollout.rollout.status, end_time: rollout.rollout.end_time, queued: rollout.queued },
+      event,
+      ctx.now,
+    );
+    if (promoted.changed) await applyRolloutEvent(c, rollout, event, ctx);
+  }
+  if (moved.changed && next.worker_id !== null) {
+    await applyWorkerEvent(
+      c,
+      next.worker_id,
+      { kind: 'attempt_updated', status: next.status, rollout_id: span.rollout_id, attempt_id: span.attempt_id },
+      ctx.now,
+    );
+  }
+}
+
+async function writeHeartbeats(c: PoolClient, attempts: readonly Attempt[]): Promise<void> {
+  if (attempts.length === 0) return;
+  await c.query(
+    `UPDATE attempts a SET status = v.status, last_heartbeat_time = v.hb
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[]) AS v(rollout_id, attempt_id, status, hb)
+     WHERE a.rollout_id = v.rollout_id AND a.attempt_id = v.attempt_id`,
+    [
+      attempts.map((a) => a.rollout_id),
+      attempts.map((a) => a.attempt_id),
+      attempts.map((a) => a.status),
+      attempts.map((a) => a.last_heartbeat_time),
+    ],
+  );
+}
+
+interface PendingSpan {
+  span: SpanInput;
+  resolve: (span: Span | null) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Collects addSpan calls of one event-loop turn into one batch. Batches run concurrently (bounded by the pool);
+ * a batch that fails as a whole is retried span by span so one bad span cannot fail its neighbours.
+ */
+export class SpanWriteQueue {
+  readonly #write: (spans: readonly SpanInput[]) => Promise<SpanWriteOutcome[]>;
+  readonly #maxBatch: number;
+  #pending: PendingSpan[] = [];
+  #scheduled: NodeJS.Immediate | null = null;
+  readonly #inflight = new Set<Promise<void>>();
+
+  constructor(options: { write: (spans: readonly SpanInput[]) => Promise<SpanWriteOutcome[]>; maxBatch: number }) {
+    this.#write = options.write;
+    this.#maxBatch = options.maxBatch;
+  }
+
+  add(span: SpanInput): Promise<Span | null> {
+    return new Promise<Span | null>((resolve, reject) => {
+      this.#pending.push({ span, resolve, reject });
+      if (this.#pending.length >= this.#maxBatch) {
+        this.#flush();
+      } else if (this.#scheduled === null) {
+        this.#scheduled = setImmediate(() => this.#flush());
+      }
+    });
+  }
+
+  /** Writes what is pending now and waits for every batch in flight. */
+  async drain(): Promise<void> {
+    this.#flush();
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  }
+
+  #flush(): void {
+    if (this.#scheduled !== null) {
+      clearImmediate(this.#scheduled);
+      this.#scheduled = null;
+    }
+    if (this.#pending.length === 0) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    const run = this.#run(batch).finally(() => {
+      this.#inflight.delete(run);
+    });
+    this.#inflight.add(run);
+  }
+
+  async #run(batch: PendingSpan[]): Promise<void> {
+    let outcomes: SpanWriteOutcome[];
+    try {
+      outcomes = await this.#write(batch.map((p) => p.span));
+    } catch (error: unknown) {
+      if (batch.length === 1) {
+        batch[0]?.reject(error);
+        return;
+      }
+      await Promise.all(batch.map((p) => this.#run([p])));
+      return;
+    }
+    batch.forEach((p, i) => {
+      const outcome = outcomes[i];
+      if (outcome === undefined) p.reject(new Error('span batch returned no outcome'));
+      else if (outcome.ok) p.resolve(outcome.span);
+      else p.reject(outcome.error);
+    });
+  }
+}

@@ -1,0 +1,89 @@
+// Input checks of the PostgreSQL store. They mirror CoreStore's private validators message for message so every
+// backend rejects the same input with the same StoreError; status rules are not here (they are the shared
+// machines in *-status.ts).
+import { StoreError } from './errors.js';
+import { normaliseRolloutConfig } from './rollout-config.js';
+import {
+  ATTEMPT_STATUSES,
+  type AttemptStatus,
+  type EnqueueRolloutRequest,
+  type NamedResources,
+  ROLLOUT_MODES,
+  ROLLOUT_STATUSES,
+  type RolloutMode,
+  type RolloutStatus,
+  type SpanInput,
+} from './types.js';
+
+export function notFound(kind: string, id: string, param: string): StoreError {
+  return new StoreError('not_found', `${kind} not found: ${id}`, { param });
+}
+
+export function validMode(mode: RolloutMode | null | undefined): RolloutMode | null {
+  if (mode === null || mode === undefined) return null;
+  if (!ROLLOUT_MODES.includes(mode)) {
+    throw new StoreError(
+      'invalid_argument',
+      `Invalid mode: ${String(mode)}, allowed values are: ${ROLLOUT_MODES.join(', ')}`,
+      { param: 'mode' },
+    );
+  }
+  return mode;
+}
+
+export function validMetadata<T>(value: T, param: string): T | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new StoreError('invalid_argument', `${param} must be an object`, { param });
+  }
+  return value;
+}
+
+export function validateEnqueueRequest(request: EnqueueRolloutRequest): void {
+  if (request === null || typeof request !== 'object' || !Object.hasOwn(request, 'input')) {
+    throw new StoreError('invalid_argument', 'input is required', { param: 'input' });
+  }
+  validMode(request.mode);
+  validMetadata(request.metadata, 'metadata');
+  normaliseRolloutConfig(request.config);
+  if (request.rollout_id != null && (typeof request.rollout_id !== 'string' || request.rollout_id.length === 0)) {
+    throw new StoreError('invalid_argument', 'rollout_id must be a non-empty string', { param: 'rollout_id' });
+  }
+}
+
+export function validRolloutStatus(status: RolloutStatus | undefined): RolloutStatus {
+  if (status === undefined || !ROLLOUT_STATUSES.includes(status)) {
+    throw new StoreError('invalid_argument', `Invalid status: ${String(status)}`, { param: 'status' });
+  }
+  return status;
+}
+
+export function validAttemptStatus(status: AttemptStatus | undefined): AttemptStatus {
+  if (status === undefined || !ATTEMPT_STATUSES.includes(status)) {
+    throw new StoreError('invalid_argument', `Invalid status: ${String(status)}`, { param: 'status' });
+  }
+  return status;
+}
+
+export function validateResources(resources: NamedResources): void {
+  if (resources === null || typeof resources !== 'object' || Array.isArray(resources)) {
+    throw new StoreError('invalid_argument', 'resources must be an object of named resources', { param: 'resources' });
+  }
+  for (const [name, resource] of Object.entries(resources)) {
+    if (resource === null || typeof resource !== 'object' || typeof resource.resource_type !== 'string') {
+      throw new StoreError('invalid_argument', `resource ${name} needs a resource_type`, {
+        param: `resources.${name}`,
+      });
+    }
+  }
+}
+
+/** The shape checks CoreStore makes before looking a span's rollout and attempt up. */
+export function validateSpanShape(span: SpanInput): void {
+  if (span === null || typeof span !== 'object') {
+    throw new StoreError('invalid_argument', 'span must be an object', { param: 'span' });
+  }
+  if (typeof span.span_id !== 'string' || span.span_id.length === 0) {
+    throw new StoreError('invalid_argument', 'span_id is required', { param: 'span_id' });
+  }
+}

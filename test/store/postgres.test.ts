@@ -1,0 +1,294 @@
+// The PostgreSQL store: the shared contract suite unchanged, plus what only a shared database can show
+// (two store instances = two replicas on one database). Runs when ROLLGATE_TEST_PG_URL is set.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { migrate } from '../../src/store/postgres-migrations.js';
+import { mergeIntArrayAttributes, splitIntArrayAttributes } from '../../src/store/postgres-codec.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres-store.js';
+import type { LightningStore } from '../../src/store/types.js';
+import { describeStoreContract, makeSpan } from './contract.js';
+
+const PG_URL = process.env.ROLLGATE_TEST_PG_URL;
+const prefix = `rollgate_test_${randomBytes(4).toString('hex')}`;
+const schemas: string[] = [];
+let counter = 0;
+
+function nextSchema(): string {
+  const schema = `${prefix}_${++counter}`;
+  schemas.push(schema);
+  return schema;
+}
+
+async function dropSchemas(): Promise<void> {
+  if (PG_URL === undefined || schemas.length === 0) return;
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('postgres codec (no database needed)', () => {
+  it('packs integer arrays compactly and restores them exactly; other values stay JSON', () => {
+    const ids = Array.from({ length: 4000 }, (_, i) => (i * 7919) % 151_936);
+    const attributes = {
+      prompt_token_ids: ids,
+      response_token_ids: [0, 1, -5, 2 ** 31 - 1, -(2 ** 31 - 1)],
+      'rollgate.response.logprobs': [-0.5, -1.25],
+      empty: [] as number[],
+      big: [2 ** 40],
+      text: 'x',
+    };
+    const split = splitIntArrayAttributes(attributes);
+    expect(Object.keys(split.rest).sort()).toEqual(['big', 'empty', 'rollgate.response.logprobs', 'text']);
+    expect(split.packed?.length ?? 0).toBeLessThan(ids.length * 3 + 64);
+    expect(split.packed?.length ?? 0).toBeLessThan(JSON.stringify(ids).length / 2);
+    expect(mergeIntArrayAttributes(split.rest, split.packed)).toEqual(attributes);
+  });
+});
+
+if (PG_URL === undefined) {
+  console.warn(
+    'test/store/postgres.test.ts: ROLLGATE_TEST_PG_URL is not set, so the PostgreSQL store tests are SKIPPED. ' +
+      'Run `bash .ci/start-postgres.sh` and export ROLLGATE_TEST_PG_URL=postgres://rollgate:rollgate@127.0.0.1:55432/rollgate',
+  );
+  describe.skip('PostgreSQL store (ROLLGATE_TEST_PG_URL not set)', () => {
+    it('needs a database', () => {});
+  });
+} else {
+  const url = PG_URL;
+  afterAll(dropSchemas);
+
+  let current: { schema: string; store: LightningStore; watchdogIntervalMs: number } | undefined;
+
+  describeStoreContract('postgres', {
+    async create(options) {
+      const schema = nextSchema();
+      const store = await openPostgresStore({ url, schema, watchdogIntervalMs: options.watchdogIntervalMs, poolSize: 4 });
+      current = { schema, store, watchdogIntervalMs: options.watchdogIntervalMs };
+      return store;
+    },
+    async reopen() {
+      if (current === undefined) throw new Error('nothing to reopen');
+      await current.store.close();
+      const store = await openPostgresStore({
+        url,
+        schema: current.schema,
+        watchdogIntervalMs: current.watchdogIntervalMs,
+        poolSize: 4,
+      });
+      current = { ...current, store };
+      return store;
+    },
+  });
+
+  describe('PostgreSQL store across replicas (two store instances, one database)', () => {
+    async function pair(options: { watchdogIntervalMs?: number } = {}): Promise<[PostgresStore, PostgresStore]> {
+      const schema = nextSchema();
+      // Both start at once: the advisory lock around migrations must make that safe.
+      const [a, b] = await Promise.all([
+        openPostgresStore({ url, schema, poolSize: 4, watchdogIntervalMs: options.watchdogIntervalMs ?? 1_000 }),
+        openPostgresStore({ url, schema, poolSize: 4, watchdogIntervalMs: options.watchdogIntervalMs ?? 1_000 }),
+      ]);
+      return [a, b];
+    }
+
+    it('migrates once when several replicas start together, and records the version', async () => {
+      const schema = nextSchema();
+      const pool = new pg.Pool({ connectionString: url, max: 6 });
+      try {
+        const results = await Promise.all(Array.from({ length: 6 }, () => migrate({ pool, schema })));
+        expect(results.flatMap((r) => r.applied)).toEqual([1]);
+        const versions = await pool.query(`SELECT version FROM "${schema}".rollgate_migrations`);
+        expect(versions.rows).toEqual([{ version: 1 }]);
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('allocates unique, strictly increasing sequence ids per rollout across replicas', async () => {
+      const [a, b] = await pair();
+      try {
+        const calls = Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).nextSequenceId('ro-shared'));
+        const ids = await Promise.all(calls);
+        expect(new Set(ids).size).toBe(200);
+        expect([...ids].sort((x, y) => x - y)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+        const bulk = await b.nextSequenceIds([
+          ['ro-shared', 'a1'],
+          ['ro-other', 'b1'],
+          ['ro-shared', 'a2'],
+        ]);
+        expect(bulk).toEqual([201, 1, 202]);
+        expect(await a.nextSequenceId('ro-shared')).toBe(203);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('never hands one queued rollout to two replicas and keeps FIFO order per claimer', async () => {
+      const [a, b] = await pair();
+      try {
+        const queued = await a.enqueueManyRollouts(Array.from({ length: 60 }, (_, i) => ({ input: i })));
+        const claims = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).dequeueManyRollouts({ limit: 2, worker_id: `w-${i}` })),
+        );
+        const claimed = claims.flat();
+        expect(claimed).toHaveLength(60);
+        expect(new Set(claimed.map((r) => r.rollout_id)).size).toBe(60);
+        for (const batch of claims) {
+          const order = batch.map((r) => queued.findIndex((q) => q.rollout_id === r.rollout_id));
+          expect(order).toEqual([...order].sort((x, y) => x - y));
+        }
+        expect(claimed.every((r) => r.status === 'preparing' && r.attempt.sequence_id === 1)).toBe(true);
+        expect(await b.dequeueRollout()).toBeNull();
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('wakes a waiter on one replica when another replica finishes the rollout (LISTEN/NOTIFY)', async () => {
+      const [a, b] = await pair();
+      try {
+        const rollout = await a.startRollout({ input: 1 });
+        const t0 = Date.now();
+        const waiting = a.waitForRollouts([rollout.rollout_id], { timeout: 20 });
+        setTimeout(() => {
+          void b.updateAttempt(rollout.rollout_id, 'latest', { status: 'succeeded' });
+        }, 50).unref();
+        const finished = await waiting;
+        expect(finished.map((r) => r.status)).toEqual(['succeeded']);
+        // Woken by the notification, far before the 20 s timeout (generous bound for a loaded machine).
+        expect(Date.now() - t0).toBeLessThan(5_000);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('loses no update when heartbeats and a status change race from two replicas', async () => {
+      const [a, b] = await pair();
+      try {
+        const rollouts = await Promise.all(Array.from({ length: 10 }, (_, i) => a.startRollout({ input: i })));
+        await Promise.all(
+          rollouts.flatMap((r) => [
+            ...Array.from({ length: 5 }, () => a.addSpan(makeSpan(r.rollout_id, r.attempt.attempt_id))),
+            b.updateAttempt(r.rollout_id, r.attempt.attempt_id, { status: 'succeeded' }),
+            ...Array.from({ length: 5 }, () => b.addSpan(makeSpan(r.rollout_id, r.attempt.attempt_id))),
+          ]),
+        );
+        for (const r of rollouts) {
+          const stored = await b.getRolloutById(r.rollout_id);
+          // A span after the success never revives the attempt nor moves the rollout off succeeded.
+          expect(stored?.status).toBe('succeeded');
+          expect(stored !== null && 'attempt' in stored ? stored.attempt.status : null).toBe('succeeded');
+          const spans = await a.querySpans(r.rollout_id);
+          expect(spans.total).toBe(10);
+          const seq = spans.items.map((s) => s.sequence_id);
+          expect(new Set(seq).size).toBe(10);
+        }
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('runs the watchdog on both replicas without double-acting', async () => {
+      const [a, b] = await pair({ watchdogIntervalMs: 20 });
+      try {
+        const rollouts = await Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            a.startRollout({
+              input: i,
+              worker_id: `w-${i}`,
+              config: { timeout_seconds: 0.1, max_attempts: 3, retry_condition: ['timeout'] },
+            }),
+          ),
+        );
+        const done = await a.waitForRollouts([], { timeout: 0 });
+        expect(done).toEqual([]);
+        const deadline = Date.now() + 5_000;
+        for (const r of rollouts) {
+          for (;;) {
+            const stored = await b.getRolloutById(r.rollout_id);
+            if (stored?.status === 'requeuing') break;
+            if (Date.now() > deadline) throw new Error(`rollout ${r.rollout_id} not requeued: ${stored?.status}`);
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+        }
+        // Exactly one requeue each: the queue holds each rollout once, and one timed-out attempt exists.
+        const claimed = await b.dequeueManyRollouts({ limit: 100 });
+        expect(claimed.map((r) => r.rollout_id).sort()).toEqual(rollouts.map((r) => r.rollout_id).sort());
+        expect(claimed.every((r) => r.attempt.sequence_id === 2)).toBe(true);
+        for (const r of rollouts) {
+          const attempts = await a.queryAttempts(r.rollout_id);
+          expect(attempts.items.map((x) => x.status)).toEqual(['timeout', 'preparing']);
+        }
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('writes the addSpan calls of one tick in one transaction, resolving each after commit', async () => {
+      const [a, b] = await pair();
+      try {
+        const rollout = await a.startRollout({ input: 1 });
+        const ids = Array.from({ length: 2048 }, (_, i) => i);
+        const writes = Array.from({ length: 40 }, (_, i) =>
+          a.addSpan(
+            makeSpan(rollout.rollout_id, rollout.attempt.attempt_id, {
+              sequence_id: i + 1,
+              attributes: { prompt_token_ids: ids, response_token_ids: [i] },
+            }),
+          ),
+        );
+        const first = await writes[0];
+        // Read-your-writes from the OTHER replica: the batch committed before the first promise resolved.
+        const seen = await b.querySpans(rollout.rollout_id);
+        expect(seen.total).toBe(40);
+        expect(first?.sequence_id).toBe(1);
+        await Promise.all(writes);
+        const xmin = await rawQuery<{ n: number }>(
+          `SELECT count(DISTINCT xmin::text)::int AS n FROM "${a.schema}".spans`,
+        );
+        expect(xmin[0]?.n).toBe(1);
+        const sizes = await rawQuery<{ bytes: number; body: string }>(
+          `SELECT octet_length(int_arrays) AS bytes, body::text AS body FROM "${a.schema}".spans LIMIT 1`,
+        );
+        expect(sizes[0]?.body).not.toContain('prompt_token_ids');
+        expect(sizes[0]?.bytes).toBeLessThan(2048 * 2 + 64);
+        const [span] = (await b.querySpans(rollout.rollout_id, { limit: 1 })).items;
+        expect(span?.attributes.prompt_token_ids).toEqual(ids);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('keeps one bad span from failing its batch neighbours, and maps bad text to invalid_argument', async () => {
+      const [a, b] = await pair();
+      try {
+        const rollout = await a.startRollout({ input: 'nul \u0000 in json is fine' });
+        expect((await b.getRolloutById(rollout.rollout_id))?.input).toBe('nul \u0000 in json is fine');
+        const good = a.addSpan(makeSpan(rollout.rollout_id, rollout.attempt.attempt_id));
+        const bad = a.addSpan(makeSpan(rollout.rollout_id, rollout.attempt.attempt_id, { name: 'nul \u0000 name' }));
+        const missing = a.addSpan(makeSpan('ro-missing', 'at-missing'));
+        await expect(good).resolves.toMatchObject({ rollout_id: rollout.rollout_id });
+        await expect(bad).rejects.toMatchObject({ code: 'invalid_argument' });
+        await expect(missing).rejects.toMatchObject({ code: 'not_found' });
+        expect((await b.querySpans(rollout.rollout_id)).total).toBe(1);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    async function rawQuery<R extends pg.QueryResultRow>(text: string): Promise<R[]> {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        return (await client.query<R>(text)).rows;
+      } finally {
+        await client.end();
+      }
+    }
+  });
+}
