@@ -80,6 +80,8 @@ export interface EnqueueRolloutRequest {
 
 export interface StartRolloutRequest extends EnqueueRolloutRequest {
   worker_id?: string | null;
+  /** [rollgate decision] client-supplied id of the first attempt (the gateway registers /rollout/<rid>/attempt/<aid>). */
+  attempt_id?: string | null;
 }
 
 export interface Worker {
@@ -301,7 +303,11 @@ export interface LightningStore {
   enqueueManyRollouts(requests: EnqueueRolloutRequest[]): Promise<Rollout[]>;
   dequeueRollout(options?: { worker_id?: string | null }): Promise<AttemptedRollout | null>;
   dequeueManyRollouts(options?: { limit?: number; worker_id?: string | null }): Promise<AttemptedRollout[]>;
-  startAttempt(rolloutId: string, options?: { worker_id?: string | null }): Promise<AttemptedRollout>;
+  /** `attempt_id`: client-supplied id of the new attempt (default: generated). */
+  startAttempt(
+    rolloutId: string,
+    options?: { worker_id?: string | null; attempt_id?: string | null },
+  ): Promise<AttemptedRollout>;
 
   /** Returns null for a duplicate (rollout_id, attempt_id, span_id); never throws for it. */
   addSpan(span: SpanInput): Promise<Span | null>;

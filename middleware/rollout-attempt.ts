@@ -1,0 +1,113 @@
+// Attribution of a proxied call (architecture §3.2): rollout and attempt ids from the path, else from
+// x-rollout-id / x-attempt-id; one sequence id allocated in process before forwarding, so order is
+// arrival order at the gateway (contracts.md §1.8, pitfall 31). Unknown rollouts and attempts are
+// registered under the given ids when `autoCreate` is on, else refused with 404 rollout_not_found.
+import type { MiddlewareHandler } from 'hono';
+import { GatewayError } from '../src/errors.js';
+import type { RolloutModeHint } from '../src/gateway/body-rewrite.js';
+import { HEADER_ATTEMPT_ID, HEADER_ROLLOUT_ID } from '../src/gateway/headers.js';
+import type { LightningStore } from '../src/store/types.js';
+import type { RolloutEnv } from './env.js';
+
+export type AttributedEnv = {
+  Variables: RolloutEnv['Variables'] & { rolloutMode: RolloutModeHint };
+};
+
+export type AttributionStore = Pick<
+  LightningStore,
+  'getRolloutById' | 'queryAttempts' | 'startRollout' | 'startAttempt' | 'nextSequenceId'
+>;
+
+export interface RolloutAttemptOptions {
+  readonly store: AttributionStore;
+  readonly autoCreate: boolean;
+  /** Known (rollout, attempt) pairs kept to skip the existence check; bounded, cleared when full. */
+  readonly knownPairsLimit?: number;
+}
+
+/** Ids end up in headers, logs and spans: keep them printable and short. */
+const SAFE_ID = /^[\w.:@+-]{1,256}$/;
+const DEFAULT_KNOWN_PAIRS_LIMIT = 10_000;
+
+function checkId(value: string, name: string): string {
+  if (!SAFE_ID.test(value)) throw new GatewayError('invalid_request', `Invalid ${name}`, { param: name });
+  return value;
+}
+
+export function rolloutAttempt(options: RolloutAttemptOptions): MiddlewareHandler<AttributedEnv> {
+  const { store, autoCreate } = options;
+  const limit = options.knownPairsLimit ?? DEFAULT_KNOWN_PAIRS_LIMIT;
+  const known = new Map<string, RolloutModeHint>();
+  const inFlight = new Map<string, Promise<RolloutModeHint>>();
+
+  async function register(rid: string, aid: string): Promise<RolloutModeHint> {
+    const rollout = await store.getRolloutById(rid);
+    if (rollout === null) {
+      if (!autoCreate)
+        throw new GatewayError('rollout_not_found', `Rollout not found: ${rid}`, { param: 'rollout_id' });
+      const started = await store.startRollout({ input: null, rollout_id: rid, attempt_id: aid });
+      if (started.attempt.attempt_id !== aid) await store.startAttempt(rid, { attempt_id: aid });
+      return started.mode;
+    }
+    const latest = 'attempt' in rollout ? rollout.attempt.attempt_id : null;
+    if (latest !== aid) {
+      const attempts = await store.queryAttempts(rid);
+      if (!attempts.items.some((attempt) => attempt.attempt_id === aid)) {
+        if (!autoCreate) {
+          throw new GatewayError('rollout_not_found', `Attempt not found: ${rid}/${aid}`, { param: 'attempt_id' });
+        }
+        await store.startAttempt(rid, { attempt_id: aid });
+      }
+    }
+    return rollout.mode;
+  }
+
+  /** Single flight per pair, so a burst of first calls registers a rollout once. */
+  function ensure(rid: string, aid: string): RolloutModeHint | Promise<RolloutModeHint> {
+    const key = `${rid}\u0000${aid}`;
+    const mode = known.get(key);
+    if (mode !== undefined) return mode;
+    let pending = inFlight.get(key);
+    if (pending === undefined) {
+      pending = register(rid, aid).then(
+        (registered) => {
+          inFlight.delete(key);
+          if (known.size >= limit) known.clear();
+          known.set(key, registered);
+          return registered;
+        },
+        (error: unknown) => {
+          inFlight.delete(key);
+          throw error;
+        },
+      );
+      inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  return async function rolloutAttemptMiddleware(c, next) {
+    const pathRid = c.req.param('rid');
+    const pathAid = c.req.param('aid');
+    const rid = pathRid ?? c.req.header(HEADER_ROLLOUT_ID);
+    const aid = pathAid ?? c.req.header(HEADER_ATTEMPT_ID);
+    if (rid === undefined && aid === undefined) {
+      c.set('attribution', null);
+      c.set('rolloutMode', null);
+      await next();
+      return;
+    }
+    if (rid === undefined || aid === undefined) {
+      throw new GatewayError('invalid_request', `${HEADER_ROLLOUT_ID} and ${HEADER_ATTEMPT_ID} go together`, {
+        param: rid === undefined ? HEADER_ROLLOUT_ID : HEADER_ATTEMPT_ID,
+      });
+    }
+    checkId(rid, 'rollout_id');
+    checkId(aid, 'attempt_id');
+    const mode = await ensure(rid, aid);
+    const seq = await store.nextSequenceId(rid, aid);
+    c.set('attribution', { rid, aid, seq, requestId: c.get('requestId') });
+    c.set('rolloutMode', mode);
+    await next();
+  };
+}

@@ -1,0 +1,80 @@
+// OpenAI-compatible routes (contracts.md §1.1, §1.8): /v1/* un-prefixed (attributed when the
+// x-rollout-id / x-attempt-id headers are present) and the same under /rollout/:rid/attempt/:aid with
+// or without /v1. Thin: attribution and body parsing are middleware, forwarding is src/gateway.
+// The gateway writes the answer straight to node's response, so handlers return RESPONSE_ALREADY_SENT.
+import type { HttpBindings } from '@hono/node-server';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import { type Context, Hono } from 'hono';
+import { bodyJson, type JsonBodyEnv } from '../middleware/body-json.js';
+import { type AttributedEnv, type AttributionStore, rolloutAttempt } from '../middleware/rollout-attempt.js';
+import { GatewayError } from '../src/errors.js';
+import type { Endpoint } from '../src/gateway/call-capture.js';
+import type { Gateway } from '../src/gateway/forward.js';
+import { HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/headers.js';
+
+type OpenAiEnv = {
+  Bindings: Partial<HttpBindings>;
+  Variables: AttributedEnv['Variables'] & JsonBodyEnv['Variables'];
+};
+
+export interface OpenAiRoutesOptions {
+  readonly gateway: Gateway;
+  readonly store: AttributionStore;
+  readonly autoCreate: boolean;
+}
+
+const PREFIXES = ['/v1', '/rollout/:rid/attempt/:aid/v1', '/rollout/:rid/attempt/:aid'] as const;
+const ENDPOINT_PATHS: ReadonlyArray<readonly [string, Endpoint]> = [
+  ['/chat/completions', 'chat'],
+  ['/completions', 'completions'],
+];
+const RETRY_COUNT = /^\d{1,4}$/;
+
+function retryCount(c: Context<OpenAiEnv>): number | null {
+  const value = c.req.header(HEADER_STAINLESS_RETRY_COUNT);
+  return value !== undefined && RETRY_COUNT.test(value) ? Number(value) : null;
+}
+
+function methodNotAllowed(c: Context<OpenAiEnv>): never {
+  throw new GatewayError('method_not_allowed', `Method ${c.req.method} is not allowed on ${c.req.path}`);
+}
+
+export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv> {
+  const { gateway } = options;
+  const app = new Hono<OpenAiEnv>();
+  const attribution = rolloutAttempt({ store: options.store, autoCreate: options.autoCreate });
+  const json = bodyJson();
+
+  const call = (endpoint: Endpoint) =>
+    async function proxyCall(c: Context<OpenAiEnv>): Promise<Response> {
+      const sink = c.env.outgoing;
+      if (sink === undefined) throw new GatewayError('internal_error', 'The proxy needs a node HTTP server');
+      const attributed = c.get('attribution');
+      await gateway.forward({
+        endpoint,
+        body: c.get('jsonBody'),
+        attribution: attributed === null ? null : { rid: attributed.rid, aid: attributed.aid, seq: attributed.seq },
+        mode: c.get('rolloutMode'),
+        requestId: c.get('requestId'),
+        clientRetryCount: retryCount(c),
+        sink,
+      });
+      return RESPONSE_ALREADY_SENT;
+    };
+
+  const models = (c: Context<OpenAiEnv>): Response => c.json({ object: 'list', data: gateway.listModels() });
+
+  for (const prefix of PREFIXES) {
+    for (const [path, endpoint] of ENDPOINT_PATHS) {
+      // Body first: a malformed body is refused before a sequence id is spent on it.
+      app.post(prefix + path, json, attribution, call(endpoint));
+      app.all(prefix + path, methodNotAllowed);
+    }
+    app.get(`${prefix}/models`, models);
+    app.all(`${prefix}/models`, methodNotAllowed);
+  }
+  app.all('/rollout/:rid/attempt/:aid/*', (c) => {
+    throw new GatewayError('unsupported_path', `Unsupported path under the proxy prefix: ${c.req.path}`);
+  });
+  return app;
+}

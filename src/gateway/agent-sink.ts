@@ -1,0 +1,13 @@
+// Where a call's answer goes: the subset of node's ServerResponse the forward path writes to, so
+// bytes go straight from undici's buffers to the agent's socket without a web-stream hop.
+import type { OutgoingHttpHeaders } from 'node:http';
+
+export interface AgentSink {
+  writeHead(statusCode: number, headers: OutgoingHttpHeaders): unknown;
+  write(chunk: Uint8Array): boolean;
+  end(chunk?: Uint8Array): unknown;
+  on(event: 'close', listener: () => void): unknown;
+  once(event: 'drain', listener: () => void): unknown;
+  removeListener(event: 'close', listener: () => void): unknown;
+  readonly headersSent: boolean;
+}

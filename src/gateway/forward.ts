@@ -1,0 +1,417 @@
+// The forward path of one OpenAI call: choose the backend, rewrite the body, send it on the backend's
+// keep-alive pool, relay the answer and record the call as one span (architecture §3, §6).
+// Upstream HTTP errors are data: they go back to the agent with their status. Only transport failures
+// and our own refusals throw (GatewayError), before any byte went out. Once headers are out, a
+// failure becomes an SSE error event. In every case the span is ended and, for attributed calls,
+// stored before the last byte reaches the agent (I3).
+
+import type { OutgoingHttpHeaders } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import type { Dispatcher } from 'undici';
+import { GatewayError, isGatewayError, type OpenAIErrorBody } from '../errors.js';
+import type { Logger } from '../logger.js';
+import * as A from '../tracing/attributes.js';
+import { requestAttributes, responseAttributes, spanName } from '../tracing/call-attributes.js';
+import type { PendingSpanWrites } from '../tracing/pending-writes.js';
+import type { AgentSink } from './agent-sink.js';
+import { type RolloutModeHint, rewriteBody } from './body-rewrite.js';
+import { CallCapture, type Endpoint } from './call-capture.js';
+import { canonicalRecord } from './canonical.js';
+import {
+  HEADER_ATTEMPT_ID,
+  HEADER_AUTHORIZATION,
+  HEADER_REQUEST_ID,
+  HEADER_RETRY_AFTER,
+  HEADER_RETRY_AFTER_MS,
+  HEADER_ROLLOUT_ID,
+  HEADER_SEQUENCE_ID,
+} from './headers.js';
+import type { ModelListing, ModelRegistry, ResolvedRoute } from './model-registry.js';
+import { StreamRelay, sseErrorEvent } from './stream-relay.js';
+import { errorTypeOf, normaliseErrorJson } from './upstream-error.js';
+
+const UPSTREAM_PATHS: Record<Endpoint, string> = { chat: '/chat/completions', completions: '/completions' };
+const JSON_CONTENT_TYPE = 'application/json';
+const EVENT_STREAM = 'text/event-stream';
+
+export interface CallAttribution {
+  readonly rid: string;
+  readonly aid: string;
+  readonly seq: number;
+}
+
+export interface ForwardCall {
+  readonly endpoint: Endpoint;
+  /** The client's parsed JSON body; it is not mutated. */
+  readonly body: Readonly<Record<string, unknown>>;
+  readonly attribution: CallAttribution | null;
+  readonly mode: RolloutModeHint;
+  readonly requestId: string;
+  /** X-Stainless-Retry-Count, when the client sent a valid one. */
+  readonly clientRetryCount: number | null;
+  readonly sink: AgentSink;
+}
+
+export interface GatewayOptions {
+  readonly registry: ModelRegistry;
+  readonly tracer: Tracer;
+  readonly pendingWrites: PendingSpanWrites;
+  readonly logger: Logger;
+  /** Record messages as span attributes (on by default for training). */
+  readonly captureContent: boolean;
+}
+
+export interface Gateway {
+  /** Resolves once the answer is fully written (or the agent left). Throws GatewayError before any byte went out. */
+  forward(call: ForwardCall): Promise<void>;
+  listModels(): readonly ModelListing[];
+  close(): Promise<void>;
+}
+
+type Outcome =
+  | typeof A.STREAM_STATUS_VALUE_OK
+  | typeof A.STREAM_STATUS_VALUE_ERROR
+  | typeof A.STREAM_STATUS_VALUE_CLIENT_DISCONNECTED
+  | typeof A.STREAM_STATUS_VALUE_STREAM_ERROR;
+
+function headerString(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function isJsonContentType(contentType: string | undefined): boolean {
+  return contentType?.toLowerCase().includes('json') === true;
+}
+
+function transportError(error: unknown): GatewayError {
+  if (isGatewayError(error)) return error;
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new GatewayError('upstream_timeout', 'The upstream model server timed out', { cause: error });
+  }
+  return new GatewayError('upstream_unreachable', 'The upstream model server could not be reached', {
+    cause: error,
+  });
+}
+
+/** One call in flight: its span, its outcome, the agent's presence. */
+class CallRun {
+  readonly span: Span;
+  readonly startedMs = performance.now();
+  readonly abort = new AbortController();
+  /** Set before our own end(); a 'close' without it means the agent went away. */
+  finished = false;
+  clientGone = false;
+  spanEnded = false;
+
+  constructor(
+    span: Span,
+    private readonly sink: AgentSink,
+  ) {
+    this.span = span;
+    sink.on('close', this.onClose);
+  }
+
+  readonly onClose = (): void => {
+    if (this.finished) return;
+    this.clientGone = true;
+    this.abort.abort();
+  };
+
+  detach(): void {
+    this.sink.removeListener('close', this.onClose);
+  }
+}
+
+export function createGateway(options: GatewayOptions): Gateway {
+  const { registry, tracer, pendingWrites, logger, captureContent } = options;
+
+  /** Ends the span with its outcome; resolves once an attributed span is in the store. */
+  function endSpan(run: CallRun, outcome: Outcome, errorType?: string): Promise<void> {
+    if (run.spanEnded) return Promise.resolve();
+    run.spanEnded = true;
+    const span = run.span;
+    span.setAttribute(A.ATTR_STREAM_STATUS, outcome);
+    if (outcome !== A.STREAM_STATUS_VALUE_OK) {
+      span.setAttribute(A.ATTR_ERROR_TYPE, errorType ?? outcome);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorType ?? outcome });
+    }
+    span.end();
+    run.detach();
+    return pendingWrites.whenWritten(span.spanContext().spanId) ?? Promise.resolve();
+  }
+
+  function recordCapture(run: CallRun, capture: CallCapture, complete: boolean): void {
+    if (!capture.sawChunk) return;
+    const call = capture.result();
+    run.span.setAttributes(responseAttributes(call, canonicalRecord(call, { complete }), { captureContent }));
+  }
+
+  function upstreamHeaders(call: ForwardCall, route: ResolvedRoute, length: number): Record<string, string> {
+    const headers: Record<string, string> = {
+      'content-type': JSON_CONTENT_TYPE,
+      'content-length': String(length),
+      accept: call.body.stream === true ? EVENT_STREAM : JSON_CONTENT_TYPE,
+      [HEADER_REQUEST_ID]: call.requestId,
+    };
+    if (route.backend.authorization !== null) headers[HEADER_AUTHORIZATION] = route.backend.authorization;
+    if (call.attribution !== null) {
+      headers[HEADER_ROLLOUT_ID] = call.attribution.rid;
+      headers[HEADER_ATTEMPT_ID] = call.attribution.aid;
+      headers[HEADER_SEQUENCE_ID] = String(call.attribution.seq);
+    }
+    return headers;
+  }
+
+  function agentHeaders(call: ForwardCall, contentType: string | undefined): OutgoingHttpHeaders {
+    const headers: OutgoingHttpHeaders = { [HEADER_REQUEST_ID]: call.requestId };
+    if (contentType !== undefined) headers['content-type'] = contentType;
+    return headers;
+  }
+
+  async function answerWhole(
+    call: ForwardCall,
+    run: CallRun,
+    response: Dispatcher.ResponseData,
+    isStream: boolean,
+  ): Promise<void> {
+    const status = response.statusCode;
+    const contentType = headerString(response.headers['content-type']);
+    let body = Buffer.from(await response.body.arrayBuffer());
+    const headers = agentHeaders(call, contentType);
+    let outcome: Outcome = A.STREAM_STATUS_VALUE_OK;
+    let errorType: string | undefined;
+    if (status >= 400) {
+      outcome = A.STREAM_STATUS_VALUE_ERROR;
+      errorType = String(status);
+      for (const name of [HEADER_RETRY_AFTER, HEADER_RETRY_AFTER_MS]) {
+        const value = headerString(response.headers[name]);
+        if (value !== undefined) headers[name] = value;
+      }
+      if (isJsonContentType(contentType)) {
+        let parsed: unknown = null;
+        try {
+          parsed = JSON.parse(body.toString('utf8'));
+        } catch {
+          // A body that says it is JSON but is not: pass it through as it came.
+        }
+        if (parsed !== null) {
+          const normalised: OpenAIErrorBody = normaliseErrorJson(parsed, status);
+          errorType = errorTypeOf(normalised);
+          body = Buffer.from(JSON.stringify(normalised));
+          headers['content-type'] = JSON_CONTENT_TYPE;
+        }
+      }
+    } else if (isJsonContentType(contentType)) {
+      const capture = new CallCapture(call.endpoint);
+      try {
+        capture.setResponse(JSON.parse(body.toString('utf8')));
+      } catch {
+        // Not our JSON to judge: the agent gets the bytes; the span says ids are missing.
+      }
+      recordCapture(run, capture, true);
+      if (!capture.sawChunk) run.span.setAttribute(A.ATTR_TOKEN_IDS_STATUS, A.TOKEN_IDS_STATUS_VALUE_MISSING);
+    }
+    run.span.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, status);
+    if (isStream && status < 400) run.span.setAttribute(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds(run));
+    await endSpan(run, outcome, errorType);
+    if (run.clientGone) return;
+    headers['content-length'] = body.length;
+    run.finished = true;
+    call.sink.writeHead(status, headers);
+    call.sink.end(body);
+  }
+
+  function seconds(run: CallRun): number {
+    return (performance.now() - run.startedMs) / 1000;
+  }
+
+  function relayStream(
+    call: ForwardCall,
+    run: CallRun,
+    response: Dispatcher.ResponseData,
+    clientAskedUsage: boolean,
+  ): Promise<void> {
+    const sink = call.sink;
+    const body = response.body;
+    const capture = new CallCapture(call.endpoint);
+    const headers = agentHeaders(call, headerString(response.headers['content-type']));
+    headers['cache-control'] = 'no-cache';
+    sink.writeHead(response.statusCode, headers);
+    run.span.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, response.statusCode);
+
+    return new Promise<void>((resolve) => {
+      let settled = false;
+      const settle = (): void => {
+        if (settled) return;
+        settled = true;
+        resolve();
+      };
+      const finishWith = (outcome: Outcome, last: Buffer | null, errorType?: string): void => {
+        recordCapture(run, capture, outcome === A.STREAM_STATUS_VALUE_OK);
+        endSpan(run, outcome, errorType).then(
+          () => {
+            if (!run.clientGone) {
+              run.finished = true;
+              if (last !== null) sink.end(last);
+              else sink.end();
+            }
+            settle();
+          },
+          (error: unknown) => {
+            logger.error('span end failed', { requestId: call.requestId, err: String(error) });
+            settle();
+          },
+        );
+      };
+      const relay = new StreamRelay({
+        sink,
+        capture,
+        clientAskedUsage,
+        hooks: {
+          onFirstEvent: () => {
+            run.span.setAttribute(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds(run));
+          },
+          onDone: (doneEvent) => {
+            // The body is left to drain (the relay ignores what follows) so the socket stays pooled.
+            finishWith(A.STREAM_STATUS_VALUE_OK, doneEvent);
+          },
+          onStreamError: (error) => {
+            finishWith(A.STREAM_STATUS_VALUE_STREAM_ERROR, sseErrorEvent(error), errorTypeOf(error));
+            body.destroy();
+          },
+        },
+      });
+      const resume = (): void => {
+        body.resume();
+      };
+      const onData = (chunk: Buffer): void => {
+        if (!relay.push(chunk) && !relay.stopped) {
+          body.pause();
+          sink.once('drain', resume);
+        }
+      };
+      const onEnd = (): void => {
+        relay.end();
+      };
+      body.on('data', onData);
+      body.on('end', onEnd);
+      body.on('error', (error: unknown) => {
+        if (relay.stopped) return;
+        if (run.clientGone) {
+          finishWith(A.STREAM_STATUS_VALUE_CLIENT_DISCONNECTED, null);
+          return;
+        }
+        const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+        const timedOut = code === 'UND_ERR_BODY_TIMEOUT';
+        const message = timedOut ? 'The upstream stream timed out' : 'The upstream connection failed mid-stream';
+        const gatewayCode = timedOut ? 'upstream_timeout' : 'stream_error';
+        finishWith(
+          A.STREAM_STATUS_VALUE_STREAM_ERROR,
+          sseErrorEvent({ error: { message, type: 'upstream_error', param: null, code: gatewayCode } }),
+          gatewayCode,
+        );
+      });
+    });
+  }
+
+  async function forward(call: ForwardCall): Promise<void> {
+    const attribution = call.attribution;
+    const span = tracer.startSpan(
+      spanName(call.endpoint, call.body.model),
+      {
+        kind: SpanKind.CLIENT,
+        attributes: requestAttributes({
+          endpoint: call.endpoint,
+          body: call.body,
+          rolloutId: attribution?.rid ?? null,
+          attemptId: attribution?.aid ?? null,
+          sequenceId: attribution?.seq ?? null,
+          requestId: call.requestId,
+          clientRetryCount: call.clientRetryCount,
+          isStream: call.body.stream === true,
+          captureContent,
+        }),
+      },
+      ROOT_CONTEXT,
+    );
+    const run = new CallRun(span, call.sink);
+    let route: ResolvedRoute;
+    try {
+      route = registry.resolve(call.body.model, { rolloutId: attribution?.rid ?? null });
+    } catch (error) {
+      await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, isGatewayError(error) ? error.code : '_OTHER');
+      throw error;
+    }
+    const { backend, model } = route;
+    const rewritten = rewriteBody(call.body, {
+      endpoint: call.endpoint,
+      backendType: backend.type,
+      upstreamModel: model.upstreamModel,
+      tokenIds: model.tokenIds,
+      logprobs: model.logprobs,
+      mode: call.mode,
+    });
+    span.setAttributes({
+      [A.ATTR_GEN_AI_PROVIDER_NAME]:
+        backend.type === 'vllm' ? A.GEN_AI_PROVIDER_NAME_VALUE_VLLM : A.GEN_AI_PROVIDER_NAME_VALUE_OPENAI,
+      [A.ATTR_SERVER_ADDRESS]: backend.host,
+      [A.ATTR_SERVER_PORT]: backend.port,
+      [A.ATTR_BACKEND]: backend.url,
+      [A.ATTR_UPSTREAM_URL]: backend.url + UPSTREAM_PATHS[call.endpoint],
+      [A.ATTR_MODEL_VERSION]: model.version,
+      [A.ATTR_UPSTREAM_RETRY_COUNT]: 0,
+    });
+    if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
+    if (Object.keys(rewritten.overrides).length > 0) {
+      span.setAttribute(A.ATTR_REQUEST_OVERRIDES, JSON.stringify(rewritten.overrides));
+    }
+    const payload = Buffer.from(JSON.stringify(rewritten.body));
+
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await backend.pool.request({
+        path: backend.basePath + UPSTREAM_PATHS[call.endpoint],
+        method: 'POST',
+        headers: upstreamHeaders(call, route, payload.length),
+        body: payload,
+        signal: run.abort.signal,
+      });
+    } catch (error) {
+      if (run.clientGone) {
+        await endSpan(run, A.STREAM_STATUS_VALUE_CLIENT_DISCONNECTED);
+        return;
+      }
+      const gatewayError = transportError(error);
+      logger.debug('upstream request failed', { requestId: call.requestId, code: gatewayError.code });
+      await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, gatewayError.code);
+      throw gatewayError;
+    }
+
+    const contentType = headerString(response.headers['content-type']);
+    try {
+      if (rewritten.isStream && response.statusCode < 400 && contentType?.startsWith(EVENT_STREAM)) {
+        await relayStream(call, run, response, rewritten.clientAskedUsage);
+      } else {
+        await answerWhole(call, run, response, rewritten.isStream);
+      }
+    } catch (error) {
+      response.body.destroy();
+      if (run.clientGone) {
+        await endSpan(run, A.STREAM_STATUS_VALUE_CLIENT_DISCONNECTED);
+        return;
+      }
+      // Reading a non-stream body failed: nothing has been written yet, so it is a plain gateway error.
+      const gatewayError = transportError(error);
+      await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, gatewayError.code);
+      if (call.sink.headersSent) return;
+      throw gatewayError;
+    }
+  }
+
+  return {
+    forward,
+    listModels: () => registry.list(),
+    close: () => registry.close(),
+  };
+}

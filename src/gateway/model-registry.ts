@@ -1,0 +1,141 @@
+// Which backend serves a call. The forward path only sees `ModelRegistry.resolve`, so health checks,
+// sticky routing and draining can replace the round-robin choice here without touching it.
+// One undici keep-alive Pool per backend, created once and closed with the registry.
+import { Pool } from 'undici';
+import type { ModelConfig } from '../../config/schema.js';
+import { GatewayError } from '../errors.js';
+import type { BackendType, LogprobsPolicy } from './body-rewrite.js';
+
+/** Sockets idle longer than this are closed by us first, before a server's own idle timeout races us. */
+const UPSTREAM_KEEP_ALIVE_MS = 60_000;
+
+export interface Backend {
+  /** The configured base URL, e.g. http://vllm-0:8000/v1 (recorded on spans). */
+  readonly url: string;
+  readonly type: BackendType;
+  readonly host: string;
+  readonly port: number;
+  /** Path prefix the OpenAI paths go under, without a trailing slash (e.g. `/v1`). */
+  readonly basePath: string;
+  /** Header value sent upstream; the agent's own key never is (pitfall 62). */
+  readonly authorization: string | null;
+  readonly pool: Pool;
+}
+
+export interface ModelPolicy {
+  readonly name: string;
+  readonly upstreamModel: string;
+  readonly tokenIds: boolean;
+  readonly logprobs: LogprobsPolicy;
+  readonly version: number;
+  readonly firstByteTimeoutMs: number;
+  readonly totalTimeoutMs: number;
+}
+
+export interface ResolvedRoute {
+  readonly model: ModelPolicy;
+  readonly backend: Backend;
+}
+
+export interface ResolveContext {
+  readonly rolloutId: string | null;
+}
+
+export interface ModelListing {
+  readonly id: string;
+  readonly object: 'model';
+  readonly created: number;
+  readonly owned_by: string;
+}
+
+export interface ModelRegistry {
+  /** Throws GatewayError model_not_found / no_backend. */
+  resolve(modelName: unknown, context: ResolveContext): ResolvedRoute;
+  list(): readonly ModelListing[];
+  close(): Promise<void>;
+}
+
+interface ModelEntry {
+  readonly policy: ModelPolicy;
+  readonly backends: readonly Backend[];
+  next: number;
+}
+
+function createBackend(config: ModelConfig['backends'][number], model: ModelConfig): Backend {
+  const url = new URL(config.url);
+  const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+  return {
+    url: config.url,
+    type: config.type,
+    host: url.hostname,
+    port,
+    basePath: url.pathname.replace(/\/+$/, ''),
+    authorization: config.apiKey !== undefined ? `Bearer ${config.apiKey}` : null,
+    pool: new Pool(url.origin, {
+      connect: { timeout: model.timeouts.connectMs },
+      headersTimeout: model.timeouts.firstByteMs,
+      bodyTimeout: model.timeouts.firstByteMs,
+      keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
+    }),
+  };
+}
+
+export interface StaticModelRegistryOptions {
+  readonly models: readonly ModelConfig[];
+  /** Epoch seconds reported as `created` by /v1/models. */
+  readonly createdS?: number;
+}
+
+/** Models from config, round-robin over each model's backends. */
+export function createStaticModelRegistry(options: StaticModelRegistryOptions): ModelRegistry {
+  const created = options.createdS ?? Math.floor(Date.now() / 1000);
+  const entries = new Map<string, ModelEntry>();
+  for (const model of options.models) {
+    entries.set(model.name, {
+      policy: {
+        name: model.name,
+        upstreamModel: model.upstreamModel ?? model.name,
+        tokenIds: model.tokenIds,
+        logprobs: model.logprobs,
+        version: model.version,
+        firstByteTimeoutMs: model.timeouts.firstByteMs,
+        totalTimeoutMs: model.timeouts.totalMs,
+      },
+      backends: model.backends.map((backend) => createBackend(backend, model)),
+      next: 0,
+    });
+  }
+  const listing: ModelListing[] = [...entries.keys()].map((id) => ({
+    id,
+    object: 'model',
+    created,
+    owned_by: 'rollgate',
+  }));
+  // With a single model configured, any name reaches it: agents often send placeholders ("auto").
+  const only = entries.size === 1 ? (entries.values().next().value as ModelEntry) : undefined;
+  let closing: Promise<void> | null = null;
+
+  return {
+    resolve(modelName) {
+      const entry = (typeof modelName === 'string' ? entries.get(modelName) : undefined) ?? only;
+      if (entry === undefined) {
+        throw new GatewayError('model_not_found', `The model '${String(modelName)}' is not served here`, {
+          param: 'model',
+        });
+      }
+      const backend = entry.backends[entry.next % entry.backends.length];
+      if (backend === undefined) throw new GatewayError('no_backend', `No backend for model '${entry.policy.name}'`);
+      entry.next = (entry.next + 1) % entry.backends.length;
+      return { model: entry.policy, backend };
+    },
+    list() {
+      return listing;
+    },
+    close() {
+      closing ??= Promise.all(
+        [...entries.values()].flatMap((entry) => entry.backends.map((backend) => backend.pool.close())),
+      ).then(() => undefined);
+      return closing;
+    },
+  };
+}

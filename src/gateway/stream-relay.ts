@@ -1,0 +1,203 @@
+// Relays an upstream SSE stream to the agent while teeing each event into the call capture
+// (architecture §3.5). Complete events are forwarded as they arrive; consecutive untouched events of
+// one read go out as one slice of undici's own buffer (no copy, no re-serialisation). Only three
+// kinds of event are not forwarded verbatim: the injected usage chunk (consumed when the agent did
+// not ask for usage), `"usage": null` members in that case (removed, contracts.md §1.3), and
+// `data: [DONE]`, which is held until the span is in the store (I3).
+import type { OpenAIErrorBody } from '../errors.js';
+import type { AgentSink } from './agent-sink.js';
+import type { CallCapture } from './call-capture.js';
+import { readSseFields } from './sse-event.js';
+import { type SseEventHandler, SseSplitter } from './sse-splitter.js';
+import { normaliseErrorMember } from './upstream-error.js';
+
+const DONE = '[DONE]';
+const USAGE_NULL_PATTERNS = [',"usage":null', '"usage":null,', ', "usage": null', '"usage": null, '].map((p) =>
+  Buffer.from(p),
+);
+
+export interface StreamRelayHooks {
+  /** The first event went to the agent (time to first chunk). */
+  onFirstEvent(): void;
+  /** Upstream sent `data: [DONE]`; its bytes are handed over to be written once the span is stored. */
+  onDone(doneEvent: Buffer): void;
+  /** The stream failed after headers: an error event from upstream, garbage, or a truncated stream. */
+  onStreamError(error: OpenAIErrorBody): void;
+}
+
+export interface StreamRelayOptions {
+  readonly sink: AgentSink;
+  readonly capture: CallCapture;
+  readonly clientAskedUsage: boolean;
+  readonly hooks: StreamRelayHooks;
+}
+
+export function sseErrorEvent(body: OpenAIErrorBody): Buffer {
+  return Buffer.from(`data: ${JSON.stringify(body)}\n\n`);
+}
+
+function isObj(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The event without its top-level `"usage": null` member; byte surgery when unambiguous, else re-serialised. */
+function withoutUsageNull(event: Buffer, chunk: Record<string, unknown>): Buffer {
+  for (const pattern of USAGE_NULL_PATTERNS) {
+    const at = event.indexOf(pattern);
+    if (at === -1) continue;
+    // A `"` inside a JSON string is always escaped, so the pattern can only be a key; if it occurs
+    // twice it may be nested, and the safe way is to rebuild.
+    if (event.indexOf(pattern, at + 1) !== -1) break;
+    return Buffer.concat([event.subarray(0, at), event.subarray(at + pattern.length)]);
+  }
+  const { usage: _usage, ...rest } = chunk;
+  return Buffer.from(`data: ${JSON.stringify(rest)}\n\n`);
+}
+
+export class StreamRelay implements SseEventHandler {
+  readonly #sink: AgentSink;
+  readonly #capture: CallCapture;
+  readonly #clientAskedUsage: boolean;
+  readonly #hooks: StreamRelayHooks;
+  readonly #splitter: SseSplitter;
+  #chunk: Buffer | null = null;
+  #runStart = -1;
+  #runEnd = -1;
+  #writable = true;
+  #sentFirst = false;
+  /** Set once [DONE] or an error was seen: nothing more is forwarded. */
+  #stopped = false;
+
+  constructor(options: StreamRelayOptions) {
+    this.#sink = options.sink;
+    this.#capture = options.capture;
+    this.#clientAskedUsage = options.clientAskedUsage;
+    this.#hooks = options.hooks;
+    this.#splitter = new SseSplitter(this);
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Feeds one upstream read; returns false when the agent's socket wants the producer to pause. */
+  push(chunk: Buffer): boolean {
+    if (this.#stopped) return true;
+    this.#writable = true;
+    this.#chunk = chunk;
+    this.#runStart = -1;
+    this.#splitter.push(chunk);
+    this.#flushRun();
+    this.#chunk = null;
+    return this.#writable;
+  }
+
+  /** Upstream ended. A stream that ends without [DONE] is an error, never a clean-looking truncation. */
+  end(): void {
+    if (this.#stopped) return;
+    const rest = this.#splitter.flush();
+    if (rest !== null) this.onSseEvent(rest, -1, 0);
+    if (this.#stopped) return;
+    this.#fail(
+      normaliseErrorMember(
+        { message: 'The upstream stream ended before [DONE]', type: 'upstream_error', code: 'stream_error' },
+        '',
+      ),
+    );
+  }
+
+  onSseEvent(event: Buffer, startInChunk: number, endInChunk: number): void {
+    if (this.#stopped) return;
+    const fields = readSseFields(event);
+    const data = fields.data;
+    if (data === null) {
+      this.#keep(event, startInChunk, endInChunk);
+      return;
+    }
+    if (data === DONE) {
+      this.#flushRun();
+      this.#stopped = true;
+      this.#hooks.onDone(event);
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      this.#fail(
+        normaliseErrorMember(
+          {
+            message: 'The upstream stream sent an event that is not JSON',
+            type: 'upstream_error',
+            code: 'stream_error',
+          },
+          '',
+        ),
+      );
+      return;
+    }
+    if (!isObj(parsed)) {
+      this.#keep(event, startInChunk, endInChunk);
+      return;
+    }
+    if (fields.event === 'error' || 'error' in parsed) {
+      this.#fail(normaliseErrorMember(parsed.error ?? parsed, 'The upstream stream failed'));
+      return;
+    }
+    this.#capture.addChunk(parsed);
+    if (!this.#clientAskedUsage && 'usage' in parsed) {
+      const choices = parsed.choices;
+      if (
+        isObj(parsed.usage) &&
+        (choices === null || choices === undefined || (Array.isArray(choices) && choices.length === 0))
+      ) {
+        // The injected usage chunk: recorded, not forwarded.
+        this.#flushRun();
+        return;
+      }
+      if (parsed.usage === null) {
+        this.#flushRun();
+        this.#write(withoutUsageNull(event, parsed));
+        return;
+      }
+    }
+    this.#keep(event, startInChunk, endInChunk);
+  }
+
+  #keep(event: Buffer, start: number, end: number): void {
+    if (start >= 0 && this.#runStart >= 0 && this.#runEnd === start) {
+      this.#runEnd = end;
+      return;
+    }
+    this.#flushRun();
+    if (start >= 0) {
+      this.#runStart = start;
+      this.#runEnd = end;
+    } else {
+      this.#write(event);
+    }
+  }
+
+  #flushRun(): void {
+    if (this.#runStart < 0) return;
+    const chunk = this.#chunk as Buffer;
+    const slice =
+      this.#runStart === 0 && this.#runEnd === chunk.length ? chunk : chunk.subarray(this.#runStart, this.#runEnd);
+    this.#runStart = -1;
+    this.#write(slice);
+  }
+
+  #write(bytes: Buffer): void {
+    if (!this.#sentFirst) {
+      this.#sentFirst = true;
+      this.#hooks.onFirstEvent();
+    }
+    if (!this.#sink.write(bytes)) this.#writable = false;
+  }
+
+  #fail(error: OpenAIErrorBody): void {
+    this.#flushRun();
+    this.#stopped = true;
+    this.#hooks.onStreamError(error);
+  }
+}

@@ -1,0 +1,54 @@
+// A gateway in front of the vLLM stand-in, and helpers to read what it recorded.
+import OpenAI from 'openai';
+import type { Span } from '../../../src/store/types.js';
+import { type ConfigOverrides, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { type MockVllm, type MockVllmOptions, startMockVllm } from '../../servers/mock-vllm.js';
+
+export interface Harness {
+  readonly mock: MockVllm;
+  readonly gw: TestGateway;
+  /** An SDK client on the attributed base URL of (rid, aid). */
+  client(rid: string, aid?: string, options?: { maxRetries?: number; apiKey?: string }): OpenAI;
+  spans(rid: string): Promise<Span[]>;
+  close(): Promise<void>;
+}
+
+export async function startHarness(
+  mockOptions: MockVllmOptions = {},
+  overrides: ConfigOverrides = {},
+): Promise<Harness> {
+  const mock = await startMockVllm(mockOptions);
+  const model = mockOptions.model ?? 'mock-model';
+  let gw: TestGateway;
+  try {
+    gw = await startTestGateway({
+      models: [{ name: model, backends: [{ url: mock.url, apiKey: 'backend-secret' }] }],
+      ...overrides,
+    });
+  } catch (error) {
+    await mock.close();
+    throw error;
+  }
+  return {
+    mock,
+    gw,
+    client: (rid, aid = 'a1', options = {}) =>
+      new OpenAI({
+        baseURL: `${gw.url}/rollout/${rid}/attempt/${aid}/v1`,
+        apiKey: options.apiKey ?? 'agent-key',
+        maxRetries: options.maxRetries ?? 0,
+      }),
+    spans: async (rid) => (await gw.gateway.store.querySpans(rid)).items,
+    async close() {
+      await gw.close();
+      await mock.close();
+    },
+  };
+}
+
+let counter = 0;
+/** A rollout id unique within the test process. */
+export function rolloutId(prefix = 'ro'): string {
+  counter++;
+  return `${prefix}-${process.pid}-${counter}`;
+}
