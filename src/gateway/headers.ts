@@ -11,3 +11,4 @@ export const HEADER_AGL_PAUSED = 'x-agl-paused' as const;
 export const HEADER_API_KEY = 'x-api-key' as const;
 export const HEADER_AUTHORIZATION = 'authorization' as const;
 export const HEADER_IDEMPOTENCY_KEY = 'idempotency-key' as const;
+export const HEADER_ROLLGATE_CACHE = 'x-rollgate-cache' as const;

@@ -1,0 +1,67 @@
+// The algorithm plugin contract (architecture.md §7). A plugin module exports
+// `createAlgorithm(options)` returning `{ name, run(ctx) }`; everything it may touch arrives in `ctx`, so
+// the same plugin runs inside `rollgate serve` (embedded store) or alone against a gateway's store API.
+import type { Logger } from '../logger.js';
+import type { JsonObject, JsonValue, LightningStore } from '../store/types.js';
+
+/** A served model pool as the gateway sees it. */
+export interface ModelPoolInfo {
+  readonly name: string;
+  /** Stamped on every span of calls served by this pool (`rollgate.model_version`). */
+  readonly version: number;
+  readonly backends: readonly string[];
+}
+
+/**
+ * What an algorithm may ask of the gateway. Only `attemptBaseUrl` is required; the rest exist when the
+ * algorithm runs next to a gateway that offers them (an RL trainer pauses traffic to swap weights; APO and
+ * evaluate need none of it).
+ */
+export interface GatewayControl {
+  /** `OPENAI_BASE_URL` for one attempt, or null when no gateway address is known. */
+  attemptBaseUrl(rolloutId: string, attemptId: string): string | null;
+  modelPools?(): Promise<readonly ModelPoolInfo[]>;
+  /** Stops new LLM calls and resolves when in-flight ones have drained. */
+  pause?(options?: { reason?: string }): Promise<void>;
+  resume?(): Promise<void>;
+  /** Sets the version stamped on spans of `model`'s pool (after a weight update). */
+  setModelVersion?(model: string, version: number): Promise<void>;
+}
+
+export interface Datasets {
+  readonly train: readonly JsonValue[] | null;
+  readonly val: readonly JsonValue[] | null;
+}
+
+/** Live progress: redrawn in place on a TTY, plain lines otherwise. */
+export interface ProgressReporter {
+  /** Starts a phase (`total` units, or open-ended). Ends the previous phase. */
+  phase(label: string, total?: number): void;
+  advance(units?: number): void;
+  /** A line that stays on screen (results, round summaries). */
+  note(message: string): void;
+  /** Ends the display; idempotent. */
+  close(): void;
+}
+
+export interface AlgorithmContext {
+  readonly store: LightningStore;
+  readonly gateway: GatewayControl;
+  readonly datasets: Datasets;
+  readonly logger: Logger;
+  readonly progress: ProgressReporter;
+  /** Aborted on shutdown (Ctrl-C, gateway close). Pass it to every wait and request. */
+  readonly signal: AbortSignal;
+  /** Where the runtime writes the final report; a plugin may write interim reports there too. */
+  readonly reportPath: string;
+}
+
+export interface Algorithm {
+  readonly name: string;
+  /** Resolves with the result that goes into the report. Rejects on failure or abort. */
+  run(ctx: AlgorithmContext): Promise<JsonObject | undefined>;
+}
+
+export interface AlgorithmModule {
+  createAlgorithm(options: unknown): Algorithm | Promise<Algorithm>;
+}
