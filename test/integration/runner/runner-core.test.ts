@@ -116,6 +116,36 @@ describe('runner core with an in-process agent', () => {
     expect(attempt?.status).toBe('timeout');
     expect(attempt?.metadata).toMatchObject({ runner: { reason: 'timeout' } });
   });
+  it('never overwrites a timeout the store wrote, aborts the agent, and runs the retry the store queued', async () => {
+    const rollout = await store.enqueueRollout({
+      input: 'x',
+      config: { max_attempts: 2, retry_condition: ['timeout'] },
+    });
+    const reasons: unknown[] = [];
+    const runner = track(
+      createRunner({
+        store,
+        gatewayUrl: GATEWAY,
+        heartbeatIntervalMs: 50,
+        exitWhenIdle: true,
+        agent: async (_task, ctx) => {
+          if (ctx.rollout.attempt.sequence_id > 1) return;
+          // What the store's watchdog does when timeout_seconds passes.
+          await store.updateAttempt(ctx.rolloutId, ctx.attemptId, { status: 'timeout' });
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          reasons.push(ctx.signal.reason);
+        },
+      }),
+    );
+    const stats = await runner.done;
+    expect(stats).toMatchObject({ started: 2, timedOut: 1, succeeded: 1, failed: 0 });
+    expect(reasons).toEqual(['timeout']);
+    const [first, second] = await attemptsOf(rollout.rollout_id);
+    expect(first?.status).toBe('timeout');
+    expect(first?.metadata).toMatchObject({ runner: { reason: 'timeout' } });
+    expect(second?.status).toBe('succeeded');
+    expect((await store.getRolloutById(rollout.rollout_id))?.status).toBe('succeeded');
+  });
 });
 
 describe('runner core with agent processes', () => {

@@ -1,0 +1,19 @@
+// Public surface of the runner for TypeScript users (the in-process SDK and the process runner's parts).
+export { attemptBaseUrl, attemptRewardUrl, normalizeGatewayUrl } from './attempt-urls.js';
+export { createFunctionExecutor } from './function-executor.js';
+export { attemptEnv, createProcessExecutor, type ProcessExecutorOptions } from './process-executor.js';
+export { createProgressReporter, type ProgressReporter } from './progress.js';
+export { postReward, RewardPostError } from './reward-client.js';
+export { type RunAgentOptions, runAgent } from './run-agent.js';
+export { createRunner, PLACEHOLDER_API_KEY, type Runner, type RunnerOptions } from './runner.js';
+export type {
+  AbortReason,
+  AgentFunction,
+  AttemptContext,
+  AttemptExecutor,
+  AttemptFinishedEvent,
+  AttemptOutcome,
+  AttemptStartedEvent,
+  RunnerObserver,
+  RunnerStats,
+} from './types.js';

@@ -1,0 +1,28 @@
+// The in-process SDK entry point: run an async agent function against a gateway's queue.
+//
+//   const stats = await runAgent(async (task, ctx) => { ...; return reward; }, { gatewayUrl, concurrency: 4 });
+//
+// Without a `store`, it talks to the gateway's store API (`/v1/agl/*`) and closes that client when done.
+
+import { HttpStore } from '../store/http.js';
+import type { LightningStore } from '../store/types.js';
+import { createRunner, type RunnerOptions } from './runner.js';
+import type { AgentFunction, RunnerStats } from './types.js';
+
+export interface RunAgentOptions extends Omit<RunnerOptions, 'agent' | 'executor' | 'store'> {
+  /** Defaults to a store API client for `gatewayUrl`. */
+  readonly store?: LightningStore;
+  /** Key for the store API when the runner builds its own client (admin scope); never given to the agent. */
+  readonly apiKey?: string;
+}
+
+/** Runs until `signal` aborts (or, with `exitWhenIdle`, until the queue is empty); resolves with the counters. */
+export async function runAgent(agent: AgentFunction, options: RunAgentOptions): Promise<RunnerStats> {
+  const { store: given, apiKey, ...runnerOptions } = options;
+  const store = given ?? new HttpStore({ baseUrl: options.gatewayUrl, ...(apiKey !== undefined ? { apiKey } : {}) });
+  try {
+    return await createRunner({ ...runnerOptions, store, agent }).done;
+  } finally {
+    if (given === undefined) await store.close();
+  }
+}

@@ -1,0 +1,72 @@
+// The in-process SDK (`runAgent`) against a real gateway over real sockets: the store API client claims,
+// the agent function's reward goes through the gateway's reward endpoint and is stored as a span.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runAgent } from '../../../src/runner/run-agent.js';
+import type { AttemptContext } from '../../../src/runner/types.js';
+import type { LightningStore } from '../../../src/store/types.js';
+import { REWARD_SPAN_NAME, rewardValueAttr } from '../../../src/tracing/attributes.js';
+import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+
+const ADMIN_KEY = 'admin-key-for-sdk-tests-0';
+const AGENT_KEY = 'agent-key-for-sdk-tests-0';
+
+let gw: TestGateway;
+let store: LightningStore;
+
+beforeEach(async () => {
+  gw = await startTestGateway({ auth: { adminKeys: [ADMIN_KEY], agentKeys: [AGENT_KEY] } });
+  store = gw.gateway.store;
+});
+
+afterEach(async () => {
+  await gw.close();
+});
+
+async function rewardsOf(rid: string): Promise<unknown[]> {
+  const spans = (await store.querySpans(rid)).items.filter((span) => span.name === REWARD_SPAN_NAME);
+  return spans.map((span) => span.attributes[rewardValueAttr(0)]);
+}
+
+describe('runAgent (in-process SDK)', () => {
+  it('claims over the store API, posts returned and explicit rewards, and records statuses', async () => {
+    const rollouts = await store.enqueueManyRollouts([
+      { input: { x: 1 } },
+      { input: { x: 2 } },
+      { input: { x: 3, explode: true } },
+    ]);
+    const contexts: AttemptContext[] = [];
+    const stats = await runAgent(
+      async (task, ctx) => {
+        contexts.push(ctx);
+        const { x, explode } = task as { x: number; explode?: boolean };
+        await ctx.reward(x / 100);
+        if (explode) throw new Error('agent blew up');
+        return x;
+      },
+      { gatewayUrl: gw.url, apiKey: ADMIN_KEY, agentKey: AGENT_KEY, concurrency: 2, exitWhenIdle: true },
+    );
+    expect(stats).toMatchObject({ started: 3, succeeded: 2, failed: 1, running: 0 });
+
+    for (const rollout of rollouts) {
+      const { x, explode } = rollout.input as { x: number; explode?: boolean };
+      const [attempt] = (await store.queryAttempts(rollout.rollout_id)).items;
+      expect(attempt?.status).toBe(explode ? 'failed' : 'succeeded');
+      expect(await rewardsOf(rollout.rollout_id)).toEqual(explode ? [x / 100] : [x / 100, x]);
+      expect((await store.getRolloutById(rollout.rollout_id))?.status).toBe(explode ? 'failed' : 'succeeded');
+    }
+    expect(contexts.every((ctx) => ctx.apiKey === AGENT_KEY)).toBe(true);
+    const failed = (await store.queryAttempts(rollouts[2]!.rollout_id)).items[0];
+    expect(failed?.metadata).toMatchObject({ runner: { error: 'Error: agent blew up' } });
+  });
+
+  it('stops on abort and resolves with its counters', async () => {
+    const controller = new AbortController();
+    const done = runAgent(async () => undefined, {
+      gatewayUrl: gw.url,
+      apiKey: ADMIN_KEY,
+      signal: controller.signal,
+    });
+    controller.abort();
+    await expect(done).resolves.toMatchObject({ started: 0, running: 0 });
+  });
+});
