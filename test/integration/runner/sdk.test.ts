@@ -1,25 +1,36 @@
 // The in-process SDK (`runAgent`) against a real gateway over real sockets: the store API client claims,
-// the agent function's reward goes through the gateway's reward endpoint and is stored as a span.
+// the agent function calls the vLLM stand-in through the attempt's route with the official openai SDK, and its
+// reward goes through the gateway's reward endpoint; both are stored as spans on the rollout.
+import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runAgent } from '../../../src/runner/run-agent.js';
 import type { AttemptContext } from '../../../src/runner/types.js';
 import type { LightningStore } from '../../../src/store/types.js';
-import { REWARD_SPAN_NAME, rewardValueAttr } from '../../../src/tracing/attributes.js';
+import { ATTR_RESPONSE_TOKEN_IDS, REWARD_SPAN_NAME, rewardValueAttr } from '../../../src/tracing/attributes.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 
 const ADMIN_KEY = 'admin-key-for-sdk-tests-0';
 const AGENT_KEY = 'agent-key-for-sdk-tests-0';
 
+const MODEL = 'mock-model';
+
+let vllm: MockVllm;
 let gw: TestGateway;
 let store: LightningStore;
 
 beforeEach(async () => {
-  gw = await startTestGateway({ auth: { adminKeys: [ADMIN_KEY], agentKeys: [AGENT_KEY] } });
+  vllm = await startMockVllm({ model: MODEL });
+  gw = await startTestGateway({
+    auth: { adminKeys: [ADMIN_KEY], agentKeys: [AGENT_KEY] },
+    models: [{ name: MODEL, backends: [{ url: vllm.url }] }],
+  });
   store = gw.gateway.store;
 });
 
 afterEach(async () => {
   await gw.close();
+  await vllm.close();
 });
 
 async function rewardsOf(rid: string): Promise<unknown[]> {
@@ -57,6 +68,42 @@ describe('runAgent (in-process SDK)', () => {
     expect(contexts.every((ctx) => ctx.apiKey === AGENT_KEY)).toBe(true);
     const failed = (await store.queryAttempts(rollouts[2]!.rollout_id)).items[0];
     expect(failed?.metadata).toMatchObject({ runner: { error: 'Error: agent blew up' } });
+  });
+
+  it('lets an openai SDK agent call the model through the attempt route; calls and reward land on the rollout', async () => {
+    const rollouts = await store.enqueueManyRollouts([{ input: 'first question' }, { input: 'second question' }]);
+    const answers = new Map<string, string>();
+    const stats = await runAgent(
+      async (task, ctx) => {
+        const client = new OpenAI({ baseURL: ctx.baseUrl, apiKey: ctx.apiKey, maxRetries: 0 });
+        const completion = await client.chat.completions.create(
+          { model: ctx.model ?? 'unset', messages: [{ role: 'user', content: String(task) }] },
+          { signal: ctx.signal },
+        );
+        answers.set(ctx.rolloutId, completion.choices[0]?.message.content ?? '');
+        return 0.5;
+      },
+      {
+        gatewayUrl: gw.url,
+        apiKey: ADMIN_KEY,
+        agentKey: AGENT_KEY,
+        model: MODEL,
+        concurrency: 2,
+        exitWhenIdle: true,
+      },
+    );
+    expect(stats).toMatchObject({ started: 2, succeeded: 2 });
+    for (const rollout of rollouts) {
+      expect(answers.get(rollout.rollout_id)).toContain(String(rollout.input));
+      const [attempt] = (await store.queryAttempts(rollout.rollout_id)).items;
+      const spans = (await store.querySpans(rollout.rollout_id)).items;
+      const [call, reward] = spans;
+      expect(spans).toHaveLength(2);
+      expect(call?.attempt_id).toBe(attempt?.attempt_id);
+      expect(call?.attributes[ATTR_RESPONSE_TOKEN_IDS]).toEqual(expect.arrayContaining([expect.any(Number)]));
+      expect(reward?.name).toBe(REWARD_SPAN_NAME);
+      expect(reward?.attributes[rewardValueAttr(0)]).toBe(0.5);
+    }
   });
 
   it('stops on abort and resolves with its counters', async () => {
