@@ -1,0 +1,165 @@
+// Agent-side spans into the store (contracts.md §3.11): map, keep the spans whose rollout and attempt exist (or
+// register them when `autoCreate` is on, as the proxy does), allocate the missing sequence ids in one call, then
+// one addManySpans. What is skipped is counted; each kind of skip is logged once, not per span.
+import type { Logger } from '../logger.js';
+import type { LightningStore, SpanInput } from '../store/types.js';
+import { mapOtlpSpans, type OtlpTraceRequest } from './otlp-spans.js';
+
+export type OtlpIngestStore = Pick<
+  LightningStore,
+  'getRolloutById' | 'queryAttempts' | 'startRollout' | 'startAttempt' | 'nextSequenceIds' | 'addManySpans'
+>;
+
+export interface OtlpIngestOptions {
+  readonly store: OtlpIngestStore;
+  /** Register unknown rollouts/attempts under the sender's ids (config `rollouts.autoCreate`). */
+  readonly autoCreate: boolean;
+  readonly logger: Logger;
+  /** Known (rollout, attempt) pairs kept to skip the existence check; bounded, cleared when full. */
+  readonly knownPairsLimit?: number;
+}
+
+export interface OtlpIngestResult {
+  /** Spans written (duplicates of already stored spans are not counted). */
+  readonly stored: number;
+  /** Spans not written: no rollout/attempt ids, unknown rollout/attempt, or no usable trace/span id. */
+  readonly rejected: number;
+  /** Why spans were rejected, for the OTLP partial-success message; empty when none were. */
+  readonly rejectedReason: string;
+}
+
+export interface OtlpIngestStats {
+  readonly received: number;
+  readonly stored: number;
+  readonly skippedUnattributed: number;
+  readonly skippedUnknownRollout: number;
+  readonly skippedInvalid: number;
+}
+
+export interface OtlpIngester {
+  ingest(request: OtlpTraceRequest): Promise<OtlpIngestResult>;
+  /** Cumulative counters, for /metrics. */
+  stats(): OtlpIngestStats;
+}
+
+const DEFAULT_KNOWN_PAIRS_LIMIT = 10_000;
+
+export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
+  const { store, autoCreate, logger } = options;
+  const limit = options.knownPairsLimit ?? DEFAULT_KNOWN_PAIRS_LIMIT;
+  const known = new Set<string>();
+  const inFlight = new Map<string, Promise<boolean>>();
+  const warned = new Set<string>();
+  const counters = { received: 0, stored: 0, skippedUnattributed: 0, skippedUnknownRollout: 0, skippedInvalid: 0 };
+
+  const warnOnce = (kind: string, message: string, fields: Record<string, unknown>) => {
+    if (warned.has(kind)) return;
+    warned.add(kind);
+    logger.warn(message, fields);
+  };
+
+  /** True when the pair exists (or was just registered). */
+  async function register(rolloutId: string, attemptId: string): Promise<boolean> {
+    const rollout = await store.getRolloutById(rolloutId);
+    if (rollout === null) {
+      if (!autoCreate) return false;
+      const started = await store.startRollout({ input: null, rollout_id: rolloutId, attempt_id: attemptId });
+      if (started.attempt.attempt_id !== attemptId) await store.startAttempt(rolloutId, { attempt_id: attemptId });
+      return true;
+    }
+    if ('attempt' in rollout && rollout.attempt.attempt_id === attemptId) return true;
+    const attempts = await store.queryAttempts(rolloutId);
+    if (attempts.items.some((attempt) => attempt.attempt_id === attemptId)) return true;
+    if (!autoCreate) return false;
+    await store.startAttempt(rolloutId, { attempt_id: attemptId });
+    return true;
+  }
+
+  /** Single flight per pair, so concurrent exports register a rollout once. */
+  function exists(rolloutId: string, attemptId: string): boolean | Promise<boolean> {
+    const key = `${rolloutId}\u0000${attemptId}`;
+    if (known.has(key)) return true;
+    let pending = inFlight.get(key);
+    if (pending === undefined) {
+      pending = register(rolloutId, attemptId).then(
+        (ok) => {
+          inFlight.delete(key);
+          if (ok) {
+            if (known.size >= limit) known.clear();
+            known.add(key);
+          }
+          return ok;
+        },
+        (error: unknown) => {
+          inFlight.delete(key);
+          throw error;
+        },
+      );
+      inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  return {
+    async ingest(request) {
+      const mapped = mapOtlpSpans(request);
+      const received = mapped.spans.length + mapped.unattributed + mapped.invalid;
+      counters.received += received;
+      counters.skippedUnattributed += mapped.unattributed;
+      counters.skippedInvalid += mapped.invalid;
+      if (mapped.unattributed > 0) {
+        warnOnce('unattributed', 'otlp spans without agentlightning.rollout_id/attempt_id skipped', {
+          count: mapped.unattributed,
+        });
+      }
+      if (mapped.invalid > 0) {
+        warnOnce('invalid', 'otlp spans without a valid trace or span id skipped', { count: mapped.invalid });
+      }
+
+      const pairs = new Map<string, [string, string]>();
+      for (const span of mapped.spans)
+        pairs.set(`${span.rollout_id}\u0000${span.attempt_id}`, [span.rollout_id, span.attempt_id]);
+      const present = new Set<string>();
+      await Promise.all(
+        [...pairs].map(async ([key, [rolloutId, attemptId]]) => {
+          if (await exists(rolloutId, attemptId)) present.add(key);
+        }),
+      );
+      const accepted: SpanInput[] = [];
+      let unknown = 0;
+      for (const span of mapped.spans) {
+        if (present.has(`${span.rollout_id}\u0000${span.attempt_id}`)) accepted.push(span);
+        else unknown++;
+      }
+      if (unknown > 0) {
+        counters.skippedUnknownRollout += unknown;
+        warnOnce('unknown', 'otlp spans for unknown rollouts or attempts skipped (rollouts.autoCreate is off)', {
+          count: unknown,
+        });
+      }
+
+      const needIds = accepted.filter((span) => span.sequence_id === undefined || span.sequence_id === null);
+      if (needIds.length > 0) {
+        const ids = await store.nextSequenceIds(needIds.map((span) => [span.rollout_id, span.attempt_id] as const));
+        needIds.forEach((span, i) => {
+          span.sequence_id = ids[i]!;
+        });
+      }
+      const stored = accepted.length > 0 ? (await store.addManySpans(accepted)).length : 0;
+      counters.stored += stored;
+
+      const reasons: string[] = [];
+      if (mapped.unattributed > 0) reasons.push(`${mapped.unattributed} without agentlightning.rollout_id/attempt_id`);
+      if (unknown > 0) reasons.push(`${unknown} for unknown rollouts or attempts`);
+      if (mapped.invalid > 0) reasons.push(`${mapped.invalid} without a valid trace or span id`);
+      return {
+        stored,
+        rejected: mapped.unattributed + unknown + mapped.invalid,
+        rejectedReason: reasons.length > 0 ? `spans skipped: ${reasons.join(', ')}` : '',
+      };
+    },
+    stats() {
+      return { ...counters };
+    },
+  };
+}
