@@ -22,6 +22,8 @@ export interface StartAlgorithmsDeps {
   readonly reportDir?: string;
   /** Progress output (default: stderr). */
   readonly progressOutput?: ProgressOutput;
+  /** How long `close()` waits for a plugin that ignores its abort signal (default 10 s). */
+  readonly closeGraceMs?: number;
 }
 
 export interface AlgorithmOutcome {
@@ -40,6 +42,8 @@ export interface AlgorithmsHandle {
   /** Idempotent: aborts the running algorithm and waits for it. */
   close(): Promise<void>;
 }
+
+const DEFAULT_CLOSE_GRACE_MS = 10_000;
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -89,6 +93,7 @@ export function startAlgorithms(configs: readonly AlgorithmConfig[], deps: Start
       name = algorithm.name;
       reportPath = join(reportDir, `${name}-${timestampForFile(startedAt)}-${index}.json`);
       const datasets = await loadDatasets(config.data, deps.baseDir);
+      if (controller.signal.aborted) return await finish('aborted', null, 'aborted');
       logger.info('algorithm started', { name, reportPath });
       const result = await algorithm.run({
         store: deps.store,
@@ -128,7 +133,14 @@ export function startAlgorithms(configs: readonly AlgorithmConfig[], deps: Start
     close() {
       closing ??= (async () => {
         controller.abort();
-        await done;
+        let timer: NodeJS.Timeout | undefined;
+        const grace = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), deps.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS);
+          timer.unref();
+        });
+        const settled = await Promise.race([done.then(() => 'done' as const), grace]);
+        clearTimeout(timer);
+        if (settled === 'timeout') deps.logger.warn('algorithm ignored its abort signal; leaving it behind', {});
       })();
       return closing;
     },
