@@ -4,6 +4,8 @@ import { dirname } from 'node:path';
 import type { StoreConfig } from '../../config/schema.js';
 import type { Logger } from '../logger.js';
 import { MemoryStore } from './memory.js';
+import { splitSchemaFromUrl } from './postgres-db.js';
+import { openPostgresStore } from './postgres-store.js';
 import { SqliteStore } from './sqlite.js';
 import type { LightningStore } from './types.js';
 
@@ -24,8 +26,11 @@ export async function createStore(config: StoreConfig, options: CreateStoreOptio
     case 'sqlite':
       if (config.path !== ':memory:') mkdirSync(dirname(config.path), { recursive: true });
       return new SqliteStore({ ...common, path: config.path });
-    case 'postgres':
-      throw new Error('store.kind "postgres" is not available in this build yet; use "sqlite" or "memory"');
+    case 'postgres': {
+      if (config.url === undefined) throw new Error('store.kind "postgres" needs store.url (postgres://...)');
+      const { url, schema } = splitSchemaFromUrl(config.url);
+      return openPostgresStore({ ...common, url, ...(schema === null ? {} : { schema }) });
+    }
     default: {
       const unknownKind: never = config.kind;
       throw new Error(`unknown store.kind: ${String(unknownKind)}`);

@@ -2,7 +2,7 @@
 // A JSON text of 4 000 token ids is ~25 kB; as zigzag varints it is ~8 kB and needs no parsing.
 // Layout of the bytea: repeated records of
 //   varint(nameByteLength) name(utf-8) varint(count) count × zigzag-varint(value)
-import type { AttributeValue, Attributes } from './types.js';
+import type { Attributes, AttributeValue } from './types.js';
 
 // Values outside this range stay in the JSON part (zigzag needs exact integer arithmetic on doubles).
 const MAX_PACKED_ABS = 2 ** 31 - 1;

@@ -91,3 +91,20 @@ export async function queryOnce<R extends pg.QueryResultRow>(
     throw mapDatabaseError(error);
   }
 }
+
+/**
+ * Splits rollgate's own `schema` query parameter off a connection URL (`postgres://.../db?schema=rollgate`),
+ * so one database can hold several stores; the rest of the URL goes to the driver untouched.
+ */
+export function splitSchemaFromUrl(url: string): { url: string; schema: string | null } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url, schema: null };
+  }
+  const schema = parsed.searchParams.get('schema');
+  if (schema === null) return { url, schema: null };
+  parsed.searchParams.delete('schema');
+  return { url: parsed.toString(), schema };
+}

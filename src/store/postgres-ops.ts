@@ -55,9 +55,10 @@ export function lockedFromRow(row: RolloutRow): LockedRollout {
 }
 
 export async function lockRollout(c: PoolClient, rolloutId: string): Promise<LockedRollout | null> {
-  const res = await c.query<RolloutRow>(`SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = $1 FOR UPDATE`, [
-    rolloutId,
-  ]);
+  const res = await c.query<RolloutRow>(
+    `SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = $1 FOR UPDATE`,
+    [rolloutId],
+  );
   const row = res.rows[0];
   return row === undefined ? null : lockedFromRow(row);
 }
@@ -141,13 +142,16 @@ export async function writeRolloutFields(c: PoolClient, rollout: Rollout): Promi
 export interface ApplyContext {
   now: number;
   workerId: string | null;
+  /** Client-supplied id for an attempt this event creates (the gateway's /rollout/<rid>/attempt/<aid>). */
+  attemptId?: string | null;
   schema: string;
   effects: TxEffects;
 }
 
 /**
  * Feeds an event to the rollout machine for a locked rollout and applies its effects (status, end time, queue
- * entry, new attempt, notification). `locked` is updated in place to the new state.
+ * entry, new attempt, notification) in as few statements as possible. `locked` is updated in place. The result
+ * carries the attempt only when this event created one.
  */
 export async function applyRolloutEvent(
   c: PoolClient,
@@ -156,30 +160,39 @@ export async function applyRolloutEvent(
   ctx: ApplyContext,
 ): Promise<AttemptedRollout | Rollout> {
   const { rollout } = locked;
-  const next = nextRolloutState({ status: rollout.status, end_time: rollout.end_time, queued: locked.queued }, event, ctx.now);
+  const next = nextRolloutState(
+    { status: rollout.status, end_time: rollout.end_time, queued: locked.queued },
+    event,
+    ctx.now,
+  );
   let attempt: Attempt | null = null;
   if (next.createAttempt) attempt = await createAttempt(c, locked, ctx);
   const updated: Rollout = { ...rollout, status: next.status, end_time: next.end_time };
-  await c.query(
-    `UPDATE rollouts SET status = $2, end_time = $3,
+  const update = `UPDATE rollouts SET status = $2, end_time = $3, attempt_count = $6,
        queue_pos = CASE WHEN $4::boolean THEN nextval('queue_order') WHEN $5::boolean THEN queue_pos ELSE NULL END
-     WHERE rollout_id = $1`,
-    [rollout.rollout_id, updated.status, updated.end_time, next.enqueue, next.queued],
-  );
+     WHERE rollout_id = $1`;
+  const values: unknown[] = [
+    rollout.rollout_id,
+    updated.status,
+    updated.end_time,
+    next.enqueue,
+    next.queued,
+    locked.attemptCount,
+  ];
+  if (next.releaseWaiters) {
+    // The notification rides on the UPDATE (one round trip); PostgreSQL delivers it only on commit.
+    await c.query(`WITH changed AS (${update} RETURNING 1) SELECT pg_notify($7, $8) FROM changed`, [
+      ...values,
+      NOTIFY_CHANNEL,
+      finishedPayload(ctx.schema, rollout.rollout_id),
+    ]);
+    ctx.effects.finished.push(rollout.rollout_id);
+  } else {
+    await c.query(update, values);
+  }
   locked.rollout = updated;
   locked.queued = next.queued;
-  if (next.releaseWaiters) await notifyFinished(c, { schema: ctx.schema, rolloutId: rollout.rollout_id, effects: ctx.effects });
-  attempt ??= await latestAttempt(c, locked);
   return attempt === null ? updated : { ...updated, attempt };
-}
-
-export async function notifyFinished(
-  c: PoolClient,
-  options: { schema: string; rolloutId: string; effects: TxEffects },
-): Promise<void> {
-  // Delivered by PostgreSQL only on commit, to every replica's listener.
-  await c.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, finishedPayload(options.schema, options.rolloutId)]);
-  options.effects.finished.push(options.rolloutId);
 }
 
 export async function latestAttempt(c: PoolClient, locked: LockedRollout): Promise<Attempt | null> {
@@ -193,10 +206,10 @@ export async function latestAttempt(c: PoolClient, locked: LockedRollout): Promi
 }
 
 /** A new attempt (status preparing, next sequence id) on a locked rollout; assigns the worker if given. */
-export async function createAttempt(c: PoolClient, locked: LockedRollout, ctx: ApplyContext): Promise<Attempt> {
+async function createAttempt(c: PoolClient, locked: LockedRollout, ctx: ApplyContext): Promise<Attempt> {
   const attempt: Attempt = {
     rollout_id: locked.rollout.rollout_id,
-    attempt_id: newAttemptId(),
+    attempt_id: ctx.attemptId ?? newAttemptId(),
     sequence_id: locked.attemptCount + 1,
     start_time: ctx.now,
     end_time: null,
@@ -208,18 +221,27 @@ export async function createAttempt(c: PoolClient, locked: LockedRollout, ctx: A
   await c.query(
     `INSERT INTO attempts (rollout_id, attempt_id, sequence_id, start_time, status, worker_id)
      VALUES ($1, $2, $3, $4, $5, $6)`,
-    [attempt.rollout_id, attempt.attempt_id, attempt.sequence_id, attempt.start_time, attempt.status, attempt.worker_id],
+    [
+      attempt.rollout_id,
+      attempt.attempt_id,
+      attempt.sequence_id,
+      attempt.start_time,
+      attempt.status,
+      attempt.worker_id,
+    ],
   );
-  await c.query('UPDATE rollouts SET attempt_count = $2 WHERE rollout_id = $1', [
-    attempt.rollout_id,
-    attempt.sequence_id,
-  ]);
+  // The rollout row's attempt_count is written by the caller's status UPDATE (applyRolloutEvent).
   locked.attemptCount = attempt.sequence_id;
   if (ctx.workerId !== null) {
     await applyWorkerEvent(
       c,
       ctx.workerId,
-      { kind: 'attempt_updated', status: attempt.status, rollout_id: attempt.rollout_id, attempt_id: attempt.attempt_id },
+      {
+        kind: 'attempt_updated',
+        status: attempt.status,
+        rollout_id: attempt.rollout_id,
+        attempt_id: attempt.attempt_id,
+      },
       ctx.now,
     );
   }
@@ -227,7 +249,12 @@ export async function createAttempt(c: PoolClient, locked: LockedRollout, ctx: A
 }
 
 /** Reads (locking) the worker, feeds the event to the worker machine, writes the result (creating the row). */
-export async function applyWorkerEvent(c: PoolClient, workerId: string, event: WorkerEvent, now: number): Promise<Worker> {
+export async function applyWorkerEvent(
+  c: PoolClient,
+  workerId: string,
+  event: WorkerEvent,
+  now: number,
+): Promise<Worker> {
   // Create-then-lock: two replicas touching a new worker at once must serialise on a row, not both start blank.
   const initial = initialWorkerState();
   await c.query(`INSERT INTO workers (worker_id, status) VALUES ($1, $2) ON CONFLICT (worker_id) DO NOTHING`, [

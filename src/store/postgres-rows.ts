@@ -109,7 +109,15 @@ export interface SpanRow {
 /** Stored as JSON: everything of a span that has no column of its own. */
 type SpanBody = Omit<
   Span,
-  'rollout_id' | 'attempt_id' | 'span_id' | 'sequence_id' | 'trace_id' | 'parent_id' | 'name' | 'start_time' | 'end_time'
+  | 'rollout_id'
+  | 'attempt_id'
+  | 'span_id'
+  | 'sequence_id'
+  | 'trace_id'
+  | 'parent_id'
+  | 'name'
+  | 'start_time'
+  | 'end_time'
 >;
 
 export function rowToRollout(row: RolloutRow): Rollout {

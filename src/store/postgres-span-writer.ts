@@ -52,10 +52,7 @@ function checkTarget(
 }
 
 /** Writes a batch inside the caller's transaction; one outcome per input span, in input order. */
-export async function writeSpansInTransaction(
-  c: PoolClient,
-  options: SpanBatchOptions,
-): Promise<SpanWriteOutcome[]> {
+export async function writeSpansInTransaction(c: PoolClient, options: SpanBatchOptions): Promise<SpanWriteOutcome[]> {
   const { spans, atomic, now } = options;
   const outcomes: Array<SpanWriteOutcome | undefined> = new Array(spans.length);
   const objects = spans.filter((s) => s !== null && typeof s === 'object');
@@ -81,13 +78,20 @@ export async function writeSpansInTransaction(
 
   // Duplicates (already stored, or repeated within the batch) answer null and change nothing; the rollout row
   // lock serialises every span write of a rollout, so this check cannot race another writer.
-  const existing = await existingSpanKeys(c, candidates.map((i) => spans[i] as SpanInput));
+  const existing = await existingSpanKeys(
+    c,
+    candidates.map((i) => spans[i] as SpanInput),
+  );
   const fresh: number[] = [];
   for (const i of candidates) {
     const span = spans[i] as SpanInput;
     const key = `${attemptKey(span.rollout_id, span.attempt_id)}\u0000${span.span_id}`;
     if (existing.has(key)) {
-      options.logger.debug('duplicated span added', { rid: span.rollout_id, aid: span.attempt_id, spanId: span.span_id });
+      options.logger.debug('duplicated span added', {
+        rid: span.rollout_id,
+        aid: span.attempt_id,
+        spanId: span.span_id,
+      });
       outcomes[i] = { ok: true, span: null };
       continue;
     }

@@ -19,8 +19,8 @@ import {
   type ApplyContext,
   applyRolloutEvent,
   applyWorkerEvent,
-  latestAttempt,
   type LockedRollout,
+  latestAttempt,
   lockAttempt,
   lockedFromRow,
   lockRollout,
@@ -202,9 +202,21 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     await store.ready;
   } catch (error: unknown) {
     await store.close();
-    throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`cannot open the postgres store at ${redactUrl(options.url)}: ${reason}`, { cause: error });
   }
   return store;
+}
+
+/** The URL without its password, for messages and logs. */
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '<unparsable url>';
+  }
 }
 
 export class PostgresStore implements LightningStore {
@@ -293,10 +305,14 @@ export class PostgresStore implements LightningStore {
     return this.#tx(async (c, effects) => {
       const ctx: ApplyContext = { now: nowSeconds(), workerId, schema: this.schema, effects };
       const [inserted] = await this.#insertRollouts(c, { requests: [request], kind: 'started', now: ctx.now });
-      const locked = inserted?.isNew ? inserted.locked : await lockRollout(c, inserted?.locked.rollout.rollout_id ?? '');
-      if (locked === null || inserted === undefined) throw notFound('Rollout', String(request.rollout_id), 'rollout_id');
+      const locked = inserted?.isNew
+        ? inserted.locked
+        : await lockRollout(c, inserted?.locked.rollout.rollout_id ?? '');
+      if (locked === null || inserted === undefined)
+        throw notFound('Rollout', String(request.rollout_id), 'rollout_id');
       if (inserted.isNew) {
-        return (await applyRolloutEvent(c, locked, { kind: 'started' }, ctx)) as AttemptedRollout;
+        const started = { ...ctx, attemptId: request.attempt_id ?? null };
+        return (await applyRolloutEvent(c, locked, { kind: 'started' }, started)) as AttemptedRollout;
       }
       const attempt = await latestAttempt(c, locked);
       if (attempt !== null) return { ...locked.rollout, attempt };
@@ -361,11 +377,27 @@ export class PostgresStore implements LightningStore {
     });
   }
 
-  async startAttempt(rolloutId: string, options: { worker_id?: string | null } = {}): Promise<AttemptedRollout> {
+  async startAttempt(
+    rolloutId: string,
+    options: { worker_id?: string | null; attempt_id?: string | null } = {},
+  ): Promise<AttemptedRollout> {
     await this.#beforeCall();
+    const attemptId = options.attempt_id ?? null;
     return this.#tx(async (c, effects) => {
       const locked = await this.#requireRollout(c, rolloutId);
-      const ctx: ApplyContext = { now: nowSeconds(), workerId: options.worker_id ?? null, schema: this.schema, effects };
+      if (attemptId !== null) {
+        // Replicas registering the same /rollout/<rid>/attempt/<aid> at once: the rollout lock orders them and
+        // the later one finds the attempt the first created.
+        const existing = await lockAttempt(c, { rolloutId, attemptId });
+        if (existing !== null) return { ...locked.rollout, attempt: existing };
+      }
+      const ctx: ApplyContext = {
+        now: nowSeconds(),
+        workerId: options.worker_id ?? null,
+        attemptId,
+        schema: this.schema,
+        effects,
+      };
       return (await applyRolloutEvent(c, locked, { kind: 'attempt_started' }, ctx)) as AttemptedRollout;
     });
   }
@@ -692,9 +724,11 @@ export class PostgresStore implements LightningStore {
 
   async getWorkerById(workerId: string): Promise<Worker | null> {
     await this.#beforeCall();
-    const res = await queryOnce<WorkerRow>(this.#pool, `SELECT ${WORKER_COLUMNS} FROM workers w WHERE w.worker_id = $1`, [
-      workerId,
-    ]);
+    const res = await queryOnce<WorkerRow>(
+      this.#pool,
+      `SELECT ${WORKER_COLUMNS} FROM workers w WHERE w.worker_id = $1`,
+      [workerId],
+    );
     const row = res.rows[0];
     return row === undefined ? null : rowToWorker(row);
   }
@@ -812,10 +846,17 @@ export class PostgresStore implements LightningStore {
     return result;
   }
 
-  /** CoreStore runs the watchdog before most calls when a scan is due; so do we (awaited, shared). */
+  /**
+   * CoreStore runs the watchdog before most calls when a scan is due; so do we, but without making the call wait
+   * for it: a scan is a query plus a transaction per expired attempt, and the timer runs it anyway.
+   */
   async #beforeCall(): Promise<void> {
     await this.ready;
-    if (Date.now() - this.#lastScanMs >= this.#watchdogIntervalMs) await this.#runWatchdog();
+    if (Date.now() - this.#lastScanMs >= this.#watchdogIntervalMs) {
+      void this.#runWatchdog().catch((error: unknown) =>
+        this.#logger.error('store watchdog failed', { error: String(error) }),
+      );
+    }
   }
 
   #runWatchdog(): Promise<void> {
@@ -867,7 +908,12 @@ export class PostgresStore implements LightningStore {
     const next: Attempt = { ...attempt, status: moved.status };
     await writeAttempt(c, next);
     const ctx: ApplyContext = { now, workerId: null, schema: this.schema, effects: options.effects };
-    await applyRolloutEvent(c, locked, { kind: 'latest_attempt_changed', attempt: next, config: locked.rollout.config }, ctx);
+    await applyRolloutEvent(
+      c,
+      locked,
+      { kind: 'latest_attempt_changed', attempt: next, config: locked.rollout.config },
+      ctx,
+    );
     if (next.worker_id !== null) {
       await applyWorkerEvent(
         c,
@@ -960,9 +1006,10 @@ export class PostgresStore implements LightningStore {
     const existingIds = rollouts.filter((r) => !insertedIds.has(r.rollout_id)).map((r) => r.rollout_id);
     const existing = new Map<string, LockedRollout>();
     if (existingIds.length > 0) {
-      const rows = await c.query<RolloutRow>(`SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = ANY($1::text[])`, [
-        existingIds,
-      ]);
+      const rows = await c.query<RolloutRow>(
+        `SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = ANY($1::text[])`,
+        [existingIds],
+      );
       for (const row of rows.rows) existing.set(row.rollout_id, lockedFromRow(row));
     }
     const created = new Map<string, LockedRollout>();
