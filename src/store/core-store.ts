@@ -20,7 +20,7 @@ import {
   WORKER_FIELDS,
 } from './query.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
-import { isTerminalStatus, nextRolloutState, type RolloutEvent } from './rollout-status.js';
+import { isTerminalStatus, nextRolloutState, type RolloutEvent, spanPromotes } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
 import {
   ATTEMPT_STATUSES,
@@ -118,7 +118,11 @@ export class CoreStore implements LightningStore {
     } else {
       const now = nowSeconds();
       const rollout = this.#newRollout(request, now);
-      result = this.#applyRollout(rollout, { kind: 'started' }, { now, workerId: request.worker_id ?? null });
+      result = this.#applyRollout(
+        rollout,
+        { kind: 'started' },
+        { now, workerId: request.worker_id ?? null, attemptId: request.attempt_id ?? null },
+      );
     }
     await this.backend.durable();
     return clone(result);
@@ -178,10 +182,13 @@ export class CoreStore implements LightningStore {
     return clone(claimed);
   }
 
-  async startAttempt(rolloutId: string, options: { worker_id?: string | null } = {}): Promise<AttemptedRollout> {
+  async startAttempt(
+    rolloutId: string,
+    options: { worker_id?: string | null; attempt_id?: string | null } = {},
+  ): Promise<AttemptedRollout> {
     this.#watchdog.maybeRun();
     const rollout = this.#requireRollout(rolloutId);
-    const result = this.#startAttempt(rollout, options.worker_id ?? null);
+    const result = this.#startAttempt(rollout, options.worker_id ?? null, options.attempt_id ?? null);
     await this.backend.durable();
     return clone(result);
   }
@@ -542,7 +549,7 @@ export class CoreStore implements LightningStore {
   #applyRollout(
     rollout: Rollout,
     event: RolloutEvent,
-    context: { now: number; workerId: string | null },
+    context: { now: number; workerId: string | null; attemptId?: string | null },
   ): AttemptedRollout {
     const { now } = context;
     const queued = this.backend.isQueued(rollout.rollout_id);
@@ -557,14 +564,18 @@ export class CoreStore implements LightningStore {
     return attempt === undefined ? (updated as AttemptedRollout) : { ...updated, attempt };
   }
 
-  #startAttempt(rollout: Rollout, workerId: string | null): AttemptedRollout {
-    return this.#applyRollout(rollout, { kind: 'attempt_started' }, { now: nowSeconds(), workerId });
+  #startAttempt(rollout: Rollout, workerId: string | null, attemptId: string | null = null): AttemptedRollout {
+    return this.#applyRollout(rollout, { kind: 'attempt_started' }, { now: nowSeconds(), workerId, attemptId });
   }
 
-  #createAttempt(rolloutId: string, context: { now: number; workerId: string | null }): Attempt {
+  #createAttempt(
+    rolloutId: string,
+    context: { now: number; workerId: string | null; attemptId?: string | null },
+  ): Attempt {
     const attempt: Attempt = {
       rollout_id: rolloutId,
-      attempt_id: newAttemptId(),
+      // A client-supplied id (the gateway's /rollout/<rid>/attempt/<aid>) is kept as given.
+      attempt_id: context.attemptId ?? newAttemptId(),
       sequence_id: this.backend.attemptCount(rolloutId) + 1,
       start_time: context.now,
       end_time: null,
@@ -729,19 +740,15 @@ export class CoreStore implements LightningStore {
     const moved = nextAttemptState(attempt, { kind: 'heartbeat' }, now);
     const next: Attempt = { ...attempt, status: moved.status, last_heartbeat_time: moved.last_heartbeat_time };
     this.backend.putAttempt(next);
-    const latest = this.backend.getLatestAttempt(rolloutId);
-    if (latest?.attempt_id === attemptId) {
-      const promoted = nextRolloutState(
-        { status: rollout.status, end_time: rollout.end_time, queued: this.backend.isQueued(rolloutId) },
+    if (
+      spanPromotes(rollout.status, next.status) &&
+      this.backend.getLatestAttempt(rolloutId)?.attempt_id === attemptId
+    ) {
+      this.#applyRollout(
+        rollout,
         { kind: 'span_on_latest_attempt', attemptStatus: next.status },
-        now,
+        { now, workerId: null },
       );
-      if (promoted.changed)
-        this.#applyRollout(
-          rollout,
-          { kind: 'span_on_latest_attempt', attemptStatus: next.status },
-          { now, workerId: null },
-        );
     }
     if (moved.changed && next.worker_id !== null) {
       this.#updateWorker(

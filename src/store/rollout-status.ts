@@ -22,6 +22,15 @@ export function isTerminalStatus(status: RolloutStatus): boolean {
   return TERMINAL_STATUSES.includes(status);
 }
 
+/**
+ * Whether a span on the latest attempt moves the rollout to running. Only a heartbeat that leaves the attempt
+ * running promotes it: a late span from a timed-out or finished attempt must not mark a requeuing rollout running
+ * with nothing left to time it out. Exported so the span hot path can skip the full transition when it is a no-op.
+ */
+export function spanPromotes(rolloutStatus: RolloutStatus, attemptStatusAfterHeartbeat: AttemptStatus): boolean {
+  return attemptStatusAfterHeartbeat === ATTEMPT_RUNNING && SPAN_PROMOTABLE_STATUSES.includes(rolloutStatus);
+}
+
 /** A rollout's status derived from its latest attempt (contracts.md §3.3 `rollout_status_from_attempt`). */
 export function rolloutStatusFromAttempt(
   attempt: Pick<Attempt, 'status' | 'sequence_id'>,
@@ -98,12 +107,8 @@ export function nextRolloutState(state: RolloutState, event: RolloutEvent, now: 
     }
     case 'attempt_started':
       return { ...moveTo(state, PREPARING, now), createAttempt: true };
-    case 'span_on_latest_attempt': {
-      // Only a heartbeat that leaves the attempt running promotes the rollout: a late span from a timed-out or
-      // finished attempt must not mark a requeuing rollout running with nothing left to time it out.
-      const promote = event.attemptStatus === ATTEMPT_RUNNING && SPAN_PROMOTABLE_STATUSES.includes(state.status);
-      return moveTo(state, promote ? RUNNING : state.status, now);
-    }
+    case 'span_on_latest_attempt':
+      return moveTo(state, spanPromotes(state.status, event.attemptStatus) ? RUNNING : state.status, now);
     case 'latest_attempt_changed':
       return moveTo(state, rolloutStatusFromAttempt(event.attempt, event.config), now);
     case 'status_updated':

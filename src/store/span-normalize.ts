@@ -10,7 +10,9 @@ export function toSeconds(value: number | null | undefined): number | null {
 }
 
 export function normaliseSpan(input: SpanInput, sequenceId: number): Span {
-  const span = { ...input, sequence_id: sequenceId } as Span;
+  // Object.assign copies a wide object markedly faster than spread in V8 on this hot path.
+  const span = Object.assign({}, input) as Span;
+  span.sequence_id = sequenceId;
   span.start_time = toSeconds(input.start_time);
   span.end_time = toSeconds(input.end_time);
   if (input.events.some((e) => typeof e.timestamp === 'number' && e.timestamp > NANOSECOND_THRESHOLD)) {
@@ -45,6 +47,9 @@ function estimate(value: unknown, depth: number): number {
       if (depth > 32) return 64;
       let total = 16;
       if (Array.isArray(value)) {
+        // Attribute arrays are homogeneous (contracts.md §3.1): size token-id arrays without visiting each id.
+        const first: unknown = value[0];
+        if (typeof first === 'number' || typeof first === 'boolean') return total + value.length * 8;
         for (const item of value) total += estimate(item, depth + 1);
         return total;
       }

@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import type { EVICTED } from './backend.js';
 import { MemoryBackend } from './memory-backend.js';
 import { migrate } from './sqlite-schema.js';
-import { packIntArrays, unpackIntArrays } from './token-ids-codec.js';
+import { IntArrayPacker, unpackIntArrays } from './token-ids-codec.js';
 import type { Attempt, ResourcesUpdate, Rollout, Span, StoreCapabilities, Worker } from './types.js';
 
 export type SqliteSynchronous = 'normal' | 'full';
@@ -50,15 +50,6 @@ interface SpanRow {
   packed: Buffer | null;
 }
 
-interface PendingSpan {
-  rollout_id: string;
-  attempt_id: string;
-  span_id: string;
-  sequence_id: number;
-  data: string;
-  packed: Buffer | null;
-}
-
 export class SqliteBackend extends MemoryBackend {
   override readonly name: string = 'sqlite';
   override readonly capabilities: StoreCapabilities = {
@@ -81,7 +72,8 @@ export class SqliteBackend extends MemoryBackend {
   readonly #dirtyResources = new Set<string>();
   readonly #dirtyWorkers = new Set<string>();
   #latestResourcesDirty = false;
-  #pendingSpans: PendingSpan[] = [];
+  #pendingSpans: Span[] = [];
+  readonly #packer = new IntArrayPacker();
   readonly #pendingSpanKeys = new Set<string>();
   #spanCount = 0;
   #spanBytes = 0;
@@ -263,19 +255,10 @@ export class SqliteBackend extends MemoryBackend {
   }
 
   override insertSpan(span: Span): void {
-    const { rest, packed } = packIntArrays(span.attributes);
-    const data = JSON.stringify(rest === span.attributes ? span : { ...span, attributes: rest });
-    this.#pendingSpans.push({
-      rollout_id: span.rollout_id,
-      attempt_id: span.attempt_id,
-      span_id: span.span_id,
-      sequence_id: span.sequence_id,
-      data,
-      packed,
-    });
+    // Serialised at commit time, straight into a reusable buffer (the span is the store's own copy).
+    this.#pendingSpans.push(span);
     this.#pendingSpanKeys.add(span.rollout_id + KEY_SEPARATOR + span.attempt_id + KEY_SEPARATOR + span.span_id);
     this.#spanCount++;
-    this.#spanBytes += data.length + (packed?.length ?? 0);
     this.#schedule();
   }
 
@@ -351,7 +334,10 @@ export class SqliteBackend extends MemoryBackend {
     for (const id of this.#dirtyCounters) s.upsertCounter.run(id, this.counters.get(id) ?? 0);
     this.#dirtyCounters.clear();
     for (const span of this.#pendingSpans) {
-      s.insertSpan.run(span.rollout_id, span.attempt_id, span.span_id, span.sequence_id, span.data, span.packed);
+      const { rest, packed } = this.#packer.pack(span.attributes);
+      const data = JSON.stringify(rest === span.attributes ? span : { ...span, attributes: rest });
+      s.insertSpan.run(span.rollout_id, span.attempt_id, span.span_id, span.sequence_id, data, packed);
+      this.#spanBytes += data.length + (packed?.length ?? 0);
     }
     this.#pendingSpans = [];
     this.#pendingSpanKeys.clear();

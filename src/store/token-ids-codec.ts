@@ -1,57 +1,83 @@
 // Compact storage for integer-array span attributes (token ids): instead of JSON text they are packed into one
-// BLOB per span as little-endian Int32 runs. Layout, repeated per attribute:
-//   u16 name byte length | name (utf8) | u32 element count | count x int32 LE
+// BLOB per span as little-endian Int32 runs. Layout, repeated per attribute (every field 4-byte aligned):
+//   u32 name byte length | name (utf8, zero-padded to 4) | u32 element count | count x int32 LE
+import { endianness } from 'node:os';
 import type { Attributes, AttributeValue } from './types.js';
 
 const INT32_MIN = -2_147_483_648;
 const INT32_MAX = 2_147_483_647;
+// Int32Array copies use the platform byte order; the format is little-endian, so big-endian hosts write per value.
+const IS_LITTLE_ENDIAN = endianness() === 'LE';
 
 /** True for a non-empty array whose every element is an int32 (token ids, counts). */
 export function isPackableIntArray(value: AttributeValue): value is readonly number[] {
   if (!Array.isArray(value) || value.length === 0) return false;
   for (const item of value) {
     if (typeof item !== 'number' || !Number.isInteger(item) || item < INT32_MIN || item > INT32_MAX) return false;
-    // -0 would come back as 0; JSON would do the same, but keep it exact by leaving such arrays alone.
+    // -0 would come back as 0; leave such arrays as JSON so they round-trip exactly as JSON would.
     if (Object.is(item, -0)) return false;
   }
   return true;
 }
 
-/** Splits attributes into the JSON-stored rest and a packed BLOB (null when nothing is packable). */
-export function packIntArrays(attributes: Attributes): { rest: Attributes; packed: Buffer | null } {
-  const packedNames: string[] = [];
-  for (const name in attributes) {
-    const value = attributes[name];
-    if (value !== undefined && isPackableIntArray(value)) packedNames.push(name);
-  }
-  if (packedNames.length === 0) return { rest: attributes, packed: null };
-  const rest: Attributes = { ...attributes };
-  let size = 0;
-  const names: Buffer[] = [];
-  for (const name of packedNames) {
-    const nameBytes = Buffer.from(name, 'utf8');
-    names.push(nameBytes);
-    size += 2 + nameBytes.length + 4 + 4 * (attributes[name] as readonly number[]).length;
-  }
-  const out = Buffer.allocUnsafe(size);
-  let offset = 0;
-  for (let i = 0; i < packedNames.length; i++) {
-    const name = packedNames[i]!;
-    const nameBytes = names[i]!;
-    const values = attributes[name] as readonly number[];
-    delete rest[name];
-    out.writeUInt16LE(nameBytes.length, offset);
-    offset += 2;
-    nameBytes.copy(out, offset);
-    offset += nameBytes.length;
-    out.writeUInt32LE(values.length, offset);
-    offset += 4;
-    for (const v of values) {
-      out.writeInt32LE(v, offset);
-      offset += 4;
+function padded(length: number): number {
+  return (length + 3) & ~3;
+}
+
+/**
+ * Packs into a reusable scratch buffer so the span write path allocates nothing per span. The `packed` view it
+ * returns is valid until the next call (SQLite copies bound BLOBs, so binding it right away is safe).
+ */
+export class IntArrayPacker {
+  #scratch = Buffer.allocUnsafeSlow(16 * 1024);
+
+  /** Splits attributes into the JSON-stored rest and a packed BLOB view (null when nothing is packable). */
+  pack(attributes: Attributes): { rest: Attributes; packed: Buffer | null } {
+    let packedNames: string[] | undefined;
+    for (const name in attributes) {
+      const value = attributes[name];
+      if (value !== undefined && isPackableIntArray(value)) {
+        if (packedNames === undefined) packedNames = [];
+        packedNames.push(name);
+      }
     }
+    if (packedNames === undefined) return { rest: attributes, packed: null };
+    const rest: Attributes = { ...attributes };
+    let size = 0;
+    for (const name of packedNames) {
+      size += 8 + padded(Buffer.byteLength(name, 'utf8')) + 4 * (attributes[name] as readonly number[]).length;
+    }
+    if (size > this.#scratch.length) this.#scratch = Buffer.allocUnsafeSlow(Math.max(size, this.#scratch.length * 2));
+    // The scratch buffer owns its memory from offset 0, so Int32Array views over it are aligned.
+    const out = this.#scratch;
+    let offset = 0;
+    for (const name of packedNames) {
+      const values = attributes[name] as readonly number[];
+      delete rest[name];
+      const nameLength = out.write(name, offset + 4, 'utf8');
+      out.writeUInt32LE(nameLength, offset);
+      out.fill(0, offset + 4 + nameLength, offset + 4 + padded(nameLength));
+      offset += 4 + padded(nameLength);
+      out.writeUInt32LE(values.length, offset);
+      offset += 4;
+      if (IS_LITTLE_ENDIAN) {
+        new Int32Array(out.buffer, out.byteOffset + offset, values.length).set(values);
+        offset += 4 * values.length;
+      } else {
+        for (const v of values) {
+          out.writeInt32LE(v, offset);
+          offset += 4;
+        }
+      }
+    }
+    return { rest, packed: out.subarray(0, size) };
   }
-  return { rest, packed: out };
+}
+
+/** One-off packing into a fresh buffer (tests, tools); the store's write path uses IntArrayPacker. */
+export function packIntArrays(attributes: Attributes): { rest: Attributes; packed: Buffer | null } {
+  const { rest, packed } = new IntArrayPacker().pack(attributes);
+  return { rest, packed: packed === null ? null : Buffer.from(packed) };
 }
 
 /** Restores packed arrays as number[] into `attributes` (mutated and returned). */
@@ -59,10 +85,10 @@ export function unpackIntArrays(attributes: Attributes, packed: Uint8Array): Att
   const buf = Buffer.isBuffer(packed) ? packed : Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength);
   let offset = 0;
   while (offset < buf.length) {
-    const nameLength = buf.readUInt16LE(offset);
-    offset += 2;
+    const nameLength = buf.readUInt32LE(offset);
+    offset += 4;
     const name = buf.toString('utf8', offset, offset + nameLength);
-    offset += nameLength;
+    offset += padded(nameLength);
     const count = buf.readUInt32LE(offset);
     offset += 4;
     const values = new Array<number>(count);
