@@ -17,6 +17,11 @@ export interface StoreContractFactory {
   create(options: { watchdogIntervalMs: number }): Promise<LightningStore>;
   /** Close the store last returned and open the same durable store again (crash/restart cases). */
   reopen?(): Promise<LightningStore>;
+  /**
+   * The backend is a client of the v0.3 REST API, where an explicit null on an attempt update is a 400
+   * (contracts.md §3.9, pitfall 37): it cannot clear an attempt's fields, and says so with invalid_argument.
+   */
+  readonly restApi?: boolean;
 }
 
 const WATCHDOG_MS = 50;
@@ -667,8 +672,18 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
         expect(same).toEqual(rollout.attempt);
         const meta = await store.updateAttempt(rollout.rollout_id, 'latest', { metadata: { k: 1 } });
         expect(meta).toMatchObject({ metadata: { k: 1 }, worker_id: 'w-1' });
-        const cleared = await store.updateAttempt(rollout.rollout_id, rollout.attempt.attempt_id, { worker_id: null });
-        expect(cleared).toMatchObject({ metadata: { k: 1 }, worker_id: null, status: 'preparing' });
+        if (factory.restApi) {
+          await expectStoreError(
+            store.updateAttempt(rollout.rollout_id, rollout.attempt.attempt_id, { worker_id: null }),
+            'invalid_argument',
+            { param: 'worker_id' },
+          );
+        } else {
+          const cleared = await store.updateAttempt(rollout.rollout_id, rollout.attempt.attempt_id, {
+            worker_id: null,
+          });
+          expect(cleared).toMatchObject({ metadata: { k: 1 }, worker_id: null, status: 'preparing' });
+        }
         const beat = await store.updateAttempt(rollout.rollout_id, 'latest', { last_heartbeat_time: 123 });
         expect(beat.last_heartbeat_time).toBe(123);
       });

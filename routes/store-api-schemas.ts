@@ -1,0 +1,287 @@
+// zod schemas for the /v1/agl/* request bodies and query strings (contracts.md §3.1, §3.8, §3.9).
+// Shapes follow agent-lightning v0.3's pydantic models so its Python client works unchanged: search bodies
+// accept explicit nulls for "no filter", update bodies distinguish an absent key (UNSET) from null.
+import { z } from 'zod';
+import {
+  ATTEMPT_STATUSES,
+  type JsonValue,
+  type Resource,
+  ROLLOUT_MODES,
+  ROLLOUT_STATUSES,
+  WORKER_STATUSES,
+} from '../src/store/types.js';
+
+/** Every value inside a parsed JSON body is JSON by construction; only presence is checked. */
+export const jsonValueSchema = z.custom<JsonValue>((value) => value !== undefined, { message: 'Required' });
+export const jsonObjectSchema = z.record(z.string(), jsonValueSchema);
+
+/** Query-string numbers arrive as strings; JSON bodies send numbers. */
+const intParam = z.preprocess(
+  (value) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value),
+  z.int({ error: 'expected an integer' }),
+);
+const numberParam = z.preprocess(
+  (value) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value),
+  z.number(),
+);
+
+const pageShape = {
+  limit: intParam.nullish(),
+  offset: intParam.nullish(),
+  sort_by: z.string().nullish(),
+  sort_order: z.enum(['asc', 'desc']).nullish(),
+};
+const filterLogic = z.enum(['and', 'or']).nullish();
+
+export const rolloutConfigSchema = z
+  .object({
+    timeout_seconds: z.number().positive().nullish(),
+    unresponsive_seconds: z.number().positive().nullish(),
+    max_attempts: z.int().min(1).optional(),
+    retry_condition: z.array(z.enum(ATTEMPT_STATUSES)).optional(),
+  })
+  .strict();
+
+const rolloutIdSchema = z.string().min(1).max(256);
+
+export const enqueueRequestSchema = z
+  .object({
+    input: jsonValueSchema,
+    mode: z.enum(ROLLOUT_MODES).nullish(),
+    resources_id: z.string().nullish(),
+    config: rolloutConfigSchema.nullish(),
+    metadata: jsonObjectSchema.nullish(),
+    rollout_id: rolloutIdSchema.nullish(),
+  })
+  .strict();
+
+export const enqueueBodySchema = z.object({ rollouts: z.array(enqueueRequestSchema) });
+
+export const startRolloutBodySchema = enqueueRequestSchema.extend({ worker_id: z.string().nullish() }).strict();
+
+export const dequeueBodySchema = z.object({ limit: intParam.nullish(), worker_id: z.string().nullish() });
+
+export const startAttemptBodySchema = z.object({ worker_id: z.string().nullish() });
+
+export const rolloutQuerySchema = z.object({
+  ...pageShape,
+  status_in: z.array(z.enum(ROLLOUT_STATUSES)).nullish(),
+  rollout_id_in: z.array(z.string()).nullish(),
+  rollout_id_contains: z.string().nullish(),
+  filter_logic: filterLogic,
+  // Deprecated v0.3 aliases; the new names win when both are given.
+  status: z.array(z.enum(ROLLOUT_STATUSES)).nullish(),
+  rollout_ids: z.array(z.string()).nullish(),
+});
+
+export const attemptQuerySchema = z.object(pageShape);
+
+export const workerQuerySchema = z.object({
+  ...pageShape,
+  status_in: z.array(z.enum(WORKER_STATUSES)).nullish(),
+  worker_id_contains: z.string().nullish(),
+  filter_logic: filterLogic,
+});
+
+export const resourcesQuerySchema = z.object({
+  ...pageShape,
+  resources_id: z.string().nullish(),
+  resources_id_contains: z.string().nullish(),
+});
+
+export const spanQuerySchema = z.object({
+  ...pageShape,
+  rollout_id: z.string().min(1),
+  attempt_id: z.string().nullish(),
+  trace_id: z.string().nullish(),
+  trace_id_contains: z.string().nullish(),
+  span_id: z.string().nullish(),
+  span_id_contains: z.string().nullish(),
+  parent_id: z.string().nullish(),
+  parent_id_contains: z.string().nullish(),
+  name: z.string().nullish(),
+  name_contains: z.string().nullish(),
+  filter_logic: filterLogic,
+});
+
+/** Keys whose explicit null is a 400 (pitfall 37): they can be omitted but never cleared. */
+export const ROLLOUT_UPDATE_NON_NULLABLE = ['status', 'config'] as const;
+/** Every attempt update key: none of them can be cleared over REST. */
+export const ATTEMPT_UPDATE_KEYS = ['status', 'worker_id', 'last_heartbeat_time', 'metadata'] as const;
+
+export const rolloutUpdateSchema = z
+  .object({
+    input: jsonValueSchema.optional(),
+    mode: z.enum(ROLLOUT_MODES).nullable().optional(),
+    resources_id: z.string().nullable().optional(),
+    status: z.enum(ROLLOUT_STATUSES).optional(),
+    config: rolloutConfigSchema.optional(),
+    metadata: jsonObjectSchema.nullable().optional(),
+  })
+  .strict();
+
+export const attemptUpdateSchema = z
+  .object({
+    status: z.enum(ATTEMPT_STATUSES).optional(),
+    worker_id: z.string().optional(),
+    last_heartbeat_time: z.number().optional(),
+    metadata: jsonObjectSchema.optional(),
+  })
+  .strict();
+
+export const workerUpdateSchema = z.object({ heartbeat_stats: jsonObjectSchema.optional() }).strict();
+
+const llmResourceSchema = z
+  .object({
+    resource_type: z.enum(['llm', 'proxy_llm']),
+    endpoint: z.string().min(1),
+    model: z.string().min(1),
+    api_key: z.string().nullish(),
+    sampling_parameters: jsonObjectSchema.optional(),
+  })
+  .catchall(jsonValueSchema);
+
+const promptTemplateResourceSchema = z
+  .object({
+    resource_type: z.literal('prompt_template'),
+    template: z.string(),
+    engine: z.enum(['jinja', 'f-string', 'poml']),
+  })
+  .catchall(jsonValueSchema);
+
+/** Known resource types are checked field by field; user-defined types pass as they came. */
+const resourceSchema = z
+  .object({ resource_type: z.string().min(1) })
+  .catchall(jsonValueSchema)
+  .superRefine((value, ctx) => {
+    const specific =
+      value.resource_type === 'llm' || value.resource_type === 'proxy_llm'
+        ? llmResourceSchema
+        : value.resource_type === 'prompt_template'
+          ? promptTemplateResourceSchema
+          : null;
+    if (specific === null) return;
+    const result = specific.safeParse(value);
+    if (!result.success) for (const issue of result.error.issues) ctx.addIssue({ ...issue, code: 'custom' });
+  })
+  .transform((value): Resource => value);
+
+export const namedResourcesSchema = z.record(z.string().min(1), resourceSchema);
+
+const attributeValueSchema = z.union([
+  z.string(),
+  z.number(),
+  z.boolean(),
+  z.array(z.string()),
+  z.array(z.number()),
+  z.array(z.boolean()),
+]);
+const attributesSchema = z.record(z.string(), attributeValueSchema);
+
+const spanContextSchema = z.object({
+  trace_id: z.string(),
+  span_id: z.string(),
+  is_remote: z.boolean().default(false),
+  trace_state: z.record(z.string(), z.string()).default({}),
+});
+
+/** Extra span fields are allowed and preserved (contracts.md §3.1). */
+export const spanBodySchema = z.looseObject({
+  rollout_id: z.string().min(1),
+  attempt_id: z.string().min(1),
+  sequence_id: z.int().min(0).nullish(),
+  trace_id: z.string().min(1),
+  span_id: z.string().min(1),
+  parent_id: z
+    .string()
+    .nullish()
+    .transform((value) => value ?? null),
+  name: z.string(),
+  status: z
+    .object({ status_code: z.enum(['UNSET', 'OK', 'ERROR']), description: z.string().nullish() })
+    .default({ status_code: 'UNSET' }),
+  attributes: attributesSchema.nullish().transform((value) => value ?? {}),
+  events: z
+    .array(z.object({ name: z.string(), attributes: attributesSchema.default({}), timestamp: z.number().nullish() }))
+    .nullish()
+    .transform((value) => value ?? []),
+  links: z
+    .array(z.object({ context: spanContextSchema, attributes: attributesSchema.nullish() }))
+    .nullish()
+    .transform((value) => value ?? []),
+  start_time: z
+    .number()
+    .nullish()
+    .transform((value) => value ?? null),
+  end_time: z
+    .number()
+    .nullish()
+    .transform((value) => value ?? null),
+  context: spanContextSchema.nullish().transform((value) => value ?? null),
+  parent: spanContextSchema.nullish().transform((value) => value ?? null),
+  resource: z
+    .object({ attributes: attributesSchema.default({}), schema_url: z.string().default('') })
+    .default({ attributes: {}, schema_url: '' }),
+});
+
+/** The counter is per rollout; the attempt id is accepted for v0.3 compatibility and not checked. */
+export const nextSequenceBodySchema = z.object({ rollout_id: z.string().min(1), attempt_id: z.string().nullish() });
+
+export const waitBodySchema = z.object({
+  rollout_ids: z.array(z.string()),
+  timeout: numberParam.nullish(),
+});
+
+export const rewardBodySchema = z
+  .object({
+    value: z.number().refine(Number.isFinite, 'expected a finite number'),
+    name: z.string().min(1).max(256).optional(),
+  })
+  .strict();
+
+/** Sortable fields per model: `sort_by` outside these is a 400 (contracts.md §3.8). */
+export const SORT_FIELDS = {
+  rollouts: ['rollout_id', 'input', 'start_time', 'end_time', 'mode', 'resources_id', 'status', 'config', 'metadata'],
+  attempts: [
+    'rollout_id',
+    'attempt_id',
+    'sequence_id',
+    'start_time',
+    'end_time',
+    'status',
+    'worker_id',
+    'last_heartbeat_time',
+    'metadata',
+  ],
+  workers: [
+    'worker_id',
+    'status',
+    'heartbeat_stats',
+    'last_heartbeat_time',
+    'last_dequeue_time',
+    'last_busy_time',
+    'last_idle_time',
+    'current_rollout_id',
+    'current_attempt_id',
+  ],
+  resources: ['resources_id', 'create_time', 'update_time', 'version', 'resources'],
+  spans: [
+    'rollout_id',
+    'attempt_id',
+    'sequence_id',
+    'trace_id',
+    'span_id',
+    'parent_id',
+    'name',
+    'status',
+    'attributes',
+    'events',
+    'links',
+    'start_time',
+    'end_time',
+    'context',
+    'parent',
+    'resource',
+  ],
+} as const satisfies Record<string, readonly string[]>;
+export type SortFieldsKey = keyof typeof SORT_FIELDS;

@@ -1,0 +1,385 @@
+// /v1/agl/*: agent-lightning v0.3's store REST API (contracts.md §3.9) over any LightningStore.
+// Thin: read and validate the request, call the store, shape the response. Errors are thrown and rendered by
+// middleware/openai-errors.ts; StoreError('not_found') becomes a 404 naming the id.
+import { randomBytes } from 'node:crypto';
+import { type Context, Hono } from 'hono';
+import type { Keyv } from 'keyv';
+import type { z } from 'zod';
+import type { AppEnv } from '../middleware/env.js';
+import { GatewayError } from '../src/errors.js';
+import { HEADER_IDEMPOTENCY_KEY } from '../src/gateway/headers.js';
+import { StoreError } from '../src/store/errors.js';
+import type {
+  EnqueueRolloutRequest,
+  LightningStore,
+  PageOptions,
+  Rollout,
+  SpanInput,
+  StartRolloutRequest,
+} from '../src/store/types.js';
+import { PRIMARY_REWARD_NAME, REWARD_SPAN_NAME, rewardNameAttr, rewardValueAttr } from '../src/tracing/attributes.js';
+import { IdempotentCreates } from './store-api-idempotency.js';
+import {
+  ATTEMPT_UPDATE_KEYS,
+  attemptQuerySchema,
+  attemptUpdateSchema,
+  dequeueBodySchema,
+  enqueueBodySchema,
+  namedResourcesSchema,
+  nextSequenceBodySchema,
+  ROLLOUT_UPDATE_NON_NULLABLE,
+  resourcesQuerySchema,
+  rewardBodySchema,
+  rolloutQuerySchema,
+  rolloutUpdateSchema,
+  SORT_FIELDS,
+  type SortFieldsKey,
+  spanBodySchema,
+  spanQuerySchema,
+  startAttemptBodySchema,
+  startRolloutBodySchema,
+  waitBodySchema,
+  workerQuerySchema,
+  workerUpdateSchema,
+} from './store-api-schemas.js';
+
+export interface StoreApiDeps {
+  readonly store: LightningStore;
+  /** Holds Idempotency-Key records; pass a persistent keyv to keep them across restarts. */
+  readonly idempotency: Keyv;
+  /** How long an Idempotency-Key is remembered (default 24 h). */
+  readonly idempotencyTtlMs?: number;
+}
+
+const PREFIX = '/v1/agl';
+const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+const SAFE_IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+/** Query parameters that repeat (`?status_in=a&status_in=b`); `name[]` spellings are accepted too. */
+const ARRAY_QUERY_PARAMS = new Set(['status_in', 'rollout_id_in', 'status', 'rollout_ids']);
+
+export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
+  const { store } = deps;
+  const creates = new IdempotentCreates({
+    keyv: deps.idempotency,
+    ttlMs: deps.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS,
+  });
+  const app = new Hono<AppEnv>();
+
+  app.get(`${PREFIX}/health`, (c) => c.json({ status: 'ok' }));
+
+  // --- queue ---
+  app.post(`${PREFIX}/queues/rollouts/enqueue`, async (c) => {
+    const body = parse(enqueueBodySchema, await readJson(c));
+    const requests: EnqueueRolloutRequest[] = body.rollouts;
+    // A client rollout_id is idempotent in the store itself; the Idempotency-Key is handled here.
+    const key = idempotencyKey(c);
+    if (key === null) return c.json(await store.enqueueManyRollouts(requests), 201);
+    const rollouts = await creates.exclusive(async () => {
+      const replayed = await replay(store, creates.recall('enqueue', key));
+      if (replayed !== undefined) return replayed;
+      const created = await store.enqueueManyRollouts(requests);
+      await creates.remember('enqueue', key, { rollout_ids: created.map((r) => r.rollout_id) });
+      return created;
+    });
+    return c.json(rollouts, 201);
+  });
+
+  app.post(`${PREFIX}/queues/rollouts/dequeue`, async (c) => {
+    const body = parse(dequeueBodySchema, await readJson(c, { optional: true }));
+    const limit = body.limit ?? 1;
+    if (limit <= 0) return c.json([]);
+    return c.json(await store.dequeueManyRollouts({ limit, worker_id: body.worker_id ?? null }));
+  });
+
+  // --- rollouts ---
+  app.post(`${PREFIX}/rollouts`, async (c) => {
+    const request: StartRolloutRequest = parse(startRolloutBodySchema, await readJson(c));
+    const key = idempotencyKey(c);
+    if (key === null) return c.json(await store.startRollout(request), 201);
+    const rollout = await creates.exclusive(async () => {
+      const replayed = await replay(store, creates.recall('start', key));
+      if (replayed?.[0] !== undefined) return replayed[0];
+      const started = await store.startRollout(request);
+      await creates.remember('start', key, { rollout_ids: [started.rollout_id] });
+      return started;
+    });
+    return c.json(rollout, 201);
+  });
+
+  const queryRollouts = async (c: Context<AppEnv>, raw: unknown) => {
+    const q = parse(rolloutQuerySchema, raw);
+    return c.json(
+      await store.queryRollouts({
+        ...page(q, 'rollouts'),
+        status_in: q.status_in ?? q.status ?? null,
+        rollout_id_in: q.rollout_id_in ?? q.rollout_ids ?? null,
+        rollout_id_contains: q.rollout_id_contains ?? null,
+        filter_logic: q.filter_logic ?? 'and',
+      }),
+    );
+  };
+  app.get(`${PREFIX}/rollouts`, (c) => queryRollouts(c, readQuery(c)));
+  app.post(`${PREFIX}/rollouts/search`, async (c) => queryRollouts(c, await readJson(c, { optional: true })));
+
+  app.get(`${PREFIX}/rollouts/:rid`, async (c) => c.json(await store.getRolloutById(c.req.param('rid'))));
+
+  app.post(`${PREFIX}/rollouts/:rid`, async (c) => {
+    const raw = await readJson(c);
+    rejectNulls(raw, ROLLOUT_UPDATE_NON_NULLABLE);
+    return c.json(await store.updateRollout(c.req.param('rid'), parse(rolloutUpdateSchema, raw)));
+  });
+
+  // --- attempts ---
+  app.post(`${PREFIX}/rollouts/:rid/attempts`, async (c) => {
+    const body = parse(startAttemptBodySchema, await readJson(c, { optional: true }));
+    return c.json(await store.startAttempt(c.req.param('rid'), { worker_id: body.worker_id ?? null }), 201);
+  });
+
+  const queryAttempts = async (c: Context<AppEnv>, raw: unknown) => {
+    const q = parse(attemptQuerySchema, raw);
+    const defaults = { sort_by: 'sequence_id', ...definedOnly(page(q, 'attempts')) };
+    return c.json(await store.queryAttempts(c.req.param('rid') ?? '', defaults));
+  };
+  app.get(`${PREFIX}/rollouts/:rid/attempts`, (c) => queryAttempts(c, readQuery(c)));
+  app.post(`${PREFIX}/rollouts/:rid/attempts/search`, async (c) =>
+    queryAttempts(c, await readJson(c, { optional: true })),
+  );
+
+  app.get(`${PREFIX}/rollouts/:rid/attempts/latest`, async (c) =>
+    c.json(await store.getLatestAttempt(c.req.param('rid'))),
+  );
+
+  app.post(`${PREFIX}/rollouts/:rid/attempts/:aid/reward`, async (c) => {
+    const body = parse(rewardBodySchema, await readJson(c));
+    const rolloutId = c.req.param('rid');
+    const attemptId = await resolveAttemptId(store, rolloutId, c.req.param('aid'));
+    const now = Date.now() / 1000;
+    // No sequence_id: the store issues one at arrival, so the reward sorts after the calls it judges.
+    const span: SpanInput = {
+      rollout_id: rolloutId,
+      attempt_id: attemptId,
+      trace_id: randomBytes(16).toString('hex'),
+      span_id: randomBytes(8).toString('hex'),
+      parent_id: null,
+      name: REWARD_SPAN_NAME,
+      status: { status_code: 'OK' },
+      attributes: { [rewardNameAttr(0)]: body.name ?? PRIMARY_REWARD_NAME, [rewardValueAttr(0)]: body.value },
+      events: [],
+      links: [],
+      start_time: now,
+      end_time: now,
+      context: null,
+      parent: null,
+      resource: { attributes: {}, schema_url: '' },
+    };
+    const stored = await store.addSpan(span);
+    if (stored === null) throw new StoreError('conflict', 'Reward span collided with an existing span id');
+    return c.json(stored, 201);
+  });
+
+  app.post(`${PREFIX}/rollouts/:rid/attempts/:aid`, async (c) => {
+    const raw = await readJson(c);
+    rejectNulls(raw, ATTEMPT_UPDATE_KEYS);
+    const update = parse(attemptUpdateSchema, raw);
+    return c.json(await store.updateAttempt(c.req.param('rid'), c.req.param('aid'), update));
+  });
+
+  // --- workers ---
+  const queryWorkers = async (c: Context<AppEnv>, raw: unknown) => {
+    const q = parse(workerQuerySchema, raw);
+    return c.json(
+      await store.queryWorkers({
+        ...page(q, 'workers'),
+        status_in: q.status_in ?? null,
+        worker_id_contains: q.worker_id_contains ?? null,
+        filter_logic: q.filter_logic ?? 'and',
+      }),
+    );
+  };
+  app.get(`${PREFIX}/workers`, (c) => queryWorkers(c, readQuery(c)));
+  app.post(`${PREFIX}/workers/search`, async (c) => queryWorkers(c, await readJson(c, { optional: true })));
+  app.get(`${PREFIX}/workers/:wid`, async (c) => c.json(await store.getWorkerById(c.req.param('wid'))));
+  app.post(`${PREFIX}/workers/:wid`, async (c) => {
+    const raw = await readJson(c, { optional: true });
+    rejectNulls(raw, ['heartbeat_stats']);
+    return c.json(await store.updateWorker(c.req.param('wid'), parse(workerUpdateSchema, raw)));
+  });
+
+  app.get(`${PREFIX}/statistics`, async (c) => c.json(await store.statistics()));
+
+  // --- resources ---
+  app.get(`${PREFIX}/resources`, async (c) => {
+    const q = parse(resourcesQuerySchema, readQuery(c));
+    return c.json(
+      await store.queryResources({
+        ...page(q, 'resources'),
+        resources_id: q.resources_id ?? null,
+        resources_id_contains: q.resources_id_contains ?? null,
+      }),
+    );
+  });
+  app.post(`${PREFIX}/resources`, async (c) =>
+    c.json(await store.addResources(parse(namedResourcesSchema, await readJson(c))), 201),
+  );
+  app.get(`${PREFIX}/resources/latest`, async (c) => c.json(await store.getLatestResources()));
+  app.get(`${PREFIX}/resources/:id`, async (c) => c.json(await store.getResourcesById(c.req.param('id'))));
+  app.post(`${PREFIX}/resources/:id`, async (c) =>
+    c.json(await store.updateResources(c.req.param('id'), parse(namedResourcesSchema, await readJson(c)))),
+  );
+
+  // --- spans ---
+  app.post(`${PREFIX}/spans/search`, async (c) => querySpans(c, await readJson(c, { optional: true })));
+  app.get(`${PREFIX}/spans`, (c) => querySpans(c, readQuery(c)));
+  app.post(`${PREFIX}/spans/next`, async (c) => {
+    const body = parse(nextSequenceBodySchema, await readJson(c));
+    return c.json({ sequence_id: await store.nextSequenceId(body.rollout_id, body.attempt_id ?? null) });
+  });
+  app.post(`${PREFIX}/spans`, async (c) => {
+    const span: SpanInput = parse(spanBodySchema, await readJson(c));
+    return c.json(await store.addSpan(span), 201);
+  });
+
+  const querySpans = async (c: Context<AppEnv>, raw: unknown) => {
+    const q = parse(spanQuerySchema, raw);
+    const { rollout_id, limit, offset, sort_by, sort_order, ...filters } = q;
+    const paging = definedOnly(page({ limit, offset, sort_by, sort_order }, 'spans'));
+    return c.json(await store.querySpans(rollout_id, { sort_by: 'sequence_id', ...paging, ...definedOnly(filters) }));
+  };
+
+  // --- waits: a server-side long poll, cancelled when the client goes away ---
+  app.post(`${PREFIX}/waits/rollouts`, async (c) => {
+    const body = parse(waitBodySchema, await readJson(c));
+    const { signal } = c.req.raw;
+    let finished: Rollout[];
+    try {
+      finished = await store.waitForRollouts(body.rollout_ids, { timeout: body.timeout ?? null, signal });
+    } catch (error) {
+      // The caller hung up: nobody reads this answer, and it is not a server fault worth an error log.
+      if (signal.aborted) return c.body(null, 204);
+      throw error;
+    }
+    return c.json(finished);
+  });
+
+  // OTLP signals other than traces are not stored (contracts.md §3.9).
+  for (const path of ['/v1/metrics', '/v1/logs', '/v1/development/profiles']) {
+    app.post(path, () => {
+      throw new GatewayError('not_implemented', `${path} is not supported; only /v1/traces is ingested`);
+    });
+  }
+
+  return app;
+}
+
+/** Reads a JSON body once. Empty bodies are `{}` where the body is optional. */
+async function readJson(c: Context<AppEnv>, options?: { optional?: boolean }): Promise<unknown> {
+  const text = await c.req.text();
+  if (text.trim() === '') {
+    if (options?.optional) return {};
+    throw new GatewayError('invalid_json', 'Request body must be a JSON document');
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new GatewayError('invalid_json', `Malformed JSON body: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+function readQuery(c: Context<AppEnv>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [rawName, values] of Object.entries(c.req.queries())) {
+    const name = rawName.endsWith('[]') ? rawName.slice(0, -2) : rawName;
+    if (ARRAY_QUERY_PARAMS.has(name)) {
+      const previous = out[name];
+      out[name] = [...(Array.isArray(previous) ? previous : []), ...values];
+    } else {
+      const last = values.at(-1);
+      if (last !== undefined) out[name] = last;
+    }
+  }
+  return out;
+}
+
+/** Schema violations are 422 naming the field (contracts.md §3.8). */
+function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const path = issue === undefined ? [] : [...issue.path];
+  if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
+  const param = path.length > 0 ? path.map(String).join('.') : null;
+  const reason = issue?.message ?? 'Invalid request';
+  throw new GatewayError('validation_error', param === null ? reason : `${param}: ${reason}`, { param });
+}
+
+/** Explicit null on a key that can only be omitted is a 400 (pitfall 37), distinct from schema errors. */
+function rejectNulls(raw: unknown, keys: readonly string[]): void {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return;
+  for (const key of keys) {
+    if (key in raw && (raw as Record<string, unknown>)[key] === null) {
+      throw new GatewayError('invalid_request', `${key} cannot be null; omit it to leave it unchanged`, {
+        param: key,
+      });
+    }
+  }
+}
+
+function page(
+  q: { limit?: number | null; offset?: number | null; sort_by?: string | null; sort_order?: 'asc' | 'desc' | null },
+  model: SortFieldsKey,
+): PageOptions {
+  const limit = q.limit ?? -1;
+  const offset = q.offset ?? 0;
+  if (limit === 0 || limit < -1) {
+    throw new GatewayError('invalid_request', 'limit must be -1 (no limit) or a positive integer', { param: 'limit' });
+  }
+  if (offset < 0) throw new GatewayError('invalid_request', 'offset must be >= 0', { param: 'offset' });
+  const allowed: readonly string[] = SORT_FIELDS[model];
+  if (q.sort_by != null && !allowed.includes(q.sort_by)) {
+    throw new GatewayError(
+      'invalid_request',
+      `Invalid sort_by: ${q.sort_by}, allowed fields are: ${allowed.join(', ')}`,
+      {
+        param: 'sort_by',
+      },
+    );
+  }
+  return { limit, offset, sort_by: q.sort_by ?? null, sort_order: q.sort_order ?? 'asc' };
+}
+
+/** Drops null/undefined so store defaults apply. */
+function definedOnly<T extends object>(value: T): { [K in keyof T]?: Exclude<T[K], null> } {
+  const out: Record<string, unknown> = {};
+  for (const [key, entry] of Object.entries(value)) if (entry !== null && entry !== undefined) out[key] = entry;
+  return out as { [K in keyof T]?: Exclude<T[K], null> };
+}
+
+function idempotencyKey(c: Context<AppEnv>): string | null {
+  const key = c.req.header(HEADER_IDEMPOTENCY_KEY);
+  if (key === undefined) return null;
+  if (!SAFE_IDEMPOTENCY_KEY.test(key)) {
+    throw new GatewayError('invalid_request', 'Idempotency-Key must be 1-255 visible ASCII characters', {
+      param: HEADER_IDEMPOTENCY_KEY,
+    });
+  }
+  return key;
+}
+
+async function replay(
+  store: LightningStore,
+  pending: Promise<{ rollout_ids: readonly string[] } | undefined>,
+): Promise<Rollout[] | undefined> {
+  const record = await pending;
+  if (record === undefined) return undefined;
+  const rollouts = await Promise.all(record.rollout_ids.map((id) => store.getRolloutById(id)));
+  return rollouts.filter((rollout): rollout is Rollout => rollout !== null);
+}
+
+async function resolveAttemptId(store: LightningStore, rolloutId: string, attemptId: string): Promise<string> {
+  if (attemptId !== 'latest') return attemptId;
+  const latest = await store.getLatestAttempt(rolloutId);
+  if (latest === null) {
+    throw new StoreError('not_found', `Rollout ${rolloutId} has no attempt`, { param: 'attempt_id' });
+  }
+  return latest.attempt_id;
+}

@@ -1,0 +1,164 @@
+// Composition root: config -> logger, store, (later) upstreams, tracer, plugins -> one Hono app.
+// Everything long-lived is created here, registered as a part, and closed in reverse creation order.
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
+import { Keyv } from 'keyv';
+import type { RollgateConfig } from '../config/schema.js';
+import { createOtlpSpanProcessor } from '../exporters/otlp-exporter.js';
+import { StoreSpanProcessor } from '../exporters/store-span-exporter.js';
+import type { AppEnv } from '../middleware/env.js';
+import { notFound, onError } from '../middleware/openai-errors.js';
+import { requestId } from '../middleware/request-id.js';
+import { createDashboardRoutes } from '../routes/dashboard.js';
+import { createOpenAiRoutes } from '../routes/openai.js';
+import { createOtlpRoutes } from '../routes/otlp.js';
+import { createStoreApiRoutes } from '../routes/store-api.js';
+import { GatewayError } from './errors.js';
+import { createProxy } from './gateway/proxy.js';
+import type { Logger } from './logger.js';
+import { createPinoLogger } from './pino-logger.js';
+import { type ListeningServer, listen } from './server.js';
+import { createStore } from './store/create-store.js';
+import type { LightningStore } from './store/types.js';
+
+export interface Gateway {
+  readonly app: Hono<AppEnv>;
+  readonly store: LightningStore;
+  readonly config: RollgateConfig;
+  readonly logger: Logger;
+  /** Binds `config.server.host:port` (port 0 = any free port). Calling it again returns the same address. */
+  listen(): Promise<{ url: string; port: number }>;
+  /** Idempotent: stops accepting, drains in-flight requests (bounded by server.shutdownGraceMs), closes parts. */
+  close(): Promise<void>;
+}
+
+export interface CreateGatewayOptions {
+  /** Use this store instead of building one from `config.store`; the caller keeps ownership and closes it. */
+  readonly store?: LightningStore;
+  readonly logger?: Logger;
+  /** Key-value store for Idempotency-Key records (default: in memory). */
+  readonly idempotency?: Keyv;
+}
+
+interface Part {
+  readonly name: string;
+  close(): Promise<void>;
+}
+
+export async function createGateway(config: RollgateConfig, options: CreateGatewayOptions = {}): Promise<Gateway> {
+  const logger = options.logger ?? createPinoLogger({ level: config.logging.level });
+  const parts: Part[] = [];
+  const closeParts = async () => {
+    for (const part of parts.toReversed()) {
+      try {
+        await part.close();
+      } catch (error) {
+        logger.error('close failed', { part: part.name, err: error instanceof Error ? error.message : String(error) });
+      }
+    }
+  };
+
+  let store: LightningStore;
+  try {
+    if (options.store === undefined) {
+      store = await createStore(config.store, { logger });
+      const owned = store;
+      parts.push({ name: 'store', close: () => owned.close() });
+    } else {
+      store = options.store;
+    }
+  } catch (error) {
+    await closeParts();
+    throw error;
+  }
+  const idempotency = options.idempotency ?? new Keyv();
+  parts.push({ name: 'idempotency', close: () => idempotency.disconnect() });
+  const otlpExport = createOtlpSpanProcessor(config.tracing.otlp, logger);
+  const proxy = createProxy({
+    config,
+    spanWriter: new StoreSpanProcessor({ store, logger }),
+    extraSpanProcessors: otlpExport === null ? [] : [otlpExport],
+    logger,
+  });
+  parts.push({ name: 'proxy', close: () => proxy.close() });
+
+  const app = new Hono<AppEnv>();
+  app.onError(onError);
+  app.notFound(notFound);
+  app.use(requestId());
+  app.use(async function attachLogger(c, next) {
+    c.set('logger', logger);
+    await next();
+  });
+  if (config.server.corsOrigins.length > 0) {
+    const origins = config.server.corsOrigins;
+    app.use(cors({ origin: origins.includes('*') ? '*' : origins, exposeHeaders: ['x-request-id'] }));
+  }
+  app.use(
+    bodyLimit({
+      maxSize: config.server.bodyLimitBytes,
+      onError: () => {
+        throw new GatewayError('body_too_large', `Request body exceeds ${config.server.bodyLimitBytes} bytes`);
+      },
+    }),
+  );
+
+  app.get('/health', (c) => c.json({ status: 'ok' }));
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+  // ---- Route modules: one mount line each. -------------------------------------------------------------------
+  app.route('/', createStoreApiRoutes({ store, idempotency }));
+  app.route(
+    '/',
+    createOtlpRoutes({
+      store,
+      autoCreate: config.rollouts.autoCreate,
+      logger,
+      maxBodyBytes: config.server.bodyLimitBytes,
+    }),
+  );
+  app.route('/', createOpenAiRoutes({ gateway: proxy.gateway, store, autoCreate: config.rollouts.autoCreate }));
+  app.route('/', createDashboardRoutes());
+  // ------------------------------------------------------------------------------------------------------------
+
+  let server: ListeningServer | null = null;
+  let listening: Promise<ListeningServer> | null = null;
+  let closing: Promise<void> | null = null;
+
+  return {
+    app,
+    store,
+    config,
+    logger,
+    async listen() {
+      if (closing !== null) throw new Error('rollgate: gateway is closed');
+      listening ??= listen({
+        fetch: app.fetch,
+        host: config.server.host,
+        port: config.server.port,
+        keepAliveTimeoutMs: config.server.keepAliveTimeoutMs,
+      });
+      try {
+        server = await listening;
+      } catch (error) {
+        listening = null;
+        throw error;
+      }
+      logger.info('listening', { url: server.url, port: server.port });
+      return { url: server.url, port: server.port };
+    },
+    close() {
+      closing ??= (async () => {
+        const pending = listening;
+        if (pending !== null) {
+          const bound = await pending.catch(() => null);
+          await bound?.close({ graceMs: config.server.shutdownGraceMs });
+        }
+        await closeParts();
+        logger.info('closed');
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,87 @@
+// `rollgate serve`: load config (file, env, flags), build the gateway, listen, and close gracefully on
+// SIGTERM/SIGINT. A bad config exits 2 with the offending key on stderr; a second signal exits at once.
+import type { Command } from 'commander';
+import { ConfigError, type ConfigFlags, loadConfig } from '../../config/load.js';
+import type { Gateway } from '../app.js';
+
+export const EXIT_CONFIG_ERROR = 2;
+export const EXIT_STARTUP_ERROR = 1;
+
+interface ServeOptions {
+  readonly config?: string;
+  readonly port?: string;
+  readonly host?: string;
+  readonly store?: string;
+  readonly backend?: string;
+  readonly model?: string;
+}
+
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('Run the gateway: OpenAI-compatible proxy, store API and recorder')
+    .option('-c, --config <file>', 'config file (default: ./proxy.config.json when present)')
+    .option('-p, --port <port>', 'port to listen on (0 = any free port)')
+    .option('--host <host>', 'address to bind')
+    .option('--store <spec>', 'store: memory | sqlite:PATH | postgres://URL')
+    .option('--backend <url>', 'quick start: one vLLM backend (e.g. http://127.0.0.1:8000/v1), no config file needed')
+    .option('--model <name>', 'model name agents use for --backend', 'default')
+    .action(async (options: ServeOptions) => {
+      process.exitCode = await serve(options);
+    });
+}
+
+async function serve(options: ServeOptions): Promise<number> {
+  const flags: ConfigFlags = {
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    ...(options.host !== undefined ? { host: options.host } : {}),
+    ...(options.store !== undefined ? { store: options.store } : {}),
+    ...(options.backend !== undefined ? { backend: options.backend, model: options.model } : {}),
+  };
+  let gateway: Gateway;
+  try {
+    const config = loadConfig({
+      ...(options.config !== undefined ? { file: options.config } : {}),
+      env: process.env,
+      flags,
+    });
+    // Loaded after the config is known good, so `--help` and config errors answer without loading the app.
+    const { createGateway } = await import('../app.js');
+    gateway = await createGateway(config);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`rollgate: ${error.message}\n`);
+      return EXIT_CONFIG_ERROR;
+    }
+    process.stderr.write(`rollgate: cannot start: ${error instanceof Error ? error.message : String(error)}\n`);
+    return EXIT_STARTUP_ERROR;
+  }
+
+  try {
+    await gateway.listen();
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    await gateway.close();
+    return EXIT_STARTUP_ERROR;
+  }
+
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      process.stderr.write(`rollgate: ${signal} again, exiting now\n`);
+      process.exit(EXIT_STARTUP_ERROR);
+    }
+    stopping = true;
+    gateway.logger.info('shutting down', { signal });
+    gateway.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        gateway.logger.error('shutdown failed', { err: error instanceof Error ? error.message : String(error) });
+        process.exit(EXIT_STARTUP_ERROR);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return 0;
+}

@@ -1,0 +1,79 @@
+// The node HTTP listener for a fetch-style app: keep-alive tuned for long-lived clients (pitfall 23), a clear
+// error for an occupied port (pitfall 63), and a bounded graceful close.
+
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createAdaptorServer } from '@hono/node-server';
+
+export interface ListenOptions {
+  readonly fetch: (request: Request) => Response | Promise<Response>;
+  readonly host: string;
+  readonly port: number;
+  /** Idle keep-alive sockets are kept this long; clients pool sockets for minutes (>= 120 s by default). */
+  readonly keepAliveTimeoutMs: number;
+}
+
+export interface ListeningServer {
+  readonly url: string;
+  readonly port: number;
+  readonly server: Server;
+  /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then cuts what is left. */
+  close(options: { graceMs: number }): Promise<void>;
+}
+
+/** Node's headersTimeout must exceed keepAliveTimeout, or a reused socket can be cut while a request arrives. */
+const HEADERS_TIMEOUT_MARGIN_MS = 5_000;
+
+export async function listen(options: ListenOptions): Promise<ListeningServer> {
+  const server = createAdaptorServer({ fetch: options.fetch }) as Server;
+  server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  server.headersTimeout = options.keepAliveTimeoutMs + HEADERS_TIMEOUT_MARGIN_MS;
+  // Long-polls (waits) and long generations are legitimate; the socket-level keep-alive handles dead peers.
+  server.requestTimeout = 0;
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      server.off('listening', onListening);
+      const where = `${options.host}:${options.port}`;
+      const reason =
+        error.code === 'EADDRINUSE'
+          ? `port ${options.port} is already in use (${where})`
+          : error.code === 'EACCES'
+            ? `permission denied to bind port ${options.port} (${where})`
+            : `cannot listen on port ${options.port} (${where}): ${error.message}`;
+      reject(new Error(`rollgate: ${reason}`, { cause: error }));
+    };
+    const onListening = () => {
+      server.off('error', onError);
+      resolve();
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(options.port, options.host);
+  });
+
+  const address = server.address() as AddressInfo;
+  return {
+    url: `http://${urlHost(options.host)}:${address.port}`,
+    port: address.port,
+    server,
+    close: ({ graceMs }) => closeServer(server, graceMs),
+  };
+}
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+function closeServer(server: Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const force = setTimeout(() => server.closeAllConnections(), graceMs);
+    force.unref();
+    server.close(() => {
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

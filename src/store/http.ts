@@ -1,0 +1,439 @@
+// LightningStore over the /v1/agl/* REST API (routes/store-api.ts), so runners and algorithms in other processes
+// use the same interface. Uses the global fetch (msw can intercept it in tests). Retry rules follow
+// agent-lightning v0.3's client (contracts.md §3.10) with two fixes: enqueue/start carry an Idempotency-Key so a
+// retry never duplicates a rollout (pitfall 22), and not-found is a 404 that is never retried (pitfall 38).
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { StoreError, type StoreErrorCode } from './errors.js';
+import type {
+  Attempt,
+  AttemptedRollout,
+  AttemptQuery,
+  AttemptUpdate,
+  EnqueueRolloutRequest,
+  LightningStore,
+  NamedResources,
+  PaginatedResult,
+  ResourcesQuery,
+  ResourcesUpdate,
+  Rollout,
+  RolloutQuery,
+  RolloutUpdate,
+  Span,
+  SpanInput,
+  SpanQuery,
+  StartRolloutRequest,
+  StoreCapabilities,
+  StoreStatistics,
+  WaitOptions,
+  Worker,
+  WorkerQuery,
+  WorkerUpdate,
+} from './types.js';
+
+export interface HttpStoreOptions {
+  /** Gateway root, e.g. `http://127.0.0.1:8080` (the `/v1/agl` prefix is added here). */
+  readonly baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  readonly apiKey?: string;
+  /** Delays before each retry; its length is the number of retries (default 1, 2, 5 s). */
+  readonly retryDelaysMs?: readonly number[];
+  /** Delays between health probes before a retry; one more probe follows the last (default 0.1, 0.2, 0.5 s). */
+  readonly healthProbeDelaysMs?: readonly number[];
+  /** Per-request timeout (default 30 s); waits add their own timeout on top. */
+  readonly requestTimeoutMs?: number;
+}
+
+/** Failure that is not the caller's mistake: a 5xx/408 after all retries, or the network. */
+export class HttpStoreError extends Error {
+  readonly status: number | null;
+
+  constructor(message: string, options: { status: number | null; cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.name = 'HttpStoreError';
+    this.status = options.status;
+  }
+}
+
+const PREFIX = '/v1/agl';
+const DEFAULT_RETRY_DELAYS_MS = [1_000, 2_000, 5_000] as const;
+const DEFAULT_HEALTH_PROBE_DELAYS_MS = [100, 200, 500] as const;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** Headroom over a server-side wait timeout before the client gives up on the response. */
+const WAIT_RESPONSE_MARGIN_MS = 10_000;
+
+const STATUS_TO_CODE: ReadonlyMap<number, StoreErrorCode> = new Map([
+  [400, 'invalid_argument'],
+  [422, 'invalid_argument'],
+  [404, 'not_found'],
+  [409, 'conflict'],
+  [410, 'evicted'],
+]);
+
+interface CallOptions {
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly body?: unknown;
+  /** Default true; dequeue sets false (a lost response already claimed a rollout). */
+  readonly retry?: boolean;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number | null;
+  /** Strips the wire's body path from an error's `param` so it names the request field, as a local store does. */
+  readonly paramPrefix?: RegExp;
+}
+
+type Attempted = { ok: true; value: unknown } | { ok: false; retryable: boolean; error: Error };
+
+export class HttpStore implements LightningStore {
+  readonly capabilities: StoreCapabilities = {
+    thread_safe: true,
+    async_safe: true,
+    zero_copy: true,
+    otlp_traces: false,
+  };
+  readonly #root: string;
+  readonly #headers: Record<string, string>;
+  readonly #retryDelaysMs: readonly number[];
+  readonly #probeDelaysMs: readonly number[];
+  readonly #timeoutMs: number;
+  readonly #closed = new AbortController();
+
+  constructor(options: HttpStoreOptions) {
+    this.#root = options.baseUrl.replace(/\/+$/, '');
+    this.#headers = { 'content-type': 'application/json', accept: 'application/json' };
+    if (options.apiKey !== undefined) this.#headers.authorization = `Bearer ${options.apiKey}`;
+    this.#retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
+    this.#probeDelaysMs = options.healthProbeDelaysMs ?? DEFAULT_HEALTH_PROBE_DELAYS_MS;
+    this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  }
+
+  // ---- rollouts and the queue ----
+
+  startRollout(request: StartRolloutRequest): Promise<AttemptedRollout> {
+    return this.#call({ method: 'POST', path: '/rollouts', body: request, headers: idempotent() });
+  }
+
+  async enqueueRollout(request: EnqueueRolloutRequest): Promise<Rollout> {
+    const [rollout] = await this.enqueueManyRollouts([request]);
+    if (rollout === undefined) throw new HttpStoreError('enqueue returned no rollout', { status: null });
+    return rollout;
+  }
+
+  enqueueManyRollouts(requests: EnqueueRolloutRequest[]): Promise<Rollout[]> {
+    return this.#call({
+      method: 'POST',
+      path: '/queues/rollouts/enqueue',
+      body: { rollouts: requests },
+      headers: idempotent(),
+      paramPrefix: /^rollouts\.\d+\./,
+    });
+  }
+
+  async dequeueRollout(options?: { worker_id?: string | null }): Promise<AttemptedRollout | null> {
+    const [claimed] = await this.dequeueManyRollouts({ limit: 1, worker_id: options?.worker_id ?? null });
+    return claimed ?? null;
+  }
+
+  async dequeueManyRollouts(options?: { limit?: number; worker_id?: string | null }): Promise<AttemptedRollout[]> {
+    const limit = options?.limit ?? 1;
+    if (limit <= 0) return [];
+    try {
+      return await this.#call({
+        method: 'POST',
+        path: '/queues/rollouts/dequeue',
+        body: { limit, worker_id: options?.worker_id ?? null },
+        retry: false,
+      });
+    } catch (error) {
+      // The caller's mistakes surface; a transport failure means "nothing claimed this time" (contracts.md §3.10).
+      if (error instanceof HttpStoreError) return [];
+      throw error;
+    }
+  }
+
+  startAttempt(rolloutId: string, options?: { worker_id?: string | null }): Promise<AttemptedRollout> {
+    return this.#call({
+      method: 'POST',
+      path: `/rollouts/${enc(rolloutId)}/attempts`,
+      body: { worker_id: options?.worker_id ?? null },
+    });
+  }
+
+  // ---- spans ----
+
+  addSpan(span: SpanInput): Promise<Span | null> {
+    return this.#call({ method: 'POST', path: '/spans', body: span });
+  }
+
+  async addManySpans(spans: SpanInput[]): Promise<Span[]> {
+    // One request per span keeps the v0.3 wire; order matters for allocated sequence ids.
+    const stored: Span[] = [];
+    for (const span of spans) {
+      const added = await this.addSpan(span);
+      if (added !== null) stored.push(added);
+    }
+    return stored;
+  }
+
+  async nextSequenceId(rolloutId: string, attemptId?: string | null): Promise<number> {
+    const result = await this.#call<{ sequence_id: number }>({
+      method: 'POST',
+      path: '/spans/next',
+      body: { rollout_id: rolloutId, attempt_id: attemptId ?? '' },
+    });
+    return result.sequence_id;
+  }
+
+  async nextSequenceIds(pairs: ReadonlyArray<readonly [rolloutId: string, attemptId: string]>): Promise<number[]> {
+    const ids: number[] = [];
+    for (const [rolloutId, attemptId] of pairs) ids.push(await this.nextSequenceId(rolloutId, attemptId));
+    return ids;
+  }
+
+  // ---- queries ----
+
+  queryRollouts(query: RolloutQuery = {}): Promise<PaginatedResult<Rollout | AttemptedRollout>> {
+    return this.#call({ method: 'POST', path: '/rollouts/search', body: query });
+  }
+
+  queryAttempts(rolloutId: string, query: AttemptQuery = {}): Promise<PaginatedResult<Attempt>> {
+    return this.#call({ method: 'POST', path: `/rollouts/${enc(rolloutId)}/attempts/search`, body: query });
+  }
+
+  getRolloutById(rolloutId: string): Promise<Rollout | AttemptedRollout | null> {
+    return this.#call({ method: 'GET', path: `/rollouts/${enc(rolloutId)}` });
+  }
+
+  getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
+    return this.#call({ method: 'GET', path: `/rollouts/${enc(rolloutId)}/attempts/latest` });
+  }
+
+  querySpans(rolloutId: string, query: SpanQuery = {}): Promise<PaginatedResult<Span>> {
+    return this.#call({ method: 'POST', path: '/spans/search', body: { ...query, rollout_id: rolloutId } });
+  }
+
+  // ---- resources ----
+
+  async queryResources(query: ResourcesQuery = {}): Promise<PaginatedResult<ResourcesUpdate>> {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(query)) if (value != null) params.set(key, String(value));
+    const search = params.size > 0 ? `?${params}` : '';
+    return this.#call({ method: 'GET', path: `/resources${search}` });
+  }
+
+  getResourcesById(resourcesId: string): Promise<ResourcesUpdate | null> {
+    return this.#call({ method: 'GET', path: `/resources/${enc(resourcesId)}` });
+  }
+
+  getLatestResources(): Promise<ResourcesUpdate | null> {
+    return this.#call({ method: 'GET', path: '/resources/latest' });
+  }
+
+  addResources(resources: NamedResources): Promise<ResourcesUpdate> {
+    return this.#call({ method: 'POST', path: '/resources', body: resources });
+  }
+
+  updateResources(resourcesId: string, resources: NamedResources): Promise<ResourcesUpdate> {
+    return this.#call({ method: 'POST', path: `/resources/${enc(resourcesId)}`, body: resources });
+  }
+
+  // ---- updates ----
+
+  updateRollout(rolloutId: string, update: RolloutUpdate): Promise<Rollout> {
+    return this.#call({ method: 'POST', path: `/rollouts/${enc(rolloutId)}`, body: withoutUndefined(update) });
+  }
+
+  updateAttempt(rolloutId: string, attemptId: string, update: AttemptUpdate): Promise<Attempt> {
+    return this.#call({
+      method: 'POST',
+      path: `/rollouts/${enc(rolloutId)}/attempts/${enc(attemptId)}`,
+      body: withoutUndefined(update),
+    });
+  }
+
+  // ---- workers ----
+
+  queryWorkers(query: WorkerQuery = {}): Promise<PaginatedResult<Worker>> {
+    return this.#call({ method: 'POST', path: '/workers/search', body: query });
+  }
+
+  getWorkerById(workerId: string): Promise<Worker | null> {
+    return this.#call({ method: 'GET', path: `/workers/${enc(workerId)}` });
+  }
+
+  updateWorker(workerId: string, update: WorkerUpdate = {}): Promise<Worker> {
+    return this.#call({ method: 'POST', path: `/workers/${enc(workerId)}`, body: withoutUndefined(update) });
+  }
+
+  // ---- waits, statistics, lifecycle ----
+
+  waitForRollouts(rolloutIds: readonly string[], options: WaitOptions = {}): Promise<Rollout[]> {
+    const timeout = options.timeout ?? null;
+    return this.#call({
+      method: 'POST',
+      path: '/waits/rollouts',
+      body: { rollout_ids: rolloutIds, timeout },
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      // The server holds the request for up to `timeout`; null waits until done or cancelled.
+      timeoutMs: timeout === null ? null : Math.max(0, timeout * 1000) + WAIT_RESPONSE_MARGIN_MS,
+    });
+  }
+
+  statistics(): Promise<StoreStatistics> {
+    return this.#call({ method: 'GET', path: '/statistics' });
+  }
+
+  /** Idempotent; cancels requests and retries still in flight. */
+  async close(): Promise<void> {
+    if (!this.#closed.signal.aborted) this.#closed.abort(new HttpStoreError('store client closed', { status: null }));
+  }
+
+  // ---- transport ----
+
+  async #call<T>(options: CallOptions): Promise<T> {
+    if (this.#closed.signal.aborted) throw new HttpStoreError('store client closed', { status: null });
+    const retries = options.retry === false ? 0 : this.#retryDelaysMs.length;
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await this.#once(options);
+      if (outcome.ok) return outcome.value as T;
+      if (!outcome.retryable || attempt >= retries) throw outcome.error;
+      const signal = this.#signalFor(options.signal);
+      // Not unref'd on purpose: the caller is awaiting this very operation, so it must keep the process alive.
+      await sleep(this.#retryDelaysMs[attempt] ?? 0, undefined, { signal }).catch(() => {
+        throw outcome.error;
+      });
+      if (!(await this.#waitHealthy(signal))) throw outcome.error;
+    }
+  }
+
+  async #once(options: CallOptions): Promise<Attempted> {
+    const timeoutMs = options.timeoutMs === undefined ? this.#timeoutMs : options.timeoutMs;
+    const signals = [this.#closed.signal];
+    if (options.signal !== undefined) signals.push(options.signal);
+    if (timeoutMs !== null) signals.push(AbortSignal.timeout(timeoutMs));
+    const init: RequestInit = {
+      method: options.method,
+      headers: { ...this.#headers, ...options.headers },
+      signal: AbortSignal.any(signals),
+    };
+    if (options.body !== undefined) init.body = JSON.stringify(options.body);
+    const what = `${options.method} ${PREFIX}${options.path}`;
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(`${this.#root}${PREFIX}${options.path}`, init);
+      text = await response.text();
+    } catch (error) {
+      // The caller's own cancellation is final; a timeout or a dropped connection is worth another try.
+      if (options.signal?.aborted || this.#closed.signal.aborted) {
+        return { ok: false, retryable: false, error: asError(options.signal?.reason ?? this.#closed.signal.reason) };
+      }
+      return {
+        ok: false,
+        retryable: true,
+        error: new HttpStoreError(`${what} failed: ${describe(error)}`, { status: null, cause: error }),
+      };
+    }
+    if (response.type === 'error' || response.status === 0) {
+      // A fetch implementation may hand back Response.error() instead of rejecting: same network failure.
+      return {
+        ok: false,
+        retryable: true,
+        error: new HttpStoreError(`${what} failed: network error`, { status: null }),
+      };
+    }
+    if (response.ok) {
+      try {
+        return { ok: true, value: text === '' ? null : (JSON.parse(text) as unknown) };
+      } catch (error) {
+        return {
+          ok: false,
+          retryable: false,
+          error: new HttpStoreError(`${what}: response is not JSON`, { status: response.status, cause: error }),
+        };
+      }
+    }
+    const { message, param: wireParam } = readError(text);
+    const param = options.paramPrefix === undefined ? wireParam : (wireParam?.replace(options.paramPrefix, '') ?? null);
+    const code = STATUS_TO_CODE.get(response.status);
+    if (code !== undefined) return { ok: false, retryable: false, error: new StoreError(code, message, { param }) };
+    const retryable = response.status >= 500 || response.status === 408;
+    return {
+      ok: false,
+      retryable,
+      error: new HttpStoreError(`${what} answered ${response.status}: ${message}`, { status: response.status }),
+    };
+  }
+
+  /** Probes GET /v1/agl/health until it answers 200; false if it never does within the probe delays. */
+  async #waitHealthy(signal: AbortSignal): Promise<boolean> {
+    for (let probe = 0; probe <= this.#probeDelaysMs.length; probe++) {
+      if (signal.aborted) return false;
+      try {
+        const response = await fetch(`${this.#root}${PREFIX}/health`, {
+          headers: this.#headers,
+          signal: AbortSignal.any([signal, AbortSignal.timeout(this.#timeoutMs)]),
+        });
+        // Drained rather than cancelled: the body is tiny, and cancel() can stall on some fetch stand-ins.
+        await response.arrayBuffer();
+        if (response.status === 200) return true;
+      } catch {
+        // Unreachable: try again after the next delay.
+      }
+      const delay = this.#probeDelaysMs[probe];
+      if (delay === undefined) break;
+      try {
+        await sleep(delay, undefined, { signal });
+      } catch {
+        return false;
+      }
+    }
+    return false;
+  }
+
+  #signalFor(signal: AbortSignal | undefined): AbortSignal {
+    return signal === undefined ? this.#closed.signal : AbortSignal.any([this.#closed.signal, signal]);
+  }
+}
+
+function idempotent(): Record<string, string> {
+  // One key per logical call, reused by every retry of it.
+  return { 'idempotency-key': randomUUID() };
+}
+
+function enc(id: string): string {
+  return encodeURIComponent(id);
+}
+
+function withoutUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as Partial<T>;
+}
+
+function readError(text: string): { message: string; param: string | null } {
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (typeof parsed === 'object' && parsed !== null) {
+      const body = parsed as { error?: { message?: unknown; param?: unknown }; detail?: unknown };
+      if (body.error && typeof body.error.message === 'string') {
+        return { message: body.error.message, param: typeof body.error.param === 'string' ? body.error.param : null };
+      }
+      if (typeof body.detail === 'string') return { message: body.detail, param: null };
+    }
+  } catch {
+    // Not JSON: fall through to the raw text.
+  }
+  return { message: text.slice(0, 500) || 'no body', param: null };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    return `${error.message}${cause}`;
+  }
+  return String(error);
+}
+
+function asError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason ?? 'aborted'));
+}

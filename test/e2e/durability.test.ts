@@ -1,0 +1,178 @@
+// A real `rollgate serve` process on a SQLite file: kill -9 it mid-write, start it again, and every acknowledged
+// write is there with sequence ids continuing (invariants I5, I6; pitfall 68). Also: a bad config exits 2 naming
+// the key; SIGTERM closes gracefully with exit code 0.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+const CLI = join(ROOT, 'src/cli.ts');
+
+interface Serving {
+  readonly child: ChildProcess;
+  readonly url: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderr(): string;
+}
+
+function run(
+  args: string[],
+  cwd: string,
+): { child: ChildProcess; exited: Serving['exited']; out: () => string; err: () => string } {
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, CLI, ...args], {
+    cwd,
+    env: { ...process.env, ROLLGATE_LOGGING_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) => {
+    child.on('exit', (code, signal) => resolveExit({ code, signal }));
+  });
+  return { child, exited, out: () => out, err: () => err };
+}
+
+async function serve(args: string[], cwd: string): Promise<Serving> {
+  const proc = run(['serve', '--port', '0', ...args], cwd);
+  const deadline = Date.now() + 25_000;
+  while (Date.now() < deadline) {
+    for (const line of proc.out().split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const entry = JSON.parse(line) as { msg?: string; url?: string };
+      if (entry.msg === 'listening' && entry.url) {
+        return { child: proc.child, url: entry.url, exited: proc.exited, stderr: proc.err };
+      }
+    }
+    const exited = await Promise.race([proc.exited, new Promise((r) => setTimeout(() => r(null), 50))]);
+    if (exited !== null) throw new Error(`rollgate serve exited early: ${JSON.stringify(exited)}\n${proc.err()}`);
+  }
+  proc.child.kill('SIGKILL');
+  throw new Error(`rollgate serve did not start:\n${proc.out()}\n${proc.err()}`);
+}
+
+async function post(url: string, body: unknown): Promise<any> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${response.status} ${text}`);
+  return JSON.parse(text);
+}
+
+function span(rid: string, aid: string, n: number) {
+  return {
+    rollout_id: rid,
+    attempt_id: aid,
+    trace_id: n.toString(16).padStart(32, '0'),
+    span_id: n.toString(16).padStart(16, '0'),
+    parent_id: null,
+    name: `chat m-${n}`,
+    status: { status_code: 'OK' },
+    attributes: { 'gen_ai.request.model': 'm', prompt_token_ids: [n, n + 1, n + 2] },
+    events: [],
+    links: [],
+    start_time: 1_700_000_000 + n,
+    end_time: 1_700_000_001 + n,
+    context: null,
+    parent: null,
+    resource: { attributes: {}, schema_url: '' },
+  };
+}
+
+let dir: string;
+const live: ChildProcess[] = [];
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'rollgate-e2e-'));
+});
+afterAll(() => {
+  for (const child of live) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('rollgate serve on SQLite', () => {
+  it('loses no acknowledged write to kill -9 and continues sequence ids after restart', async () => {
+    const db = join(dir, 'rollgate.db');
+    const first = await serve(['--store', `sqlite:${db}`], dir);
+    live.push(first.child);
+
+    const enqueued: any[] = await post(`${first.url}/v1/agl/queues/rollouts/enqueue`, {
+      rollouts: Array.from({ length: 5 }, (_, i) => ({ input: { i }, mode: 'train' })),
+    });
+    const started = await post(`${first.url}/v1/agl/rollouts`, { input: 'crash' });
+    const rid: string = started.rollout_id;
+    const aid: string = started.attempt.attempt_id;
+
+    // A burst of span writes; the process dies while some are still in flight.
+    const acknowledged: any[] = [];
+    const writes = Array.from({ length: 60 }, (_, n) =>
+      post(`${first.url}/v1/agl/spans`, span(rid, aid, n + 1)).then(
+        (stored) => {
+          acknowledged.push(stored);
+        },
+        () => undefined,
+      ),
+    );
+    while (acknowledged.length < 20) await new Promise((r) => setTimeout(r, 1));
+    first.child.kill('SIGKILL');
+    expect((await first.exited).signal).toBe('SIGKILL');
+    await Promise.all(writes);
+    expect(acknowledged.length).toBeGreaterThanOrEqual(20);
+
+    const second = await serve(['--store', `sqlite:${db}`], dir);
+    live.push(second.child);
+    for (const rollout of enqueued) {
+      const got = await (await fetch(`${second.url}/v1/agl/rollouts/${rollout.rollout_id}`)).json();
+      expect(got).toMatchObject({ rollout_id: rollout.rollout_id, status: 'queuing', input: rollout.input });
+    }
+    const spans = await post(`${second.url}/v1/agl/spans/search`, { rollout_id: rid });
+    const storedIds = new Set(spans.items.map((s: any) => s.span_id));
+    for (const stored of acknowledged) expect(storedIds.has(stored.span_id)).toBe(true);
+    const seqs: number[] = spans.items.map((s: any) => s.sequence_id);
+    expect(new Set(seqs).size).toBe(seqs.length);
+
+    const next = await post(`${second.url}/v1/agl/spans/next`, { rollout_id: rid, attempt_id: aid });
+    expect(next.sequence_id).toBeGreaterThan(Math.max(...seqs));
+    const reward = await post(`${second.url}/v1/agl/rollouts/${rid}/attempts/${aid}/reward`, { value: 1 });
+    expect(reward.sequence_id).toBeGreaterThan(next.sequence_id);
+    const dequeued = await post(`${second.url}/v1/agl/queues/rollouts/dequeue`, { limit: 1 });
+    expect(dequeued[0].rollout_id).toBe(enqueued[0].rollout_id);
+
+    second.child.kill('SIGTERM');
+    const exit = await second.exited;
+    expect(exit.code).toBe(0);
+    expect(second.stderr()).not.toMatch(/\n\s+at /);
+  }, 90_000);
+});
+
+describe('rollgate serve config errors', () => {
+  it('exits 2 and names the key when proxy.config.json is invalid', async () => {
+    const bad = mkdtempSync(join(dir, 'bad-'));
+    writeFileSync(join(bad, 'proxy.config.json'), JSON.stringify({ server: { port: 'eighty' } }));
+    const proc = run(['serve'], bad);
+    live.push(proc.child);
+    const exit = await proc.exited;
+    expect(exit.code).toBe(2);
+    expect(proc.err()).toContain('server.port');
+    expect(proc.err()).toContain('expected number');
+  }, 30_000);
+
+  it('exits 2 naming the store flag for an unknown store spec', async () => {
+    const proc = run(['serve', '--store', 'mysql://x'], dir);
+    live.push(proc.child);
+    expect((await proc.exited).code).toBe(2);
+    expect(proc.err()).toMatch(/store: expected memory, sqlite:PATH or postgres:\/\/URL/);
+  }, 30_000);
+});

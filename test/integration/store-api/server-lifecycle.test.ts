@@ -1,0 +1,118 @@
+// Listener and lifecycle: keep-alive vs idle clients (pitfall 23), port conflicts (pitfall 63), idempotent close,
+// and long-poll waits released when their client goes away.
+import { Agent, request } from 'node:http';
+import { describe, expect, it, vi } from 'vitest';
+import { listen } from '../../../src/server.js';
+import { MemoryStore } from '../../../src/store/memory.js';
+import type { Rollout } from '../../../src/store/types.js';
+import { startTestGateway } from '../../helpers/gateway.js';
+
+function get(url: string, agent: Agent): Promise<{ status: number; reused: boolean }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('listener', () => {
+  it('keeps idle sockets >= 120 s with headersTimeout above keepAliveTimeout', async () => {
+    const bound = await listen({
+      fetch: () => new Response('ok'),
+      host: '127.0.0.1',
+      port: 0,
+      keepAliveTimeoutMs: 120_000,
+    });
+    try {
+      expect(bound.server.keepAliveTimeout).toBeGreaterThanOrEqual(120_000);
+      expect(bound.server.headersTimeout).toBeGreaterThan(bound.server.keepAliveTimeout);
+    } finally {
+      await bound.close({ graceMs: 1_000 });
+    }
+  });
+
+  it('serves a request on a socket that sat idle for 6 s (past Node’s 5 s default)', async () => {
+    const gw = await startTestGateway();
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect((await get(`${gw.url}/health`, agent)).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      const second = await get(`${gw.url}/health`, agent);
+      expect(second).toEqual({ status: 200, reused: true });
+    } finally {
+      agent.destroy();
+      await gw.close();
+    }
+  }, 20_000);
+
+  it('rejects listen() on an occupied port with an error naming the port', async () => {
+    const first = await startTestGateway();
+    const port = Number(new URL(first.url).port);
+    try {
+      await expect(startTestGateway({ server: { port } })).rejects.toThrow(new RegExp(`port ${port}`));
+    } finally {
+      await first.close();
+    }
+  });
+});
+
+describe('lifecycle', () => {
+  it('close() is idempotent, closes the store it built, and stops accepting', async () => {
+    const gw = await startTestGateway();
+    const storeClose = vi.spyOn(gw.gateway.store, 'close');
+    await Promise.all([gw.close(), gw.close()]);
+    await gw.close();
+    await expect(fetch(`${gw.url}/health`)).rejects.toThrow();
+    expect(storeClose).toHaveBeenCalledTimes(1);
+  });
+
+  it('leaves a store passed in open for its owner', async () => {
+    const store = new MemoryStore();
+    const gw = await startTestGateway({}, { store });
+    await gw.close();
+    expect((await store.startRollout({ input: 1 })).status).toBe('preparing');
+    await store.close();
+  });
+
+  it('cancels a server-side wait when the client disconnects', async () => {
+    const store = new MemoryStore();
+    let settled = false;
+    const wait = store.waitForRollouts.bind(store);
+    store.waitForRollouts = (ids, options) => {
+      const pending: Promise<Rollout[]> = wait(ids, options);
+      void pending.then(
+        () => {
+          settled = true;
+        },
+        () => {
+          settled = true;
+        },
+      );
+      return pending;
+    };
+    const gw = await startTestGateway({ server: { shutdownGraceMs: 60_000 } }, { store });
+    try {
+      const started = await store.startRollout({ input: 'w' });
+      const controller = new AbortController();
+      const pending = fetch(`${gw.url}/v1/agl/waits/rollouts`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ rollout_ids: [started.rollout_id], timeout: null }),
+        signal: controller.signal,
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(settled).toBe(false);
+      controller.abort();
+      await expect(pending).rejects.toThrow();
+      const deadline = Date.now() + 3_000;
+      while (!settled && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(settled).toBe(true);
+    } finally {
+      await gw.close();
+      await store.close();
+    }
+  });
+});
