@@ -21,6 +21,8 @@ export interface RewardGroup {
 }
 
 const STEP_KEYS = ['step', 'round', 'iteration', 'global_step'] as const;
+/** APO labels each evaluation `r<round>_train` / `r<round>_val_batch` (src/algorithms/apo/beam-search.ts). */
+const ROUND_PURPOSE = /^r(\d+)_/;
 
 export function stepOf(rollout: Pick<Rollout, 'metadata'>): number | null {
   const metadata = rollout.metadata;
@@ -29,7 +31,9 @@ export function stepOf(rollout: Pick<Rollout, 'metadata'>): number | null {
     const value = metadata[key];
     if (typeof value === 'number' && Number.isFinite(value)) return value;
   }
-  return null;
+  const purpose = metadata.purpose;
+  const match = typeof purpose === 'string' ? ROUND_PURPOSE.exec(purpose) : null;
+  return match ? Number(match[1]) : null;
 }
 
 export function autoGrouping(samples: readonly RewardSample[]): Grouping {

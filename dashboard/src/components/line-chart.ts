@@ -52,7 +52,12 @@ function domain(values: readonly number[]): [number, number] {
 export function lineChart(options: LineChartOptions): HTMLElement {
   const points = options.series.flatMap((s) => s.points);
   if (points.length === 0) return h('div', { class: 'empty' }, 'No data yet.');
-  const [xMin, xMax] = domain(points.map((p) => p.x));
+  const [xLo, xHi] = domain(points.map((p) => p.x));
+  // A little room on both sides so the first and last points do not sit on the axes.
+  const xPad = (xHi - xLo) * 0.03;
+  const xMin = xLo - xPad;
+  const xMax = xHi + xPad;
+  const isIntegerX = points.every((p) => Number.isInteger(p.x));
   const ys = points.map((p) => p.y);
   const [yMinRaw, yMaxRaw] = domain(ys);
   const pad = (yMaxRaw - yMinRaw) * 0.08;
@@ -63,7 +68,7 @@ export function lineChart(options: LineChartOptions): HTMLElement {
   const sx = (x: number): number => MARGIN.left + ((x - xMin) / (xMax - xMin)) * plotW;
   const sy = (y: number): number => MARGIN.top + (1 - (y - yMin) / (yMax - yMin)) * plotH;
   const xLabel = options.xTickLabel ?? ((x: number) => String(x));
-  const xTicks = niceTicks(xMin, xMax, 8).filter((t) => !options.xTickLabel || Number.isInteger(t));
+  const xTicks = niceTicks(xLo, xHi, 8).filter((t) => !isIntegerX || Number.isInteger(t));
   const yTicks = niceTicks(yMin, yMax, 5);
 
   const grid = [

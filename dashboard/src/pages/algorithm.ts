@@ -18,7 +18,8 @@ import {
 } from '../reward-series.js';
 import { paths } from '../router.js';
 
-const REFRESH_MS = 5000;
+const DEFAULT_REFRESH_S = 5;
+const MIN_REFRESH_S = 1;
 const MAX_ROLLOUTS = 200;
 const REWARD_FETCH_CONCURRENCY = 6;
 const DEFAULT_BATCH_SIZE = 10;
@@ -62,6 +63,7 @@ export const algorithmPage: Page = (root, ctx) => {
   const query = ctx.route.query;
   const requested = query.get('group');
   const batchSize = Math.max(1, Math.min(1000, Number(query.get('batch')) || DEFAULT_BATCH_SIZE));
+  const refreshS = Math.max(MIN_REFRESH_S, Number(query.get('refresh')) || DEFAULT_REFRESH_S);
   let isLive = query.get('live') !== '0';
   let inFlight = false;
 
@@ -115,7 +117,7 @@ export const algorithmPage: Page = (root, ctx) => {
       'div',
       { class: 'toolbar' },
       groupSelect,
-      h('label', { for: 'live', class: 'check' }, liveToggle, ` live (every ${REFRESH_MS / 1000} s)`),
+      h('label', { for: 'live', class: 'check' }, liveToggle, ` live (every ${refreshS} s)`),
     ),
     statsSlot,
     statusSlot,
@@ -242,6 +244,6 @@ export const algorithmPage: Page = (root, ctx) => {
   void refresh();
   const timer = window.setInterval(() => {
     if (isLive && document.visibilityState === 'visible') void refresh();
-  }, REFRESH_MS);
+  }, refreshS * 1000);
   ctx.signal.addEventListener('abort', () => window.clearInterval(timer), { once: true });
 };

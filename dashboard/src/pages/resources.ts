@@ -43,7 +43,7 @@ function rowsFor(update: ResourcesUpdate, options: { isLatest: boolean; isOpen: 
     { class: `resource-detail${options.isOpen ? '' : ' hidden'}` },
     h(
       'td',
-      { colspan: 7 },
+      { colspan: 8 },
       h(
         'div',
         { class: 'resource-list' },
@@ -68,12 +68,39 @@ function rowsFor(update: ResourcesUpdate, options: { isLatest: boolean; isOpen: 
         ? h('span', { class: 'chip chip-succeeded small', title: 'what new rollouts get by default' }, 'latest')
         : null,
     ),
-    h('td', { class: 'num' }, `v${update.version}`),
-    h('td', null, names.join(', ')),
-    h('td', { class: 'mono' }, info.parent ?? h('span', { class: 'muted' }, '–')),
+    h('td', { class: 'num', title: 'store version: 1 on create, +1 on each update' }, String(update.version)),
     h(
       'td',
-      { class: 'num', dataset: { testid: 'score' } },
+      { dataset: { testid: 'candidate' } },
+      info.version ?? (info.round === null ? h('span', { class: 'muted' }, '–') : ''),
+      info.round === null ? null : h('span', { class: 'muted' }, ` · round ${info.round}`),
+    ),
+    h('td', null, names.join(', ')),
+    h(
+      'td',
+      { class: 'mono', dataset: { testid: 'parent' } },
+      info.parent === null
+        ? h('span', { class: 'muted' }, '–')
+        : info.parentResourcesId === null
+          ? info.parent
+          : h(
+              'a',
+              {
+                href: `${paths.resources()}#${encodeURIComponent(info.parentResourcesId)}`,
+                title: info.parentResourcesId,
+              },
+              info.parent,
+            ),
+    ),
+    h(
+      'td',
+      {
+        class: 'num',
+        dataset: { testid: 'score' },
+        title: Object.entries(info.scores)
+          .map(([purpose, score]) => `${purpose}: ${formatReward(score)}`)
+          .join('\n'),
+      },
       info.score === null ? h('span', { class: 'muted' }, '–') : formatReward(info.score),
     ),
     h('td', { class: 'nowrap muted' }, formatTime(update.create_time)),
@@ -110,8 +137,8 @@ export const resourcesPage: Page = (root, ctx) => {
                 h(
                   'tr',
                   null,
-                  ['Resources id', 'Version', 'Resources', 'Parent', 'Score', 'Created', 'Updated'].map((t) =>
-                    h('th', { class: t === 'Version' || t === 'Score' ? 'num' : '' }, t),
+                  ['Resources id', 'Version', 'Candidate', 'Resources', 'Parent', 'Score', 'Created', 'Updated'].map(
+                    (t) => h('th', { class: t === 'Version' || t === 'Score' ? 'num' : '' }, t),
                   ),
                 ),
               ),
