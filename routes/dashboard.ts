@@ -131,7 +131,7 @@ function send(c: Context<AppEnv>, asset: Asset): Response {
   }
   if (asset.gzipped !== null) headers.vary = 'accept-encoding';
   const ifNoneMatch = c.req.header('if-none-match');
-  if (ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim() === asset.etag)) {
+  if (ifNoneMatch?.split(',').some((tag) => tag.trim() === asset.etag)) {
     return c.body(null, 304, headers);
   }
   if (asset.gzipped !== null && acceptsGzip(c.req.header('accept-encoding'))) {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { type Chromium, CHROMIUM_PATH, isChromiumAvailable, launchChromium } from './helpers/chromium.js';
+import { CHROMIUM_PATH, type Chromium, isChromiumAvailable, launchChromium } from './helpers/chromium.js';
 import { ensureDashboardBuilt } from './helpers/dashboard-build.js';
 import {
   ANSWER_TOKENS,

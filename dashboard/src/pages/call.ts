@@ -136,7 +136,12 @@ export const callPage: Page = (root, ctx) => {
       const duration = span.start_time !== null && span.end_time !== null ? span.end_time - span.start_time : null;
       replaceChildren(
         body,
-        h('div', { class: 'page-head' }, h('h1', null, span.name), statusChip(span.status.status_code === 'ERROR' ? 'error' : 'ok')),
+        h(
+          'div',
+          { class: 'page-head' },
+          h('h1', null, span.name),
+          statusChip(span.status.status_code === 'ERROR' ? 'error' : 'ok'),
+        ),
         h(
           'div',
           { class: 'fields' },
