@@ -118,6 +118,8 @@ export interface PostgresStoreOptions {
   watchdogIntervalMs?: number;
   /** Most spans written by one transaction; default 256. */
   spanBatchMax?: number;
+  /** application_name of the connections (the LISTEN one gets a `:listen` suffix); default "rollgate". */
+  applicationName?: string;
   logger?: Logger;
 }
 
@@ -247,11 +249,16 @@ export class PostgresStore implements LightningStore {
     this.schema = validateSchemaName(options.schema ?? 'public');
     this.#logger = options.logger ?? silentLogger;
     this.#watchdogIntervalMs = options.watchdogIntervalMs ?? DEFAULT_WATCHDOG_INTERVAL_MS;
-    const clientConfig = clientConfigFor({ url: options.url, schema: this.schema, applicationName: 'rollgate' });
+    const applicationName = options.applicationName ?? 'rollgate';
+    const clientConfig = clientConfigFor({ url: options.url, schema: this.schema, applicationName });
     this.#pool = createPool({ clientConfig, max: options.poolSize ?? DEFAULT_POOL_SIZE });
     // An idle pooled connection that dies (server restart) must not crash the process; the pool replaces it.
     this.#pool.on('error', (error) => this.#logger.warn('postgres pool connection error', { error: error.message }));
-    this.#listener = createPostgresListener({ clientConfig, channel: NOTIFY_CHANNEL, logger: this.#logger });
+    this.#listener = createPostgresListener({
+      clientConfig: { ...clientConfig, application_name: `${applicationName}:listen` },
+      channel: NOTIFY_CHANNEL,
+      logger: this.#logger,
+    });
     this.#listener.subscribe({
       onPayload: (payload) => {
         const parsed = parseFinishedPayload(payload);

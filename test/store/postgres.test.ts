@@ -197,6 +197,41 @@ if (PG_URL === undefined) {
       }
     });
 
+    it('re-listens after the LISTEN connection is killed and catches up on what it missed', async () => {
+      const schema = nextSchema();
+      const applicationName = `rollgate-test-${randomBytes(4).toString('hex')}`;
+      const a = await openPostgresStore({ url, schema, poolSize: 2, applicationName });
+      const b = await openPostgresStore({ url, schema, poolSize: 2 });
+      const listenerPids = async () =>
+        (
+          await rawQuery<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity WHERE application_name = '${applicationName}:listen'`,
+          )
+        ).map((r) => r.pid);
+      try {
+        const [before] = await listenerPids();
+        expect(before).toBeDefined();
+        const missed = await a.startRollout({ input: 'missed' });
+        const waiting = a.waitForRollouts([missed.rollout_id], { timeout: 20 });
+        await rawQuery(`SELECT pg_terminate_backend(${before})`);
+        // Finished while the listener is down: its notification is lost, the resync after reconnect finds it.
+        await b.updateAttempt(missed.rollout_id, 'latest', { status: 'failed' });
+        const t0 = Date.now();
+        expect((await waiting).map((r) => r.status)).toEqual(['failed']);
+        expect(Date.now() - t0).toBeLessThan(10_000);
+        const after = await listenerPids();
+        expect(after).toHaveLength(1);
+        expect(after[0]).not.toBe(before);
+        // And the new connection hears later notifications.
+        const later = await a.startRollout({ input: 'later' });
+        const waitingLater = a.waitForRollouts([later.rollout_id], { timeout: 20 });
+        await b.updateRollout(later.rollout_id, { status: 'cancelled' });
+        expect((await waitingLater).map((r) => r.status)).toEqual(['cancelled']);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
     it('loses no update when heartbeats and a status change race from two replicas', async () => {
       const [a, b] = await pair();
       try {
