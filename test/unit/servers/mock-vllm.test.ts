@@ -510,6 +510,50 @@ describe('options', () => {
     }
   });
 
+  it('answers concurrent requests in a random order when asked', async () => {
+    const m = await startMockVllm({ randomOrder: { maxDelayMs: 80, seed: 7 } });
+    try {
+      const c = new OpenAI({ baseURL: m.url, apiKey: 'x', maxRetries: 0 });
+      const finished: number[] = [];
+      await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          c.chat.completions
+            .create(chatBody({ messages: [{ role: 'user', content: `r${i}` }], max_tokens: 2 }))
+            .then(() => finished.push(i)),
+        ),
+      );
+      expect(finished.toSorted((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      expect(finished).not.toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('stops at stop strings with stop_reason, and finishes with length at max_tokens', async () => {
+    const m = await startMockVllm({ respond: () => 'alpha beta gamma' });
+    try {
+      const c = new OpenAI({ baseURL: m.url, apiKey: 'x', maxRetries: 0 });
+      const stopped = (await c.chat.completions.create(
+        chatBody({ stop: [' gamma', 'beta'], return_token_ids: true }),
+      )) as unknown as AnyRecord;
+      expect(stopped.choices[0]).toMatchObject({
+        message: { content: 'alpha ' },
+        finish_reason: 'stop',
+        stop_reason: 'beta',
+        token_ids: tokenize('alpha '),
+      });
+      const cut = (await c.completions.create({
+        model: 'mock-model',
+        prompt: 'p',
+        max_tokens: 3,
+        return_token_ids: true,
+      } as never)) as unknown as AnyRecord;
+      expect(cut.choices[0]).toMatchObject({ text: 'alp', finish_reason: 'length', token_ids: tokenize('alp') });
+    } finally {
+      await m.close();
+    }
+  });
+
   it('records requests with bodies, headers and completion times', async () => {
     const before = mock.requests.length;
     await client.chat.completions.create(chatBody({ top_k: 5 }), { headers: { 'x-custom': 'yes' } });
