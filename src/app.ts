@@ -122,7 +122,6 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
   app.route('/', createDashboardRoutes());
   // ------------------------------------------------------------------------------------------------------------
 
-  let server: ListeningServer | null = null;
   let listening: Promise<ListeningServer> | null = null;
   let closing: Promise<void> | null = null;
 
@@ -139,14 +138,15 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
         port: config.server.port,
         keepAliveTimeoutMs: config.server.keepAliveTimeoutMs,
       });
+      let bound: ListeningServer;
       try {
-        server = await listening;
+        bound = await listening;
       } catch (error) {
         listening = null;
         throw error;
       }
-      logger.info('listening', { url: server.url, port: server.port });
-      return { url: server.url, port: server.port };
+      logger.info('listening', { url: bound.url, port: bound.port });
+      return { url: bound.url, port: bound.port };
     },
     close() {
       closing ??= (async () => {
