@@ -67,6 +67,7 @@ export interface CoreStoreOptions {
 }
 
 const LATEST = 'latest';
+const MAX_TIMER_MS = 2_147_483_647;
 
 function nowSeconds(): number {
   return Date.now() / 1000;
@@ -475,7 +476,8 @@ export class CoreStore implements LightningStore {
     }
     if (pending.size > 0 && (timeout === null || timeout > 0) && !this.#closed) {
       await this.#waiters.wait(pending, {
-        timeoutMs: timeout === null ? null : timeout * 1000,
+        // Beyond setTimeout's range (~24.8 days) a timeout is as good as none.
+        timeoutMs: timeout === null || timeout * 1000 > MAX_TIMER_MS ? null : timeout * 1000,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
     } else if (options.signal?.aborted) {

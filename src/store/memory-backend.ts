@@ -203,7 +203,9 @@ export class MemoryBackend implements StoreBackend {
   listSpans(rolloutId: string, attemptId: string | null): Span[] | typeof EVICTED {
     if (this.#evicted.has(rolloutId)) return EVICTED;
     const spans = this.#spans.get(rolloutId)?.spans ?? [];
-    return attemptId === null ? [...spans] : spans.filter((s) => s.attempt_id === attemptId);
+    const selected = attemptId === null ? spans : spans.filter((s) => s.attempt_id === attemptId);
+    // Readers (adapters, algorithms) get their own copies; the stored spans must not change under them.
+    return selected.map((span) => structuredClone(span));
   }
 
   spanCount(): number {

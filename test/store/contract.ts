@@ -600,8 +600,9 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
         expect((await onlyA).map((r) => r.rollout_id)).toEqual([a.rollout_id]);
         await sleep(30);
         expect(releasedAt).toBe(0);
-        const finishedAt = Date.now();
         await store.updateAttempt(b.rollout_id, 'latest', { status: 'succeeded' });
+        // Measured from the acknowledged transition, so a loaded machine's slow commit does not count.
+        const finishedAt = Date.now();
         const results = await Promise.all(waits);
         expect(releasedAt - finishedAt).toBeLessThan(50);
         for (const r of results) expect(new Set(r.map((x) => x.rollout_id))).toEqual(new Set(ids));
