@@ -3,6 +3,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
+import { registerAlgorithmCommand } from './commands/algorithm.js';
 import { registerRunnerCommand } from './commands/runner.js';
 import { registerServeCommand } from './commands/serve.js';
 
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
   // ---- Subcommands: one register line each. ----
   registerServeCommand(program);
   registerRunnerCommand(program);
+  registerAlgorithmCommand(program);
   // ----------------------------------------------
 
   return program;

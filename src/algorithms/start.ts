@@ -94,7 +94,7 @@ export function startAlgorithms(configs: readonly AlgorithmConfig[], deps: Start
       reportPath = join(reportDir, `${name}-${timestampForFile(startedAt)}-${index}.json`);
       const datasets = await loadDatasets(config.data, deps.baseDir);
       if (controller.signal.aborted) return await finish('aborted', null, 'aborted');
-      logger.info('algorithm started', { name, reportPath });
+      logger.info('algorithm started', { algorithmName: name, reportPath });
       const result = await algorithm.run({
         store: deps.store,
         gateway: deps.gateway,
@@ -104,15 +104,15 @@ export function startAlgorithms(configs: readonly AlgorithmConfig[], deps: Start
         signal: controller.signal,
         reportPath,
       });
-      logger.info('algorithm finished', { name, reportPath });
+      logger.info('algorithm finished', { algorithmName: name, reportPath });
       return await finish('succeeded', result ?? null, null);
     } catch (error) {
       if (controller.signal.aborted && isAbortError(error)) {
-        logger.info('algorithm aborted', { name });
+        logger.info('algorithm aborted', { algorithmName: name });
         return await finish('aborted', null, 'aborted');
       }
       // One line the user can act on; the stack goes to debug.
-      logger.error('algorithm failed', { name, label, err: describe(error) });
+      logger.error('algorithm failed', { algorithmName: name, label, err: describe(error) });
       logger.debug('algorithm failure detail', { stack: error instanceof Error ? error.stack : undefined });
       return await finish('failed', null, `${label}: ${describe(error)}`);
     }

@@ -1,7 +1,13 @@
 // `rollgate serve`: load config (file, env, flags), build the gateway, listen, and close gracefully on
 // SIGTERM/SIGINT. A bad config exits 2 with the offending key on stderr; a second signal exits at once.
+import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, type ConfigFlags, loadConfig } from '../../config/load.js';
+import type { RollgateConfig } from '../../config/schema.js';
+import { AlgorithmConfigError } from '../algorithms/errors.js';
+import { createStoreOnlyGatewayControl } from '../algorithms/gateway-control.js';
+import { validateAlgorithmConfigs } from '../algorithms/loader.js';
+import { startAlgorithms } from '../algorithms/start.js';
 import type { Gateway } from '../app.js';
 
 export const EXIT_CONFIG_ERROR = 2;
@@ -39,17 +45,19 @@ async function serve(options: ServeOptions): Promise<number> {
     ...(options.backend !== undefined ? { backend: options.backend, model: options.model } : {}),
   };
   let gateway: Gateway;
+  let config: RollgateConfig;
   try {
-    const config = loadConfig({
+    config = loadConfig({
       ...(options.config !== undefined ? { file: options.config } : {}),
       env: process.env,
       flags,
     });
+    await validateAlgorithmConfigs(config.algorithms);
     // Loaded after the config is known good, so `--help` and config errors answer without loading the app.
     const { createGateway } = await import('../app.js');
     gateway = await createGateway(config);
   } catch (error) {
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof AlgorithmConfigError) {
       process.stderr.write(`rollgate: ${error.message}\n`);
       return EXIT_CONFIG_ERROR;
     }
@@ -57,13 +65,24 @@ async function serve(options: ServeOptions): Promise<number> {
     return EXIT_STARTUP_ERROR;
   }
 
+  let url: string;
   try {
-    await gateway.listen();
+    ({ url } = await gateway.listen());
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     await gateway.close();
     return EXIT_STARTUP_ERROR;
   }
+  // Algorithm plugins run next to the gateway; one that fails is reported and never takes the gateway down.
+  const algorithms =
+    config.algorithms.length === 0
+      ? null
+      : startAlgorithms(config.algorithms, {
+          store: gateway.store,
+          gateway: createStoreOnlyGatewayControl({ gatewayUrl: url }),
+          logger: gateway.logger,
+          baseDir: options.config === undefined ? process.cwd() : dirname(resolve(options.config)),
+        });
 
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -73,13 +92,15 @@ async function serve(options: ServeOptions): Promise<number> {
     }
     stopping = true;
     gateway.logger.info('shutting down', { signal });
-    gateway.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        gateway.logger.error('shutdown failed', { err: error instanceof Error ? error.message : String(error) });
-        process.exit(EXIT_STARTUP_ERROR);
-      },
-    );
+    (algorithms?.close() ?? Promise.resolve())
+      .then(() => gateway.close())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          gateway.logger.error('shutdown failed', { err: error instanceof Error ? error.message : String(error) });
+          process.exit(EXIT_STARTUP_ERROR);
+        },
+      );
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
