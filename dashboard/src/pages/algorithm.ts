@@ -198,7 +198,7 @@ export const algorithmPage: Page = (root, ctx) => {
           ? null
           : h(
               'table',
-              { class: 'grid compact', dataset: { testid: 'reward-groups' } },
+              { class: 'grid compact narrow', dataset: { testid: 'reward-groups' } },
               h(
                 'thead',
                 null,

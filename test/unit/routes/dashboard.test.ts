@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { matchRoute } from '../../../dashboard/src/router.js';
 import type { AppEnv } from '../../../middleware/env.js';
 import { notFound, onError } from '../../../middleware/openai-errors.js';
 import { createDashboardRoutes, DASHBOARD_CLIENT_ROUTES } from '../../../routes/dashboard.js';
@@ -57,6 +58,15 @@ describe('dashboard routes', () => {
       expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
       expect(await res.text()).toBe(INDEX);
+    }
+  });
+
+  it('claims exactly the paths the browser router handles', () => {
+    const sample = (pattern: string): string => pattern.replace(':rid', 'ro-1').replace(':sid', '0123456789abcdef');
+    for (const pattern of DASHBOARD_CLIENT_ROUTES)
+      expect(matchRoute(sample(pattern), '').name, pattern).not.toBe('not-found');
+    for (const path of ['/rollouts/ro-1/spans', '/rollout/ro-1', '/v1/agl/rollouts', '/metrics']) {
+      expect(matchRoute(path, '').name, path).toBe('not-found');
     }
   });
 
