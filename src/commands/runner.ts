@@ -131,6 +131,14 @@ async function runRunner(command: readonly string[], options: RunnerCommandOptio
     return EXIT_STARTUP_ERROR;
   }
   const progress = createProgressReporter({ status: process.stderr, output: process.stdout });
+  const executor = createProcessExecutor({
+    command,
+    gatewayUrl: options.gateway,
+    killGraceMs: options.killGraceMs,
+    onLine: (ctx, line, stream) => progress.agentLine(ctx, line, stream),
+  });
+  // Agents run in their own process groups; if this process dies on an error, they must not outlive it.
+  process.once('exit', executor.killAllNow);
   const runner = createRunner({
     store,
     gatewayUrl: options.gateway,
@@ -143,12 +151,7 @@ async function runRunner(command: readonly string[], options: RunnerCommandOptio
     exitWhenIdle: options.exitWhenIdle === true,
     logger,
     observer: progress,
-    executor: createProcessExecutor({
-      command,
-      gatewayUrl: options.gateway,
-      killGraceMs: options.killGraceMs,
-      onLine: (ctx, line, stream) => progress.agentLine(ctx, line, stream),
-    }),
+    executor,
   });
 
   // Every timer in the runner is unref'd so library users are never held open; the command itself is a
@@ -175,6 +178,7 @@ async function runRunner(command: readonly string[], options: RunnerCommandOptio
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     clearInterval(keepAlive);
+    process.off('exit', executor.killAllNow);
     await store.close();
   }
   return 0;

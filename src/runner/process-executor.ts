@@ -47,13 +47,22 @@ export function attemptEnv(ctx: AttemptContext, options: { gatewayUrl: string; b
   return env;
 }
 
-export function createProcessExecutor(options: ProcessExecutorOptions): AttemptExecutor {
+export interface ProcessExecutor extends AttemptExecutor {
+  /**
+   * SIGKILLs every agent process group still alive, synchronously: the last resort on the runner's own exit
+   * (uncaught error, `process.exit`), because detached groups would otherwise outlive it.
+   */
+  killAllNow(): void;
+}
+
+export function createProcessExecutor(options: ProcessExecutorOptions): ProcessExecutor {
   const [command, ...args] = options.command;
   if (command === undefined || command === '') throw new TypeError('the agent command is empty');
   const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const baseEnv = options.baseEnv ?? process.env;
+  const liveGroups = new Set<number>();
 
-  return async function runAgentProcess(ctx: AttemptContext): Promise<AttemptOutcome> {
+  const runAgentProcess = async (ctx: AttemptContext): Promise<AttemptOutcome> => {
     const onLine = options.onLine;
     const tree = spawnProcessTree({
       command,
@@ -62,6 +71,8 @@ export function createProcessExecutor(options: ProcessExecutorOptions): AttemptE
       env: attemptEnv(ctx, { gatewayUrl: options.gatewayUrl, baseEnv }),
       onLine: onLine ? (line, stream) => onLine(ctx, line, stream) : undefined,
     });
+    const pgid = tree.pid;
+    if (pgid !== null) liveGroups.add(pgid);
     const stop = (): void => void tree.terminate({ graceMs: killGraceMs });
     if (ctx.signal.aborted) stop();
     else ctx.signal.addEventListener('abort', stop, { once: true });
@@ -70,9 +81,22 @@ export function createProcessExecutor(options: ProcessExecutorOptions): AttemptE
     ctx.signal.removeEventListener('abort', stop);
     // The agent is gone; so must be anything it left running in its group (background jobs, pools).
     await (ctx.signal.aborted ? tree.terminate({ graceMs: killGraceMs }) : tree.reap({ graceMs: killGraceMs }));
+    if (pgid !== null) liveGroups.delete(pgid);
 
     const details: JsonObject = { pid: tree.pid, exit_code: exit.code, signal: exit.signal };
     if (exit.spawnError !== null) details.error = `could not start agent: ${exit.spawnError}`;
     return { status: exit.code === 0 ? 'succeeded' : 'failed', details };
   };
+
+  const killAllNow = (): void => {
+    for (const pgid of liveGroups) {
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    liveGroups.clear();
+  };
+  return Object.assign(runAgentProcess, { killAllNow });
 }

@@ -43,6 +43,8 @@ export interface ProcessTree {
 
 /** How often to check whether leftover group members are gone; only runs while a kill is in progress. */
 const GROUP_CHECK_INTERVAL_MS = 25;
+/** Upper bound on waiting for SIGKILLed members to die (uninterruptible I/O can delay it). */
+const SIGKILL_SETTLE_MS = 2_000;
 
 export function spawnProcessTree(options: SpawnTreeOptions): ProcessTree {
   let child: ChildProcess;
@@ -82,7 +84,13 @@ export function spawnProcessTree(options: SpawnTreeOptions): ProcessTree {
     const deadline = Date.now() + graceMs;
     if (waitForChild) await raceTimeout(exited, graceMs);
     while (groupExists(pgid) && Date.now() < deadline) await delay(GROUP_CHECK_INTERVAL_MS);
-    if (groupExists(pgid)) signalGroup(pgid, 'SIGKILL');
+    if (groupExists(pgid)) {
+      signalGroup(pgid, 'SIGKILL');
+      // SIGKILL is delivered asynchronously; wait (bounded) until the members have actually died, so that
+      // "terminated" means no process of the tree is left running.
+      const killDeadline = Date.now() + SIGKILL_SETTLE_MS;
+      while (groupExists(pgid) && Date.now() < killDeadline) await delay(GROUP_CHECK_INTERVAL_MS);
+    }
     if (waitForChild) await exited;
   };
 

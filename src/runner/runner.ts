@@ -53,8 +53,11 @@ export interface RunnerOptions {
   readonly concurrency?: number;
   /** Base worker id; slots are `<workerId>-0` ... (default `runner-<host>-<pid>`). */
   readonly workerId?: string;
-  /** The agent key passed as OPENAI_API_KEY; null => a placeholder (no-auth gateway). */
-  readonly agentKey?: string | null;
+  /**
+   * What agents get as OPENAI_API_KEY: a fixed agent key, or a function giving a key per rollout (e.g. a
+   * rollout-bound token from the gateway's key ring); null/empty => a placeholder (no-auth gateway).
+   */
+  readonly agentKey?: string | null | AgentKeyProvider;
   /** Model name handed to agents; null => the rollout's first LLM resource's model, if any. */
   readonly model?: string | null;
   readonly heartbeatIntervalMs?: number;
@@ -70,6 +73,8 @@ export interface RunnerOptions {
   /** Used by `ctx.reward` (default: global fetch). */
   readonly fetch?: typeof fetch;
 }
+
+export type AgentKeyProvider = (rollout: AttemptedRollout) => string | Promise<string>;
 
 export interface Runner {
   readonly workerIds: readonly string[];
@@ -104,7 +109,9 @@ export function createRunner(options: RunnerOptions): Runner {
     options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
   );
   const defaultGraceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
-  const apiKey = options.agentKey || PLACEHOLDER_API_KEY;
+  const agentKey = options.agentKey;
+  const apiKeyFor = async (rollout: AttemptedRollout): Promise<string> =>
+    (typeof agentKey === 'function' ? await agentKey(rollout) : agentKey) || PLACEHOLDER_API_KEY;
 
   const counters = { started: 0, succeeded: 0, failed: 0, timedOut: 0 };
   const running = new Map<string, RunningAttempt>();
@@ -168,6 +175,31 @@ export function createRunner(options: RunnerOptions): Runner {
     }
   };
 
+  const contextFor = async (attempt: {
+    rollout: AttemptedRollout;
+    workerId: string;
+    signal: AbortSignal;
+  }): Promise<AttemptContext> => {
+    const { rollout, workerId, signal } = attempt;
+    const ids = { rolloutId: rollout.rollout_id, attemptId: rollout.attempt.attempt_id };
+    const resources = await resourcesFor(rollout);
+    const apiKey = await apiKeyFor(rollout);
+    const rewardUrl = attemptRewardUrl(options.gatewayUrl, ids);
+    return {
+      rollout,
+      ...ids,
+      task: rollout.input,
+      baseUrl: attemptBaseUrl(options.gatewayUrl, ids),
+      apiKey,
+      rewardUrl,
+      resources,
+      model: options.model ?? modelFromResources(resources),
+      workerId,
+      signal,
+      reward: (value) => postReward({ rewardUrl, apiKey, value, signal, fetch: options.fetch }),
+    };
+  };
+
   const runAttempt = async (workerId: string, rollout: AttemptedRollout, controller: AbortController) => {
     const rid = rollout.rollout_id;
     const aid = rollout.attempt.attempt_id;
@@ -184,8 +216,6 @@ export function createRunner(options: RunnerOptions): Runner {
     await store.updateAttempt(rid, aid, { status: 'running', worker_id: workerId }).catch((error: unknown) => {
       logger.warn('could not mark attempt running', { rid, aid, error: errorMessage(error) });
     });
-    const resources = await resourcesFor(rollout);
-
     const timeoutS = rollout.config.timeout_seconds;
     let timeoutTimer: NodeJS.Timeout | undefined;
     if (timeoutS !== null && timeoutS > 0) {
@@ -201,26 +231,9 @@ export function createRunner(options: RunnerOptions): Runner {
     });
     if (isShutdownForced) controller.abort('shutdown' satisfies AbortReason);
 
-    const baseUrl = attemptBaseUrl(options.gatewayUrl, { rolloutId: rid, attemptId: aid });
-    const rewardUrl = attemptRewardUrl(options.gatewayUrl, { rolloutId: rid, attemptId: aid });
-    const ctx: AttemptContext = {
-      rollout,
-      rolloutId: rid,
-      attemptId: aid,
-      task: rollout.input,
-      baseUrl,
-      apiKey,
-      rewardUrl,
-      resources,
-      model: options.model ?? modelFromResources(resources),
-      workerId,
-      signal: controller.signal,
-      reward: (value) => postReward({ rewardUrl, apiKey, value, fetch: options.fetch }),
-    };
-
     let outcome: AttemptOutcome;
     try {
-      outcome = await executor(ctx);
+      outcome = await executor(await contextFor({ rollout, workerId, signal: controller.signal }));
     } catch (error: unknown) {
       outcome = { status: 'failed', details: { error: errorMessage(error) } };
     } finally {

@@ -10,6 +10,9 @@ import type { Attempt, LightningStore, Rollout } from '../../src/store/types.js'
 import { REWARD_SPAN_NAME, rewardValueAttr } from '../../src/tracing/attributes.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
+/** Generous: each runner and each tsx agent is a fresh Node process, slow on a loaded 2-core machine. */
+const E2E_TIMEOUT_MS = 90_000;
+
 const ADMIN_KEY = 'admin-key-for-runner-tests';
 const AGENT_KEY = 'agent-key-for-runner-tests';
 
@@ -65,7 +68,7 @@ function startRunner(args: readonly string[], agent: readonly string[]): RunnerP
 
 async function waitForFinished(rollouts: readonly Rollout[]): Promise<void> {
   const ids = rollouts.map((rollout) => rollout.rollout_id);
-  const finished = await store.waitForRollouts(ids, { timeout: 25 });
+  const finished = await store.waitForRollouts(ids, { timeout: 60 });
   expect(finished.map((rollout) => rollout.rollout_id).sort()).toEqual([...ids].sort());
 }
 
@@ -123,77 +126,85 @@ setTimeout(async () => {
 `;
 
 describe('rollgate runner (CLI)', () => {
-  it('runs each rollout once with its environment, stores rewards as spans, bounds concurrency, exits 0 on SIGTERM', async () => {
-    const rollouts = await store.enqueueManyRollouts(
-      Array.from({ length: 6 }, (_, i) => ({ input: { i, reward: i / 10, fail: i === 5 } })),
-    );
-    const runner = startRunner(
-      ['--concurrency', '2', '--agent-key', AGENT_KEY, '--heartbeat-ms', '200', '--worker-id', 'e2e'],
-      [process.execPath, '-e', REWARD_AGENT],
-    );
-    await waitForFinished(rollouts);
-    runner.child.kill('SIGTERM');
-    expect(await runner.exited).toEqual({ code: 0, signal: null });
+  it(
+    'runs each rollout once with its environment, stores rewards as spans, bounds concurrency, exits 0 on SIGTERM',
+    async () => {
+      const rollouts = await store.enqueueManyRollouts(
+        Array.from({ length: 6 }, (_, i) => ({ input: { i, reward: i / 10, fail: i === 5 } })),
+      );
+      const runner = startRunner(
+        ['--concurrency', '2', '--agent-key', AGENT_KEY, '--heartbeat-ms', '200', '--worker-id', 'e2e'],
+        [process.execPath, '-e', REWARD_AGENT],
+      );
+      await waitForFinished(rollouts);
+      runner.child.kill('SIGTERM');
+      expect(await runner.exited).toEqual({ code: 0, signal: null });
 
-    const attempts: Attempt[] = [];
-    for (const rollout of rollouts) {
-      const task = rollout.input as { i: number; reward: number; fail: boolean };
-      const attempt = await onlyAttempt(rollout.rollout_id);
-      attempts.push(attempt);
-      expect(attempt.status).toBe(task.fail ? 'failed' : 'succeeded');
-      expect(attempt.worker_id).toMatch(/^e2e-[01]$/);
-      expect(attempt.metadata).toMatchObject({ runner: { exit_code: task.fail ? 1 : 0 } });
-      const spans = (await store.querySpans(rollout.rollout_id)).items.filter((s) => s.name === REWARD_SPAN_NAME);
-      expect(spans.map((s) => s.attributes[rewardValueAttr(0)])).toEqual([task.reward]);
-      const env = JSON.parse(readFileSync(join(dir, `${rollout.rollout_id}.json`), 'utf8'));
-      expect(env).toEqual({
-        base: `${gw.url}/rollout/${rollout.rollout_id}/attempt/${attempt.attempt_id}/v1`,
-        key: AGENT_KEY,
-        rid: rollout.rollout_id,
-        aid: attempt.attempt_id,
-        task,
-        rewardUrl: `${gw.url}/v1/agl/rollouts/${rollout.rollout_id}/attempts/${attempt.attempt_id}/reward`,
-        adminKey: null,
-      });
-      expect(runner.stdout).toContain(`[${rollout.rollout_id}] agent done ${task.i}`);
-    }
-    // Attempt intervals (claim to recorded status) contain each agent process's lifetime.
-    expect(maxOverlap(attempts)).toBe(2);
-    const workers = (await store.queryWorkers({ worker_id_contains: 'e2e-' })).items;
-    expect(workers.map((w) => w.worker_id).sort()).toEqual(['e2e-0', 'e2e-1']);
-    expect(workers.every((w) => w.last_heartbeat_time !== null && w.status === 'idle')).toBe(true);
-    expect(runner.stderr).toContain('rollgate runner stopped');
-  });
+      const attempts: Attempt[] = [];
+      for (const rollout of rollouts) {
+        const task = rollout.input as { i: number; reward: number; fail: boolean };
+        const attempt = await onlyAttempt(rollout.rollout_id);
+        attempts.push(attempt);
+        expect(attempt.status).toBe(task.fail ? 'failed' : 'succeeded');
+        expect(attempt.worker_id).toMatch(/^e2e-[01]$/);
+        expect(attempt.metadata).toMatchObject({ runner: { exit_code: task.fail ? 1 : 0 } });
+        const spans = (await store.querySpans(rollout.rollout_id)).items.filter((s) => s.name === REWARD_SPAN_NAME);
+        expect(spans.map((s) => s.attributes[rewardValueAttr(0)])).toEqual([task.reward]);
+        const env = JSON.parse(readFileSync(join(dir, `${rollout.rollout_id}.json`), 'utf8'));
+        expect(env).toEqual({
+          base: `${gw.url}/rollout/${rollout.rollout_id}/attempt/${attempt.attempt_id}/v1`,
+          key: AGENT_KEY,
+          rid: rollout.rollout_id,
+          aid: attempt.attempt_id,
+          task,
+          rewardUrl: `${gw.url}/v1/agl/rollouts/${rollout.rollout_id}/attempts/${attempt.attempt_id}/reward`,
+          adminKey: null,
+        });
+        expect(runner.stdout).toContain(`[${rollout.rollout_id}] agent done ${task.i}`);
+      }
+      // Attempt intervals (claim to recorded status) contain each agent process's lifetime.
+      expect(maxOverlap(attempts)).toBe(2);
+      const workers = (await store.queryWorkers({ worker_id_contains: 'e2e-' })).items;
+      expect(workers.map((w) => w.worker_id).sort()).toEqual(['e2e-0', 'e2e-1']);
+      expect(workers.every((w) => w.last_heartbeat_time !== null && w.status === 'idle')).toBe(true);
+      expect(runner.stderr).toContain('rollgate runner stopped');
+    },
+    E2E_TIMEOUT_MS,
+  );
 
-  it('kills a hung agent and its grandchild at the timeout, and on SIGTERM kills running trees and exits 0', async () => {
-    const agent = [
-      'sh',
-      '-c',
-      'sleep 60 & echo $! >> "$AGENT_DIR/$ROLLGATE_ROLLOUT_ID.pids"; echo $$ >> "$AGENT_DIR/$ROLLGATE_ROLLOUT_ID.pids"; sleep 60',
-    ];
-    const hung = await store.enqueueRollout({ input: 'hung', config: { timeout_seconds: 1 } });
-    const runner = startRunner(['--kill-grace-ms', '1000', '--shutdown-grace-ms', '300'], agent);
-    await waitForFinished([hung]);
-    const timedOut = await onlyAttempt(hung.rollout_id);
-    expect(timedOut.status).toBe('timeout');
-    expect((await store.getRolloutById(hung.rollout_id))?.status).toBe('failed');
+  it(
+    'kills a hung agent and its grandchild at the timeout, and on SIGTERM kills running trees and exits 0',
+    async () => {
+      const agent = [
+        'sh',
+        '-c',
+        'sleep 60 & echo $! >> "$AGENT_DIR/$ROLLGATE_ROLLOUT_ID.pids"; echo $$ >> "$AGENT_DIR/$ROLLGATE_ROLLOUT_ID.pids"; sleep 60',
+      ];
+      const hung = await store.enqueueRollout({ input: 'hung', config: { timeout_seconds: 1 } });
+      const runner = startRunner(['--kill-grace-ms', '1000', '--shutdown-grace-ms', '300'], agent);
+      await waitForFinished([hung]);
+      const timedOut = await onlyAttempt(hung.rollout_id);
+      expect(timedOut.status).toBe('timeout');
+      expect((await store.getRolloutById(hung.rollout_id))?.status).toBe('failed');
 
-    const stuck = await store.enqueueRollout({ input: 'stuck' });
-    const pidFile = join(dir, `${stuck.rollout_id}.pids`);
-    const deadline = Date.now() + 20_000;
-    while (!readPids(pidFile).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    const stopAt = Date.now();
-    runner.child.kill('SIGTERM');
-    expect(await runner.exited).toEqual({ code: 0, signal: null });
-    expect(Date.now() - stopAt).toBeLessThan(10_000);
+      const stuck = await store.enqueueRollout({ input: 'stuck' });
+      const pidFile = join(dir, `${stuck.rollout_id}.pids`);
+      const deadline = Date.now() + 60_000;
+      while (!readPids(pidFile).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const stopAt = Date.now();
+      runner.child.kill('SIGTERM');
+      expect(await runner.exited).toEqual({ code: 0, signal: null });
+      expect(Date.now() - stopAt).toBeLessThan(20_000);
 
-    const stopped = await onlyAttempt(stuck.rollout_id);
-    expect(stopped.status).toBe('failed');
-    expect(stopped.metadata).toMatchObject({ runner: { reason: 'runner_stopped' } });
-    const pids = [...readPids(join(dir, `${hung.rollout_id}.pids`)), ...readPids(pidFile)];
-    expect(pids).toHaveLength(4);
-    for (const pid of pids) expect(isAlive(pid)).toBe(false);
-  });
+      const stopped = await onlyAttempt(stuck.rollout_id);
+      expect(stopped.status).toBe('failed');
+      expect(stopped.metadata).toMatchObject({ runner: { reason: 'runner_stopped' } });
+      const pids = [...readPids(join(dir, `${hung.rollout_id}.pids`)), ...readPids(pidFile)];
+      expect(pids).toHaveLength(4);
+      for (const pid of pids) expect(isAlive(pid)).toBe(false);
+    },
+    E2E_TIMEOUT_MS,
+  );
 });
 
 function readPids(file: string): number[] {

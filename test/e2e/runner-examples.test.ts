@@ -18,6 +18,9 @@ function hasPythonOpenai(): boolean {
   }
 }
 
+/** Generous: each runner and each tsx agent is a fresh Node process, slow on a loaded 2-core machine. */
+const E2E_TIMEOUT_MS = 90_000;
+
 let vllm: MockVllm;
 let gw: TestGateway;
 let store: LightningStore;
@@ -80,19 +83,27 @@ async function checkRollout(rollout: Rollout, expectedReward: number): Promise<v
 }
 
 describe('example agents under rollgate runner', () => {
-  it('runs examples/agents/ts-agent.ts: one recorded LLM call and a reward per rollout', async () => {
-    const [right, wrong] = await store.enqueueManyRollouts([
-      { input: { question: 'What is 2+2?', answer: '4' } },
-      { input: { question: 'What is 3+3?', answer: '6' } },
-    ]);
-    await runExample([process.execPath, '--import', 'tsx', 'examples/agents/ts-agent.ts']);
-    await checkRollout(right!, 1);
-    await checkRollout(wrong!, 0);
-  });
+  it(
+    'runs examples/agents/ts-agent.ts: one recorded LLM call and a reward per rollout',
+    async () => {
+      const [right, wrong] = await store.enqueueManyRollouts([
+        { input: { question: 'What is 2+2?', answer: '4' } },
+        { input: { question: 'What is 3+3?', answer: '6' } },
+      ]);
+      await runExample([process.execPath, '--import', 'tsx', 'examples/agents/ts-agent.ts']);
+      await checkRollout(right!, 1);
+      await checkRollout(wrong!, 0);
+    },
+    E2E_TIMEOUT_MS,
+  );
 
-  it.skipIf(!hasPythonOpenai())('runs examples/agents/python-agent.py (needs python3 with openai)', async () => {
-    const [right] = await store.enqueueManyRollouts([{ input: { question: 'What is 2+2?', answer: '4' } }]);
-    await runExample(['python3', 'examples/agents/python-agent.py']);
-    await checkRollout(right!, 1);
-  });
+  it.skipIf(!hasPythonOpenai())(
+    'runs examples/agents/python-agent.py (needs python3 with openai)',
+    async () => {
+      const [right] = await store.enqueueManyRollouts([{ input: { question: 'What is 2+2?', answer: '4' } }]);
+      await runExample(['python3', 'examples/agents/python-agent.py']);
+      await checkRollout(right!, 1);
+    },
+    E2E_TIMEOUT_MS,
+  );
 });

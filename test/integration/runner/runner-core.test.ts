@@ -150,6 +150,11 @@ describe('runner core with an in-process agent', () => {
 
 describe('runner core with agent processes', () => {
   it('passes the attempt environment and maps exit codes to statuses', async () => {
+    const resources = {
+      main: { resource_type: 'llm', endpoint: 'http://vllm:8000/v1', model: 'policy-7b' },
+      prompt: { resource_type: 'prompt_template', template: 'Q: {q}', engine: 'f-string' },
+    } as const;
+    await store.addResources(resources);
     const ok = await store.enqueueRollout({ input: { q: 'ok' }, mode: 'train' });
     const bad = await store.enqueueRollout({ input: { q: 'bad' } });
     const script = [
@@ -157,7 +162,8 @@ describe('runner core with agent processes', () => {
       'const e = process.env;',
       'const out = { base: e.OPENAI_BASE_URL, key: e.OPENAI_API_KEY, rid: e.ROLLGATE_ROLLOUT_ID,',
       '  aid: e.ROLLGATE_ATTEMPT_ID, task: JSON.parse(e.ROLLGATE_TASK), reward: e.ROLLGATE_REWARD_URL,',
-      '  mode: e.ROLLGATE_MODE ?? null, admin: e.ROLLGATE_API_KEY ?? null };',
+      '  mode: e.ROLLGATE_MODE ?? null, admin: e.ROLLGATE_API_KEY ?? null, model: e.ROLLGATE_MODEL,',
+      '  resources: JSON.parse(e.ROLLGATE_RESOURCES), worker: e.ROLLGATE_WORKER_ID };',
       `fs.writeFileSync(${JSON.stringify(dir)} + "/" + e.ROLLGATE_ROLLOUT_ID + ".json", JSON.stringify(out));`,
       'process.exit(out.task.q === "ok" ? 0 : 3);',
     ].join('\n');
@@ -191,6 +197,9 @@ describe('runner core with agent processes', () => {
       reward: `${GATEWAY}/v1/agl/rollouts/${ok.rollout_id}/attempts/${okAttempt?.attempt_id}/reward`,
       mode: 'train',
       admin: null,
+      model: 'policy-7b',
+      resources,
+      worker: okAttempt?.worker_id,
     });
   });
 
@@ -261,5 +270,28 @@ describe('runner core with agent processes', () => {
     expect(slowAttempt?.status).toBe('failed');
     expect(slowAttempt?.metadata).toMatchObject({ runner: { reason: 'runner_stopped' } });
     expect((await store.getRolloutById(left.rollout_id))?.status).toBe('queuing');
+  });
+
+  it('killAllNow SIGKILLs every live agent group at once, the last resort when the runner itself exits', async () => {
+    await store.enqueueRollout({ input: 0 });
+    const pidFile = join(dir, 'orphan');
+    const executor = createProcessExecutor({
+      command: ['sh', '-c', `sleep 30 & echo $! > ${pidFile}; wait`],
+      gatewayUrl: GATEWAY,
+    });
+    const runner = track(createRunner({ store, gatewayUrl: GATEWAY, executor }));
+    let pid = 0;
+    while (pid === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      try {
+        pid = Number(readFileSync(pidFile, 'utf8').trim()) || 0;
+      } catch {
+        // not written yet
+      }
+    }
+    executor.killAllNow();
+    const stats = await runner.close({ graceMs: 5_000 });
+    expect(stats).toMatchObject({ started: 1, failed: 1 });
+    expect(isAlive(pid)).toBe(false);
   });
 });
