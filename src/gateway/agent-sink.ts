@@ -9,5 +9,6 @@ export interface AgentSink {
   on(event: 'close', listener: () => void): unknown;
   once(event: 'drain', listener: () => void): unknown;
   removeListener(event: 'close', listener: () => void): unknown;
+  destroy(): unknown;
   readonly headersSent: boolean;
 }

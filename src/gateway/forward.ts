@@ -116,6 +116,8 @@ class CallRun {
     if (this.finished) return;
     this.clientGone = true;
     this.abort.abort();
+    // A client that only half-closed would otherwise leave the socket open until server shutdown.
+    this.sink.destroy();
   };
 
   detach(): void {

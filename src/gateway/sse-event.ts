@@ -7,11 +7,15 @@ const COLON = 0x3a;
 const SPACE = 0x20;
 const DATA = Buffer.from('data');
 const EVENT = Buffer.from('event');
+const ID = Buffer.from('id');
+const RETRY = Buffer.from('retry');
 
 export interface SseFields {
   /** Joined `data:` values, or null when the event has none (a comment or a blank event). */
   readonly data: string | null;
   readonly event: string | null;
+  /** A line whose field is none of data/event/id/retry: not an OpenAI stream (garbage from upstream). */
+  readonly hasUnknownField: boolean;
 }
 
 function fieldIs(event: Buffer, lineStart: number, colon: number, name: Buffer): boolean {
@@ -21,6 +25,7 @@ function fieldIs(event: Buffer, lineStart: number, colon: number, name: Buffer):
 export function readSseFields(event: Buffer): SseFields {
   let data: string | null = null;
   let eventName: string | null = null;
+  let hasUnknownField = false;
   const length = event.length;
   let lineStart = 0;
   while (lineStart < length) {
@@ -40,10 +45,12 @@ export function readSseFields(event: Buffer): SseFields {
         data = data === null ? value : `${data}\n${value}`;
       } else if (fieldIs(event, lineStart, colon, EVENT)) {
         eventName = event.toString('utf8', valueStart, lineEnd);
+      } else if (!fieldIs(event, lineStart, colon, ID) && !fieldIs(event, lineStart, colon, RETRY)) {
+        hasUnknownField = true;
       }
     }
     // Skip exactly one line terminator (CRLF counts as one).
     lineStart = lineEnd + (event[lineEnd] === CR && event[lineEnd + 1] === LF ? 2 : 1);
   }
-  return { data, event: eventName };
+  return { data, event: eventName, hasUnknownField };
 }

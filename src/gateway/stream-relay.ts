@@ -16,6 +16,19 @@ const USAGE_NULL_PATTERNS = [',"usage":null', '"usage":null,', ', "usage": null'
   Buffer.from(p),
 );
 
+const NOT_SSE = normaliseErrorMember(
+  {
+    message: 'The upstream stream sent bytes that are not an OpenAI event',
+    type: 'upstream_error',
+    code: 'stream_error',
+  },
+  '',
+);
+const TRUNCATED = normaliseErrorMember(
+  { message: 'The upstream stream ended before [DONE]', type: 'upstream_error', code: 'stream_error' },
+  '',
+);
+
 export interface StreamRelayHooks {
   /** The first event went to the agent (time to first chunk). */
   onFirstEvent(): void;
@@ -98,17 +111,16 @@ export class StreamRelay implements SseEventHandler {
     const rest = this.#splitter.flush();
     if (rest !== null) this.onSseEvent(rest, -1, 0);
     if (this.#stopped) return;
-    this.#fail(
-      normaliseErrorMember(
-        { message: 'The upstream stream ended before [DONE]', type: 'upstream_error', code: 'stream_error' },
-        '',
-      ),
-    );
+    this.#fail(TRUNCATED);
   }
 
   onSseEvent(event: Buffer, startInChunk: number, endInChunk: number): void {
     if (this.#stopped) return;
     const fields = readSseFields(event);
+    if (fields.hasUnknownField) {
+      this.#fail(NOT_SSE);
+      return;
+    }
     const data = fields.data;
     if (data === null) {
       this.#keep(event, startInChunk, endInChunk);
@@ -124,16 +136,7 @@ export class StreamRelay implements SseEventHandler {
     try {
       parsed = JSON.parse(data);
     } catch {
-      this.#fail(
-        normaliseErrorMember(
-          {
-            message: 'The upstream stream sent an event that is not JSON',
-            type: 'upstream_error',
-            code: 'stream_error',
-          },
-          '',
-        ),
-      );
+      this.#fail(NOT_SSE);
       return;
     }
     if (!isObj(parsed)) {

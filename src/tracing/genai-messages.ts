@@ -86,7 +86,8 @@ export function outputMessages(choices: readonly CapturedChoice[]): GenAiMessage
   return choices.map((choice) => {
     const parts: GenAiPart[] = [];
     if (choice.reasoning !== null) parts.push({ type: 'reasoning', content: choice.reasoning });
-    if (choice.content !== null) parts.push({ type: 'text', content: choice.content });
+    // A stream's role-only first delta carries content ""; the non-stream message says null. Same thing.
+    if (choice.content !== null && choice.content !== '') parts.push({ type: 'text', content: choice.content });
     if (choice.refusal !== null) parts.push({ type: 'refusal', content: choice.refusal });
     for (const call of choice.toolCalls) {
       if (call === undefined) continue;

@@ -1,5 +1,6 @@
 // A gateway in front of the vLLM stand-in, and helpers to read what it recorded.
 import OpenAI from 'openai';
+import { Agent, fetch as undiciFetch } from 'undici';
 import type { Span } from '../../../src/store/types.js';
 import { type ConfigOverrides, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, type MockVllmOptions, startMockVllm } from '../../servers/mock-vllm.js';
@@ -29,6 +30,21 @@ export async function startHarness(
     await mock.close();
     throw error;
   }
+  // The agents' own connection pool, destroyed before the gateway closes, so no half-open client socket
+  // keeps the server's graceful close waiting.
+  const agentPool = new Agent();
+  const fetchViaPool = ((url: string, init?: Record<string, unknown>) =>
+    undiciFetch(url, { ...init, dispatcher: agentPool })) as unknown as typeof fetch;
+  // One un-attributed call of each kind first: timing assertions should not measure module loading and JIT.
+  const warm = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'agent-key', maxRetries: 0, fetch: fetchViaPool });
+  await warm.chat.completions.create({ model, messages: [{ role: 'user', content: 'warm' }], max_tokens: 2 });
+  for await (const _ of await warm.chat.completions.create({
+    model,
+    messages: [{ role: 'user', content: 'warm' }],
+    max_tokens: 2,
+    stream: true,
+  }))
+    void _;
   return {
     mock,
     gw,
@@ -37,9 +53,11 @@ export async function startHarness(
         baseURL: `${gw.url}/rollout/${rid}/attempt/${aid}/v1`,
         apiKey: options.apiKey ?? 'agent-key',
         maxRetries: options.maxRetries ?? 0,
+        fetch: fetchViaPool,
       }),
     spans: async (rid) => (await gw.gateway.store.querySpans(rid)).items,
     async close() {
+      await agentPool.destroy();
       await gw.close();
       await mock.close();
     },

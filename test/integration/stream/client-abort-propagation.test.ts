@@ -1,0 +1,49 @@
+// pitfalls.md A.7: when the agent stops reading (openai-node aborts the request), the gateway cancels
+// the upstream request quickly and records the call as client_disconnected.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import * as A from '../../../src/tracing/attributes.js';
+import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ interTokenMs: 50 });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+it('aborts the upstream request within 100 ms of the agent leaving and records client_disconnected', {
+  retry: 2,
+}, async () => {
+  const rid = rolloutId();
+  const stream = await h.client(rid).chat.completions.create({
+    model: 'mock-model',
+    messages: [{ role: 'user', content: 'tell me a long story' }],
+    max_tokens: 200,
+    stream: true,
+  });
+  let chunks = 0;
+  let leftAt = 0;
+  for await (const _ of stream) {
+    chunks++;
+    if (chunks === 3) {
+      leftAt = Date.now();
+      break;
+    }
+  }
+  const upstream = await h.mock.waitFor((r) => r.headers['x-rollout-id'] === rid && r.abortedAt !== undefined, 5_000);
+  expect((upstream.abortedAt as number) - leftAt).toBeLessThan(100);
+  expect(upstream.completedAt).toBeUndefined();
+  // The span is written without anyone to answer; wait for it through the store's own API.
+  let spans = await h.spans(rid);
+  for (let i = 0; i < 50 && spans.length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    spans = await h.spans(rid);
+  }
+  expect(spans).toHaveLength(1);
+  const span = spans[0];
+  expect(span?.attributes[A.ATTR_STREAM_STATUS]).toBe('client_disconnected');
+  expect(span?.status.status_code).toBe('ERROR');
+  expect(span?.attributes[A.ATTR_ROLLOUT_ID]).toBe(rid);
+  expect(span?.sequence_id).toBe(1);
+});
