@@ -39,7 +39,7 @@ it(`gives ${CALLS} concurrent calls sequence ids 1..${CALLS}, each span matching
       (r) => r.headers['x-rollout-id'] === rid && Number(r.headers['x-sequence-id']) === span.sequence_id,
     );
     expect(upstream).toBeDefined();
-    const sent = (upstream?.body as { messages: Array<{ content: string }> }).messages[0]?.content;
+    const sent = (upstream?.body as { messages: Array<{ content: string }> } | undefined)?.messages[0]?.content;
     const recorded = JSON.parse(span.attributes[A.ATTR_GEN_AI_INPUT_MESSAGES] as string) as Array<{
       parts: Array<{ content: string }>;
     }>;

@@ -42,7 +42,7 @@ it('consumes the injected usage chunk and strips usage members when the agent di
     expect('usage' in chunk).toBe(false);
   }
   const upstream = h.mock.requests.find((r) => r.headers['x-rollout-id'] === rid);
-  expect((upstream?.body as { stream_options: unknown }).stream_options).toEqual({ include_usage: true });
+  expect((upstream?.body as { stream_options: unknown } | undefined)?.stream_options).toEqual({ include_usage: true });
   const [span] = await h.spans(rid);
   expect(span?.attributes[A.ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]).toBeGreaterThan(0);
   expect(span?.attributes[A.ATTR_USAGE_DERIVED]).toBeUndefined();
@@ -62,7 +62,7 @@ it('forwards exactly one usage chunk to an agent that asked for it', async () =>
   for await (const chunk of stream) if (chunk.usage) usages.push(chunk.usage);
   expect(usages).toHaveLength(1);
   const upstream = h.mock.requests.find((r) => r.headers['x-rollout-id'] === rid);
-  expect((upstream?.body as { stream_options: unknown }).stream_options).toEqual({ include_usage: true });
+  expect((upstream?.body as { stream_options: unknown } | undefined)?.stream_options).toEqual({ include_usage: true });
 });
 
 it('never sends stream_options upstream for a non-stream call', async () => {
