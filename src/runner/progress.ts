@@ -7,6 +7,8 @@ import type { AttemptFinishedEvent, AttemptStartedEvent, RunnerObserver, RunnerS
 export interface ProgressWritable {
   write(chunk: string): unknown;
   readonly isTTY?: boolean;
+  /** Terminal width; the live line is cut to fit, since a wrapped line cannot be redrawn in place. */
+  readonly columns?: number;
 }
 
 export interface ProgressOptions {
@@ -42,7 +44,9 @@ export function createProgressReporter(options: ProgressOptions): ProgressReport
   };
   const drawLive = (): void => {
     if (!isLive || isFinished || last === null) return;
-    options.status.write(`${CLEAR_LINE}rollgate runner | ${summary(last)}`);
+    const line = `rollgate runner | ${summary(last)}`;
+    const width = options.status.columns;
+    options.status.write(`${CLEAR_LINE}${width !== undefined && width > 1 ? line.slice(0, width - 1) : line}`);
     isLiveLineShown = true;
   };
   /** In live mode individual events are not printed, except failures, which people need to see. */

@@ -66,4 +66,11 @@ describe('progress reporter', () => {
     progress.finish(stats({ started: 2, succeeded: 1, timedOut: 1 }));
     expect(status.chunks.at(-1)).toMatch(/^rollgate runner stopped \|.*\n$/);
   });
+
+  it('cuts the live line to the terminal width so it can be redrawn in place', () => {
+    const status = { ...sink(true), columns: 30 };
+    const progress = createProgressReporter({ status, output: sink(true) });
+    progress.attemptStarted?.(started, stats({ running: 1, started: 1 }));
+    expect(status.chunks.at(-1)).toBe('\r\x1b[2Krollgate runner | running 1/2');
+  });
 });
