@@ -42,6 +42,7 @@ function deferred(): Deferred {
 }
 
 const RESOLVED: Promise<void> = Promise.resolve();
+const PAGE_SIZE_BYTES = 16_384;
 const KEY_SEPARATOR = '\u0000';
 const LATEST_RESOURCES_KEY = 'latest_resources_id';
 
@@ -85,6 +86,9 @@ export class SqliteBackend extends MemoryBackend {
     this.#onFlushError = options.onFlushError ?? (() => {});
     this.#db = new Database(options.path);
     try {
+      // Spans with token ids are ~4 KB rows: 16 KB pages keep them off overflow chains (about 2x the insert rate
+      // of the 4 KB default). Only takes effect when the file is created.
+      this.#db.pragma(`page_size = ${PAGE_SIZE_BYTES}`);
       this.#db.pragma('journal_mode = WAL');
       this.#db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       this.#db.pragma('foreign_keys = OFF');

@@ -56,6 +56,7 @@ describe('SqliteStore storage', () => {
       expect(row.packed.length).toBeLessThan(ids.length * 4 + 200);
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
       expect(db.pragma('user_version', { simple: true })).toBe(1);
+      expect(db.pragma('page_size', { simple: true })).toBe(16_384);
     } finally {
       db.close();
     }
