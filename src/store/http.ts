@@ -3,6 +3,7 @@
 // agent-lightning v0.3's client (contracts.md §3.10) with two fixes: enqueue/start carry an Idempotency-Key so a
 // retry never duplicates a rollout (pitfall 22), and not-found is a 404 that is never retried (pitfall 38).
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError, type StoreErrorCode } from './errors.js';
 import type {
@@ -106,6 +107,8 @@ export class HttpStore implements LightningStore {
     this.#retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
     this.#probeDelaysMs = options.healthProbeDelaysMs ?? DEFAULT_HEALTH_PROBE_DELAYS_MS;
     this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    // Every in-flight request listens on this signal; thousands of concurrent calls are normal, not a leak.
+    setMaxListeners(0, this.#closed.signal);
   }
 
   // ---- rollouts and the queue ----
