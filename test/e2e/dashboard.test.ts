@@ -4,9 +4,12 @@
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import OpenAI from 'openai';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ATTR_RESPONSE_TOKEN_IDS } from '../../src/tracing/attributes.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 import { CHROMIUM_PATH, type Chromium, isChromiumAvailable, launchChromium } from './helpers/chromium.js';
 import { ensureDashboardBuilt } from './helpers/dashboard-build.js';
 import {
@@ -63,13 +66,14 @@ async function texts(page: Page, selector: string): Promise<string[]> {
 
 describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
   let gw: TestGateway;
+  let mock: MockVllm;
   let authGw: TestGateway;
   let browser: Chromium;
   let seeded: SeededDashboard;
   const pageErrors: string[] = [];
   const foreignRequests: string[] = [];
 
-  async function openPage(baseUrl: string): Promise<Page> {
+  async function openPage(baseUrl: string, path = '/'): Promise<Page> {
     const page = await browser.context.newPage();
     page.on('pageerror', (error) => pageErrors.push(error.message));
     page.on('request', (request) => {
@@ -77,7 +81,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
       if (!url.startsWith(gw.url) && !url.startsWith(authGw.url) && !url.startsWith('data:')) foreignRequests.push(url);
     });
     page.setDefaultTimeout(15_000);
-    await page.goto(`${baseUrl}/`);
+    await page.goto(`${baseUrl}${path}`);
     return page;
   }
 
@@ -86,7 +90,8 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
     shotDir = process.env.ROLLGATE_SCREENSHOT_DIR ?? (await mkdtemp(join(tmpdir(), 'rollgate-dashboard-shots-')));
     await mkdir(shotDir, { recursive: true });
     await ensureDashboardBuilt();
-    gw = await startTestGateway();
+    mock = await startMockVllm();
+    gw = await startTestGateway({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
     authGw = await startTestGateway({ auth: { adminKeys: [ADMIN_KEY] } });
     seeded = await seedDashboard(gw.gateway.store);
     await seedDashboard(authGw.gateway.store);
@@ -96,6 +101,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
   afterAll(async () => {
     await browser?.close();
     await gw?.close();
+    await mock?.close();
     await authGw?.close();
     if (!keepShots && shotDir) await rm(shotDir, { recursive: true, force: true });
   });
@@ -192,10 +198,9 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
   });
 
   it('shows one call: messages beside prompt/response token ids, low-probability tokens outlined', async () => {
-    const page = await openPage(gw.url);
     // A deep link (as after a reload) is served by the SPA fallback.
+    const page = await openPage(gw.url, `/rollouts/${FEATURED_ROLLOUT}`);
     const firstCall = seeded.featuredSpanIds[0] ?? '';
-    await page.goto(`${gw.url}/rollouts/${FEATURED_ROLLOUT}`);
     await page.locator(`[data-testid=timeline] tr[data-span-id="${firstCall}"] .span-name a`).click();
     await page.locator('[data-testid=response-tokens]').waitFor();
     expect(page.url()).toContain(`/rollouts/${FEATURED_ROLLOUT}/spans/${firstCall}`);
@@ -262,8 +267,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
   });
 
   it('charts mean reward per round and picks up new rounds while open', async () => {
-    const page = await openPage(gw.url);
-    await page.goto(`${gw.url}/algorithm?refresh=1`);
+    const page = await openPage(gw.url, '/algorithm?refresh=1');
     await page.locator('[data-testid=reward-chart] svg.chart').waitFor();
     expect(
       await page.locator('svg.chart .series').evaluateAll((els) => els.map((e) => e.getAttribute('data-series'))),
@@ -284,6 +288,43 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
     await expect
       .poll(() => texts(page, '[data-testid=reward-groups] tbody td:first-child'), { timeout: 15_000 })
       .toContain('step 4');
+    await page.close();
+  });
+
+  it('shows a call the gateway proxied and recorded: every response token with its logprob', async () => {
+    const rid = 'ro-proxied-call';
+    const agent = new OpenAI({
+      baseURL: `${gw.url}/rollout/${rid}/attempt/at-proxied/v1`,
+      apiKey: 'agent',
+      maxRetries: 0,
+    });
+    const stream = await agent.chat.completions.create({
+      model: 'mock-model',
+      messages: [
+        { role: 'system', content: 'Answer briefly.' },
+        { role: 'user', content: 'Name a prime number.' },
+      ],
+      max_tokens: 12,
+      stream: true,
+    });
+    let answer = '';
+    for await (const chunk of stream) answer += chunk.choices[0]?.delta?.content ?? '';
+    const [recorded] = (await gw.gateway.store.querySpans(rid)).items;
+    const ids = recorded?.attributes[ATTR_RESPONSE_TOKEN_IDS];
+    expect(Array.isArray(ids) && ids.length > 0).toBe(true);
+
+    const page = await openPage(gw.url, `/rollouts/${rid}`);
+    await page.locator('[data-testid=timeline] tr.span-row[data-kind=llm] .span-name a').click();
+    await page.locator('[data-testid=response-tokens]').waitFor();
+    const tokens = page.locator('[data-testid=response-tokens] .tok');
+    expect(await tokens.evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-id'))))).toEqual(ids);
+    const logprobs = await tokens.evaluateAll((els) => els.map((e) => e.getAttribute('data-logprob')));
+    expect(logprobs.every((lp) => lp !== null && Number.isFinite(Number(lp)))).toBe(true);
+    expect(await page.locator('[data-testid=messages] .msg[data-role=assistant]').textContent()).toContain(answer);
+    expect(await page.locator('[data-testid=messages] .msg[data-role=user]').textContent()).toContain(
+      'Name a prime number.',
+    );
+    await screenshot(page, '08-proxied-call');
     await page.close();
   });
 
