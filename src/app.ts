@@ -73,7 +73,7 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
     throw error;
   }
   const idempotency = options.idempotency ?? new Keyv();
-  parts.push({ name: 'idempotency', close: () => idempotency.disconnect() });
+  if (options.idempotency === undefined) parts.push({ name: 'idempotency', close: () => idempotency.disconnect() });
   const otlpExport = createOtlpSpanProcessor(config.tracing.otlp, logger);
   const proxy = createProxy({
     config,
