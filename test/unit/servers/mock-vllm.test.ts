@@ -511,19 +511,21 @@ describe('options', () => {
   });
 
   it('answers concurrent requests in a random order when asked', async () => {
-    const m = await startMockVllm({ randomOrder: { maxDelayMs: 80, seed: 7 } });
+    // Delays up to 500 ms dwarf the arrival spread of 8 concurrent requests, even on a loaded machine.
+    const m = await startMockVllm({ randomOrder: { maxDelayMs: 500, seed: 7 } });
     try {
       const c = new OpenAI({ baseURL: m.url, apiKey: 'x', maxRetries: 0 });
-      const finished: number[] = [];
       await Promise.all(
         Array.from({ length: 8 }, (_, i) =>
-          c.chat.completions
-            .create(chatBody({ messages: [{ role: 'user', content: `r${i}` }], max_tokens: 2 }))
-            .then(() => finished.push(i)),
+          c.chat.completions.create(chatBody({ messages: [{ role: 'user', content: `r${i}` }], max_tokens: 2 })),
         ),
       );
-      expect(finished.toSorted((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-      expect(finished).not.toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      const records = m.requests.filter((r) => r.path === '/v1/chat/completions');
+      await Promise.all(records.map((r) => m.waitFor((x) => x === r && x.completedAt !== undefined)));
+      const arrival = records.toSorted((a, b) => a.receivedAt - b.receivedAt || a.seq - b.seq).map((r) => r.seq);
+      const completion = records.toSorted((a, b) => a.completedAt! - b.completedAt!).map((r) => r.seq);
+      expect(completion.toSorted((a, b) => a - b)).toEqual(arrival.toSorted((a, b) => a - b));
+      expect(completion).not.toEqual(arrival);
     } finally {
       await m.close();
     }
