@@ -36,7 +36,7 @@ export function createProgressReporter(options: ProgressOptions): ProgressReport
 
   const summary = (stats: RunnerStats): string =>
     `running ${stats.running}/${stats.concurrency} | started ${stats.started} | succeeded ${stats.succeeded} | ` +
-    `failed ${stats.failed} | timeout ${stats.timedOut}`;
+    `failed ${stats.failed} | timeout ${stats.timedOut}${stats.cancelled > 0 ? ` | cancelled ${stats.cancelled}` : ''}`;
 
   const hideLive = (): void => {
     if (isLiveLineShown) options.status.write(CLEAR_LINE);

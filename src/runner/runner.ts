@@ -113,7 +113,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const apiKeyFor = async (rollout: AttemptedRollout): Promise<string> =>
     (typeof agentKey === 'function' ? await agentKey(rollout) : agentKey) || PLACEHOLDER_API_KEY;
 
-  const counters = { started: 0, succeeded: 0, failed: 0, timedOut: 0 };
+  const counters = { started: 0, succeeded: 0, failed: 0, timedOut: 0, cancelled: 0 };
   const running = new Map<string, RunningAttempt>();
   const freeSlots = [...workerIds].reverse();
   const claimStop = new AbortController();
@@ -245,12 +245,14 @@ export function createRunner(options: RunnerOptions): Runner {
     const details: JsonObject = { ...outcome.details, duration_ms: Date.now() - startedAt };
     if (reason === 'timeout') details.reason = 'timeout';
     if (reason === 'shutdown') details.reason = 'runner_stopped';
+    if (reason === 'cancelled') details.reason = 'rollout_cancelled';
     const wanted: FinalAttemptStatus =
-      reason === 'timeout' ? 'timeout' : reason === 'shutdown' ? 'failed' : outcome.status;
+      reason === 'timeout' || reason === 'cancelled' ? reason : reason === 'shutdown' ? 'failed' : outcome.status;
     const status = await recordOutcome({ store, rollout, workerId, wanted, details, logger });
 
     if (status === 'succeeded') counters.succeeded += 1;
     else if (status === 'timeout') counters.timedOut += 1;
+    else if (status === 'cancelled') counters.cancelled += 1;
     else counters.failed += 1;
     running.delete(aid);
     options.observer?.attemptFinished?.({ ...event, status, durationMs: Date.now() - startedAt, details }, stats());
@@ -345,7 +347,10 @@ interface HeartbeatOptions {
   readonly intervalMs: number;
 }
 
-/** Stamps the attempt's heartbeat; if the store says the attempt already timed out, aborts the agent. */
+/**
+ * Stamps the attempt's heartbeat and reads the rollout back: if the store's watchdog already timed the attempt
+ * out, or someone cancelled the rollout, the agent is aborted (and a process agent's tree killed).
+ */
 function startAttemptHeartbeat(options: HeartbeatOptions): () => void {
   const { store, rollout, controller, logger } = options;
   const unresponsiveS = rollout.config.unresponsive_seconds;
@@ -359,10 +364,10 @@ function startAttemptHeartbeat(options: HeartbeatOptions): () => void {
   const timer = setInterval(() => {
     if (isInFlight) return;
     isInFlight = true;
-    store
-      .updateAttempt(rid, aid, { last_heartbeat_time: Date.now() / 1000 })
-      .then((attempt) => {
+    Promise.all([store.updateAttempt(rid, aid, { last_heartbeat_time: Date.now() / 1000 }), store.getRolloutById(rid)])
+      .then(([attempt, current]) => {
         if (attempt.status === 'timeout') controller.abort('timeout' satisfies AbortReason);
+        else if (current?.status === 'cancelled') controller.abort('cancelled' satisfies AbortReason);
       })
       .catch((error: unknown) => logger.warn('attempt heartbeat failed', { rid, aid, error: errorMessage(error) }))
       .finally(() => {
@@ -382,17 +387,20 @@ interface RecordOptions {
   readonly logger: Logger;
 }
 
-/** Writes the final status unless the store's watchdog already wrote `timeout`; returns what the store holds. */
+/**
+ * Writes the final status, except over a `timeout` the store's watchdog already wrote or on a cancelled rollout
+ * (then only the runner's metadata is added); returns how the attempt ended.
+ */
 async function recordOutcome(options: RecordOptions): Promise<FinalAttemptStatus> {
   const { store, rollout, workerId, wanted, details, logger } = options;
   const rid = rollout.rollout_id;
   const aid = rollout.attempt.attempt_id;
   const metadata: JsonObject = { ...(rollout.attempt.metadata ?? {}), runner: details };
   try {
-    const current = await findAttempt(store, rid, aid);
-    if (current?.status === 'timeout') {
+    const [current, currentRollout] = await Promise.all([findAttempt(store, rid, aid), store.getRolloutById(rid)]);
+    if (current?.status === 'timeout' || currentRollout?.status === 'cancelled' || wanted === 'cancelled') {
       await store.updateAttempt(rid, aid, { metadata });
-      return 'timeout';
+      return current?.status === 'timeout' ? 'timeout' : 'cancelled';
     }
     await store.updateAttempt(rid, aid, { status: wanted, worker_id: workerId, metadata });
   } catch (error: unknown) {

@@ -2,8 +2,8 @@
 
 import type { AttemptedRollout, JsonObject, JsonValue, NamedResources } from '../store/types.js';
 
-/** Why the runner aborted an attempt's signal. */
-export type AbortReason = 'timeout' | 'shutdown';
+/** Why the runner aborted an attempt's signal: the rollout's timeout, the runner stopping, or an admin cancel. */
+export type AbortReason = 'timeout' | 'shutdown' | 'cancelled';
 
 /** Everything one attempt needs; the same values a process agent gets as environment variables. */
 export interface AttemptContext {
@@ -24,7 +24,7 @@ export interface AttemptContext {
   readonly model: string | null;
   /** The worker id of the runner slot running this attempt. */
   readonly workerId: string;
-  /** Aborted on the rollout's timeout or on shutdown; `signal.reason` is an {@link AbortReason}. */
+  /** Aborted on the rollout's timeout, on shutdown, or when the rollout is cancelled; `signal.reason` is an {@link AbortReason}. */
   readonly signal: AbortSignal;
   /** Records a reward for this attempt through the gateway's reward endpoint. */
   reward(value: number): Promise<void>;
@@ -45,7 +45,11 @@ export interface AttemptOutcome {
 /** Runs one attempt to its end. Must settle soon after `ctx.signal` aborts. */
 export type AttemptExecutor = (ctx: AttemptContext) => Promise<AttemptOutcome>;
 
-export type FinalAttemptStatus = 'succeeded' | 'failed' | 'timeout';
+/**
+ * How an attempt ended for the runner. `cancelled`: the rollout was cancelled meanwhile; the attempt's status is
+ * then left as it is, because writing one would move the rollout out of `cancelled` (contracts.md §3.3).
+ */
+export type FinalAttemptStatus = 'succeeded' | 'failed' | 'timeout' | 'cancelled';
 
 export interface AttemptStartedEvent {
   readonly rolloutId: string;
@@ -68,6 +72,7 @@ export interface RunnerStats {
   readonly succeeded: number;
   readonly failed: number;
   readonly timedOut: number;
+  readonly cancelled: number;
 }
 
 /** Receives lifecycle events, e.g. to draw progress. Calls must not throw. */

@@ -16,6 +16,7 @@ const stats = (over: Partial<RunnerStats>): RunnerStats => ({
   succeeded: 0,
   failed: 0,
   timedOut: 0,
+  cancelled: 0,
   ...over,
 });
 

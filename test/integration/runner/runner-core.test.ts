@@ -146,6 +146,30 @@ describe('runner core with an in-process agent', () => {
     expect(second?.status).toBe('succeeded');
     expect((await store.getRolloutById(rollout.rollout_id))?.status).toBe('succeeded');
   });
+  it('aborts the agent when its rollout is cancelled and never moves the rollout out of cancelled', async () => {
+    const rollout = await store.enqueueRollout({ input: 'long' });
+    const reasons: unknown[] = [];
+    const runner = track(
+      createRunner({
+        store,
+        gatewayUrl: GATEWAY,
+        heartbeatIntervalMs: 50,
+        exitWhenIdle: true,
+        agent: async (_task, ctx) => {
+          await store.updateRollout(ctx.rolloutId, { status: 'cancelled' });
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          reasons.push(ctx.signal.reason);
+          return 1;
+        },
+      }),
+    );
+    const stats = await runner.done;
+    expect(stats).toMatchObject({ started: 1, cancelled: 1, succeeded: 0, failed: 0 });
+    expect(reasons).toEqual(['cancelled']);
+    expect((await store.getRolloutById(rollout.rollout_id))?.status).toBe('cancelled');
+    const [attempt] = await attemptsOf(rollout.rollout_id);
+    expect(attempt?.metadata).toMatchObject({ runner: { reason: 'rollout_cancelled' } });
+  });
 });
 
 describe('runner core with agent processes', () => {
