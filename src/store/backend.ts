@@ -54,6 +54,8 @@ export interface StoreBackend {
   putWorker(worker: Worker): void;
   listWorkers(): Worker[];
 
+  /** Resolves once every sequence id handed out so far can never be handed out again, even after a crash. */
+  sequencesDurable(): Promise<void>;
   /** Resolves once every write made so far is durable (immediately for memory). */
   durable(): Promise<void>;
   close(): Promise<void>;

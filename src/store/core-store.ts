@@ -290,14 +290,15 @@ export class CoreStore implements LightningStore {
   }
 
   async nextSequenceId(rolloutId: string, _attemptId?: string | null): Promise<number> {
+    // An in-process increment (pitfall 31); it waits only when the backend must first persist a new id block.
     const id = this.backend.allocateSequenceIds(rolloutId, 1);
-    await this.backend.durable();
+    await this.backend.sequencesDurable();
     return id;
   }
 
   async nextSequenceIds(pairs: ReadonlyArray<readonly [rolloutId: string, attemptId: string]>): Promise<number[]> {
     const ids = pairs.map(([rolloutId]) => this.backend.allocateSequenceIds(rolloutId, 1));
-    await this.backend.durable();
+    await this.backend.sequencesDurable();
     return ids;
   }
 

@@ -269,6 +269,10 @@ export class MemoryBackend implements StoreBackend {
     return RESOLVED;
   }
 
+  sequencesDurable(): Promise<void> {
+    return RESOLVED;
+  }
+
   async close(): Promise<void> {}
 }
 

@@ -43,6 +43,7 @@ function deferred(): Deferred {
 
 const RESOLVED: Promise<void> = Promise.resolve();
 const PAGE_SIZE_BYTES = 16_384;
+const SEQUENCE_BLOCK = 1_000;
 const KEY_SEPARATOR = '\u0000';
 const LATEST_RESOURCES_KEY = 'latest_resources_id';
 
@@ -70,6 +71,9 @@ export class SqliteBackend extends MemoryBackend {
   readonly #dirtyRollouts = new Set<string>();
   readonly #dirtyAttempts = new Map<string, Attempt>();
   readonly #dirtyCounters = new Set<string>();
+  /** Persisted high-water mark per rollout (>= every id handed out). */
+  readonly #reserved = new Map<string, number>();
+  #reservationPending = false;
   readonly #dirtyResources = new Set<string>();
   readonly #dirtyWorkers = new Set<string>();
   #latestResourcesDirty = false;
@@ -172,7 +176,10 @@ export class SqliteBackend extends MemoryBackend {
          ) GROUP BY rollout_id`,
       )
       .all();
-    for (const row of counters) this.counters.set(row.rollout_id, row.value);
+    for (const row of counters) {
+      this.counters.set(row.rollout_id, row.value);
+      this.#reserved.set(row.rollout_id, row.value);
+    }
     for (const row of db.prepare<[], { data: string }>('SELECT data FROM resources ORDER BY rowid').iterate()) {
       super.putResources(JSON.parse(row.data) as ResourcesUpdate);
     }
@@ -225,17 +232,32 @@ export class SqliteBackend extends MemoryBackend {
     this.#schedule();
   }
 
+  // Sequence ids are handed out from blocks reserved on disk: the stored value is a high-water mark at or above
+  // every id handed out, so allocation is an in-memory increment that waits for a commit only when it opens a
+  // new block. After a crash a rollout resumes above its last block (a gap, never a reuse); a clean close
+  // stores the exact counters, so a restart continues without a gap.
   override allocateSequenceIds(rolloutId: string, count: number): number {
     const first = super.allocateSequenceIds(rolloutId, count);
-    this.#dirtyCounters.add(rolloutId);
-    this.#schedule();
+    this.#reserveUpTo(rolloutId);
     return first;
   }
 
   override raiseSequenceId(rolloutId: string, value: number): void {
     super.raiseSequenceId(rolloutId, value);
+    this.#reserveUpTo(rolloutId);
+  }
+
+  #reserveUpTo(rolloutId: string): void {
+    const value = this.counters.get(rolloutId) ?? 0;
+    if (value <= (this.#reserved.get(rolloutId) ?? 0)) return;
+    this.#reserved.set(rolloutId, value + SEQUENCE_BLOCK);
     this.#dirtyCounters.add(rolloutId);
+    this.#reservationPending = true;
     this.#schedule();
+  }
+
+  override sequencesDurable(): Promise<void> {
+    return this.#reservationPending && this.#batch !== null ? this.#batch.promise : RESOLVED;
   }
 
   override putResources(resources: ResourcesUpdate): void {
@@ -335,8 +357,9 @@ export class SqliteBackend extends MemoryBackend {
       s.upsertAttempt.run(attempt.rollout_id, attempt.attempt_id, attempt.sequence_id, JSON.stringify(attempt));
     }
     this.#dirtyAttempts.clear();
-    for (const id of this.#dirtyCounters) s.upsertCounter.run(id, this.counters.get(id) ?? 0);
+    for (const id of this.#dirtyCounters) s.upsertCounter.run(id, this.#reserved.get(id) ?? 0);
     this.#dirtyCounters.clear();
+    this.#reservationPending = false;
     for (const span of this.#pendingSpans) {
       const { rest, packed } = this.#packer.pack(span.attributes);
       const data = JSON.stringify(rest === span.attributes ? span : { ...span, attributes: rest });
@@ -364,6 +387,14 @@ export class SqliteBackend extends MemoryBackend {
   override async close(): Promise<void> {
     if (this.#closed) return;
     this.flushNow();
+    // Store exact counters so a clean restart continues without a gap.
+    const exact = this.#db.prepare<[number, string]>('UPDATE sequence_counters SET value = ? WHERE rollout_id = ?');
+    this.#db.transaction(() => {
+      for (const [id, reserved] of this.#reserved) {
+        const value = this.counters.get(id) ?? 0;
+        if (value < reserved) exact.run(value, id);
+      }
+    })();
     this.#closed = true;
     this.#db.close();
   }

@@ -924,8 +924,8 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
           expect((await store.getRolloutById(done.rollout_id))?.status).toBe('succeeded');
           const spans = await store.querySpans(running.rollout_id);
           expect(spans.items).toEqual([span]);
-          const next = await store.nextSequenceId(running.rollout_id);
-          expect(next).toBeGreaterThan(2);
+          // never reused (a backend may leave a gap)
+          expect(await store.nextSequenceId(running.rollout_id)).toBeGreaterThan(2);
           expect(
             await store.addSpan(
               makeSpan(running.rollout_id, running.attempt.attempt_id, { span_id: span?.span_id ?? '' }),

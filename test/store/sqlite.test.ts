@@ -92,6 +92,20 @@ describe('SqliteStore storage', () => {
     }
   });
 
+  it('hands out sequence ids from reserved blocks: exact after a clean close, never reused', async () => {
+    const path = join(root, 'sequence.db');
+    const store = new SqliteStore({ path });
+    for (let i = 1; i <= 5; i++) expect(await store.nextSequenceId('ro-seq')).toBe(i);
+    await store.close();
+    const reader = new BetterSqlite3(path, { readonly: true });
+    const stored = reader.prepare('SELECT value FROM sequence_counters WHERE rollout_id = ?').pluck().get('ro-seq');
+    reader.close();
+    expect(stored).toBe(5);
+    const again = new SqliteStore({ path });
+    expect(await again.nextSequenceId('ro-seq')).toBe(6);
+    await again.close();
+  });
+
   it('rejects a store file from a newer schema version', async () => {
     const path = join(root, 'future.db');
     const db = new BetterSqlite3(path);
