@@ -1,6 +1,7 @@
 // Runs the configured algorithms, in config order, next to the gateway (`rollgate serve`) or alone
 // (`rollgate algorithm`). A plugin that throws is reported and stopped; it never takes the gateway down.
 // `close()` aborts the running plugin through its signal and waits for it to wind down.
+import { setMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import type { AlgorithmConfig } from '../../config/schema.js';
 import type { Logger } from '../logger.js';
@@ -55,6 +56,8 @@ function timestampForFile(date: Date): string {
 
 export function startAlgorithms(configs: readonly AlgorithmConfig[], deps: StartAlgorithmsDeps): AlgorithmsHandle {
   const controller = new AbortController();
+  // Every concurrent evaluation waits on this one signal; dozens of listeners are expected, not a leak.
+  setMaxListeners(0, controller.signal);
   const reportDir = deps.reportDir ?? join(deps.baseDir, 'data', 'reports');
   const output = deps.progressOutput ?? process.stderr;
 

@@ -110,8 +110,9 @@ export async function runBeamSearch(opts: ApoOptions, ctx: AlgorithmContext, dep
   const all: Candidate[] = [];
   let versionCounter = 0;
   const stats = { rollouts: 0, timedOut: 0, optimizerCalls: 0, evaluations: 0 };
-  const evalLimiter = createLimiter(opts.concurrency);
-  const optimizerLimiter = createLimiter(opts.concurrency);
+  // One bound for evaluation batches and optimizer calls together: `concurrency: 1` is then the original's
+  // strictly one-thing-at-a-time loop.
+  const limiter = createLimiter(opts.concurrency);
 
   const addCandidate = async (
     template: string,
@@ -145,7 +146,7 @@ export async function runBeamSearch(opts: ApoOptions, ctx: AlgorithmContext, dep
     tasks: readonly JsonValue[],
     options: { mode: RolloutMode; purpose: string; keepSpans: boolean },
   ): Promise<EvaluationResult> =>
-    evalLimiter.run(async () => {
+    limiter.run(async () => {
       throwIfAborted(signal);
       const result = await evaluateTasks({
         store,
@@ -181,7 +182,7 @@ export async function runBeamSearch(opts: ApoOptions, ctx: AlgorithmContext, dep
     });
 
   const askOptimizer = (model: string, messages: Parameters<OptimizerClient['complete']>[0]['messages']) =>
-    optimizerLimiter.run(async () => {
+    limiter.run(async () => {
       throwIfAborted(signal);
       stats.optimizerCalls += 1;
       return ctx.signal.aborted
