@@ -14,16 +14,20 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+type ModelOverrides = Partial<NonNullable<ConfigOverrides['models']>[number]>;
+
 export async function startHarness(
   mockOptions: MockVllmOptions = {},
   overrides: ConfigOverrides = {},
+  /** Merged into the one model entry that points at the stand-in. */
+  modelOverrides: ModelOverrides = {},
 ): Promise<Harness> {
   const mock = await startMockVllm(mockOptions);
   const model = mockOptions.model ?? 'mock-model';
   let gw: TestGateway;
   try {
     gw = await startTestGateway({
-      models: [{ name: model, backends: [{ url: mock.url, apiKey: 'backend-secret' }] }],
+      models: [{ name: model, backends: [{ url: mock.url, apiKey: 'backend-secret' }], ...modelOverrides }],
       ...overrides,
     });
   } catch (error) {
@@ -36,10 +40,15 @@ export async function startHarness(
   const fetchViaPool = ((url: string, init?: Record<string, unknown>) =>
     undiciFetch(url, { ...init, dispatcher: agentPool })) as unknown as typeof fetch;
   // One un-attributed call of each kind first: timing assertions should not measure module loading and JIT.
+  const agentModel = modelOverrides.name ?? model;
   const warm = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'agent-key', maxRetries: 0, fetch: fetchViaPool });
-  await warm.chat.completions.create({ model, messages: [{ role: 'user', content: 'warm' }], max_tokens: 2 });
+  await warm.chat.completions.create({
+    model: agentModel,
+    messages: [{ role: 'user', content: 'warm' }],
+    max_tokens: 2,
+  });
   for await (const _ of await warm.chat.completions.create({
-    model,
+    model: agentModel,
     messages: [{ role: 'user', content: 'warm' }],
     max_tokens: 2,
     stream: true,
