@@ -36,6 +36,8 @@ export interface OtlpSpanProcessorOptions {
   readonly headers?: Record<string, string>;
   /** How long shutdown waits for the last batches; a dead collector must not hold the gateway's exit. */
   readonly shutdownTimeoutMillis?: number;
+  /** Called as spans are lost (e.g. to feed `rollgate_spans_dropped_total{exporter="otlp"}`). */
+  readonly onDropped?: (count: number, reason: 'queue_full' | 'export_failed') => void;
 }
 
 export interface OtlpExportStats {
@@ -98,7 +100,8 @@ export function createOtlpSpanProcessor(
   options: OtlpSpanProcessorOptions = {},
 ): OtlpSpanProcessor | null {
   if (config === undefined) return null;
-  const settings = { ...DEFAULTS, ...options };
+  const { onDropped: _onDropped, headers: _headers, ...tuning } = options;
+  const settings = { ...DEFAULTS, ...tuning };
   const url = tracesUrl(config.url);
   const exporterConfig = {
     url,
@@ -127,6 +130,7 @@ export function createOtlpSpanProcessor(
           failing = false;
         } else {
           counters.failed += spans.length;
+          options.onDropped?.(spans.length, 'export_failed');
           // Once per failure streak: a dead collector must not flood the logs.
           if (!failing) logger.warn('otlp export failed', { url, spans: spans.length, err: result.error?.message });
           failing = true;
@@ -155,6 +159,7 @@ export function createOtlpSpanProcessor(
       if (closed || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
       if (queued >= settings.maxQueueSize) {
         counters.dropped++;
+        options.onDropped?.(1, 'queue_full');
         return;
       }
       queued++;

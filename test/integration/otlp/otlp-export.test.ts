@@ -134,6 +134,7 @@ describe('createOtlpSpanProcessor', () => {
   it('bounds the queue against a hanging collector: drops are counted, shutdown is bounded', async () => {
     const collector = await startCollector('hang');
     cleanups.push(() => collector.close());
+    let reportedDrops = 0;
     const processor = createOtlpSpanProcessor(
       { url: `${collector.url}/v1/traces`, protocol: 'http/protobuf' },
       silentLogger,
@@ -142,6 +143,9 @@ describe('createOtlpSpanProcessor', () => {
         maxExportBatchSize: 10,
         exportTimeoutMillis: 5_000,
         shutdownTimeoutMillis: 300,
+        onDropped: (count, reason) => {
+          if (reason === 'queue_full') reportedDrops += count;
+        },
       },
     )!;
     const provider = new BasicTracerProvider({ spanProcessors: [processor] });
@@ -151,6 +155,7 @@ describe('createOtlpSpanProcessor', () => {
     expect(performance.now() - started).toBeLessThan(1_000);
     // The first full batch left for the (hanging) collector; the next 10 wait in the queue; the rest are dropped.
     expect(processor.stats().dropped).toBe(80);
+    expect(reportedDrops).toBe(80);
     const shutdownStarted = performance.now();
     await provider.shutdown();
     expect(performance.now() - shutdownStarted).toBeLessThan(3_000);
