@@ -104,6 +104,17 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    description: 'spans: keep typical rows inline, never try to compress packed token ids',
+    // A call with ~750 token ids is a ~2.2 kB row, just over the default 2 kB TOAST threshold: PostgreSQL would
+    // try (and fail) to compress the varint bytes on every insert. Varints do not compress; keep rows inline up
+    // to a page and store larger token-id blobs out of line uncompressed.
+    sql: `
+      ALTER TABLE spans SET (toast_tuple_target = 8160);
+      ALTER TABLE spans ALTER COLUMN int_arrays SET STORAGE EXTERNAL;
+    `,
+  },
 ];
 
 /** Quotes an SQL identifier (schema names come from configuration). */

@@ -76,6 +76,12 @@ export async function writeSpansInTransaction(c: PoolClient, options: SpanBatchO
     outcomes[i] = { ok: false, error };
   }
 
+  const ctx: ApplyContext = { now, workerId: null, schema: options.schema, effects: options.effects };
+  if (candidates.every((i) => explicitSequenceId(spans[i] as SpanInput) !== null)) {
+    await writeWithExplicitIds(c, { spans, candidates, outcomes, locked, attempts, ctx, logger: options.logger });
+    return outcomes.map((o) => o ?? { ok: true, span: null });
+  }
+
   // Duplicates (already stored, or repeated within the batch) answer null and change nothing; the rollout row
   // lock serialises every span write of a rollout, so this check cannot race another writer.
   const existing = await existingSpanKeys(
@@ -106,7 +112,6 @@ export async function writeSpansInTransaction(c: PoolClient, options: SpanBatchO
   const stored = fresh.map((i, k) => normaliseSpan(spans[i] as SpanInput, sequenceIds[k] as number));
   await insertSpans(c, stored);
 
-  const ctx: ApplyContext = { now, workerId: null, schema: options.schema, effects: options.effects };
   const dirty = new Map<string, Attempt>();
   for (const span of stored) {
     await heartbeat(c, { span, locked, attempts, dirty, ctx });
@@ -206,30 +211,160 @@ async function raiseCounters(c: PoolClient, values: ReadonlyArray<readonly [stri
   );
 }
 
+const SPAN_INSERT_COLUMNS =
+  'rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, end_time, body, int_arrays, size_bytes';
+
+/**
+ * `($1, ..., $12), (...)` for a multi-row INSERT. Separate parameters rather than unnest(arrays): node-postgres
+ * sends a Buffer parameter in binary, while inside an array literal it would be hex text parsed by the server.
+ */
+function spanRows(spans: readonly Span[], values: unknown[]): string {
+  const rows: string[] = [];
+  for (const span of spans) {
+    const encoded = encodeSpan(span);
+    const row = [
+      span.rollout_id,
+      span.attempt_id,
+      span.span_id,
+      span.sequence_id,
+      String(span.trace_id ?? ''),
+      span.parent_id ?? null,
+      String(span.name ?? ''),
+      span.start_time,
+      span.end_time,
+      encoded.body,
+      encoded.intArrays,
+      encoded.sizeBytes,
+    ];
+    const placeholders = row.map((value) => {
+      values.push(value);
+      return `$${values.length}`;
+    });
+    rows.push(`(${placeholders.join(', ')})`);
+  }
+  return rows.join(', ');
+}
+
 async function insertSpans(c: PoolClient, spans: readonly Span[]): Promise<void> {
   if (spans.length === 0) return;
-  const encoded = spans.map(encodeSpan);
-  await c.query(
-    `INSERT INTO spans (rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, end_time,
-       body, int_arrays, size_bytes)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-       $8::float8[], $9::float8[], $10::json[], $11::bytea[], $12::int[])
-     ON CONFLICT DO NOTHING`,
-    [
-      spans.map((s) => s.rollout_id),
-      spans.map((s) => s.attempt_id),
-      spans.map((s) => s.span_id),
-      spans.map((s) => s.sequence_id),
-      spans.map((s) => String(s.trace_id ?? '')),
-      spans.map((s) => s.parent_id ?? null),
-      spans.map((s) => String(s.name ?? '')),
-      spans.map((s) => s.start_time),
-      spans.map((s) => s.end_time),
-      encoded.map((e) => e.body),
-      encoded.map((e) => e.intArrays),
-      encoded.map((e) => e.sizeBytes),
-    ],
+  const values: unknown[] = [];
+  const rows = spanRows(spans, values);
+  await c.query(`INSERT INTO spans (${SPAN_INSERT_COLUMNS}) VALUES ${rows} ON CONFLICT DO NOTHING`, values);
+}
+
+/**
+ * The gateway's path: every span carries the sequence id allocated at request arrival. One statement inserts the
+ * spans, raises the rollouts' counters (chmax) for those actually inserted, and records the heartbeat of every
+ * attempt that got at least one new span; duplicates come back missing from RETURNING and change nothing.
+ */
+async function writeWithExplicitIds(
+  c: PoolClient,
+  options: {
+    spans: readonly SpanInput[];
+    candidates: readonly number[];
+    outcomes: Array<SpanWriteOutcome | undefined>;
+    locked: Map<string, LockedRollout>;
+    attempts: Map<string, Attempt>;
+    ctx: ApplyContext;
+    logger: Logger;
+  },
+): Promise<void> {
+  const { spans, candidates, outcomes, locked, attempts, ctx } = options;
+  const seen = new Set<string>();
+  const fresh: number[] = [];
+  for (const i of candidates) {
+    const span = spans[i] as SpanInput;
+    const key = `${attemptKey(span.rollout_id, span.attempt_id)}\u0000${span.span_id}`;
+    if (seen.has(key)) {
+      outcomes[i] = { ok: true, span: null };
+      continue;
+    }
+    seen.add(key);
+    fresh.push(i);
+  }
+  if (fresh.length === 0) return;
+  const stored = fresh.map((i) => {
+    const input = spans[i] as SpanInput;
+    return normaliseSpan(input, explicitSequenceId(input) as number);
+  });
+  // The attempt machine decides each heartbeat; one span or several in a batch end in the same state.
+  const planned = new Map<string, { after: Attempt; changed: boolean }>();
+  for (const span of stored) {
+    const key = attemptKey(span.rollout_id, span.attempt_id);
+    const attempt = attempts.get(key);
+    if (attempt === undefined || planned.has(key)) continue;
+    const moved = nextAttemptState(attempt, { kind: 'heartbeat' }, ctx.now);
+    planned.set(key, {
+      after: { ...attempt, status: moved.status, last_heartbeat_time: moved.last_heartbeat_time },
+      changed: moved.changed,
+    });
+  }
+  const beats = [...planned.values()].map((p) => p.after);
+  const values: unknown[] = [
+    beats.map((a) => a.rollout_id),
+    beats.map((a) => a.attempt_id),
+    beats.map((a) => a.status),
+    beats.map((a) => a.last_heartbeat_time),
+  ];
+  const rows = spanRows(stored, values);
+  const res = await c.query<{ rollout_id: string; attempt_id: string; span_id: string }>(
+    `WITH ins AS (
+       INSERT INTO spans (${SPAN_INSERT_COLUMNS}) VALUES ${rows}
+       ON CONFLICT DO NOTHING RETURNING rollout_id, attempt_id, span_id, sequence_id
+     ), seq AS (
+       INSERT INTO span_sequences (rollout_id, last_id)
+         SELECT rollout_id, max(sequence_id) FROM ins GROUP BY rollout_id
+       ON CONFLICT (rollout_id) DO UPDATE SET last_id = GREATEST(span_sequences.last_id, excluded.last_id)
+     ), beat AS (
+       UPDATE attempts a SET status = v.status, last_heartbeat_time = v.hb
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[]) AS v(rollout_id, attempt_id, status, hb)
+       WHERE a.rollout_id = v.rollout_id AND a.attempt_id = v.attempt_id
+         AND EXISTS (SELECT 1 FROM ins WHERE ins.rollout_id = v.rollout_id AND ins.attempt_id = v.attempt_id)
+     )
+     SELECT rollout_id, attempt_id, span_id FROM ins`,
+    values,
   );
+  const inserted = new Set(res.rows.map((r) => `${attemptKey(r.rollout_id, r.attempt_id)}\u0000${r.span_id}`));
+  const beaten = new Set<string>();
+  fresh.forEach((i, k) => {
+    const span = stored[k] as Span;
+    const key = attemptKey(span.rollout_id, span.attempt_id);
+    if (inserted.has(`${key}\u0000${span.span_id}`)) {
+      outcomes[i] = { ok: true, span };
+      beaten.add(key);
+    } else {
+      options.logger.debug('duplicated span added', {
+        rid: span.rollout_id,
+        aid: span.attempt_id,
+        spanId: span.span_id,
+      });
+      outcomes[i] = { ok: true, span: null };
+    }
+  });
+  // Rare follow-ups (the first span of an attempt): rollout promotion and the worker's status.
+  for (const [key, plan] of planned) {
+    if (!beaten.has(key)) continue;
+    attempts.set(key, plan.after);
+    const rollout = locked.get(plan.after.rollout_id);
+    if (rollout !== undefined && plan.after.sequence_id === rollout.attemptCount) {
+      const event = { kind: 'span_on_latest_attempt', attemptStatus: plan.after.status } as const;
+      const state = { status: rollout.rollout.status, end_time: rollout.rollout.end_time, queued: rollout.queued };
+      if (nextRolloutState(state, event, ctx.now).changed) await applyRolloutEvent(c, rollout, event, ctx);
+    }
+    if (plan.changed && plan.after.worker_id !== null) {
+      await applyWorkerEvent(
+        c,
+        plan.after.worker_id,
+        {
+          kind: 'attempt_updated',
+          status: plan.after.status,
+          rollout_id: plan.after.rollout_id,
+          attempt_id: plan.after.attempt_id,
+        },
+        ctx.now,
+      );
+    }
+  }
 }
 
 /** A span is a heartbeat for its attempt (§3.4) and may promote the rollout (§3.3); mirrors CoreStore. */

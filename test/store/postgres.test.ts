@@ -129,9 +129,9 @@ if (PG_URL === undefined) {
       const pool = new pg.Pool({ connectionString: url, max: 6 });
       try {
         const results = await Promise.all(Array.from({ length: 6 }, () => migrate({ pool, schema })));
-        expect(results.flatMap((r) => r.applied)).toEqual([1]);
-        const versions = await pool.query(`SELECT version FROM "${schema}".rollgate_migrations`);
-        expect(versions.rows).toEqual([{ version: 1 }]);
+        expect(results.flatMap((r) => r.applied)).toEqual([1, 2]);
+        const versions = await pool.query(`SELECT version FROM "${schema}".rollgate_migrations ORDER BY version`);
+        expect(versions.rows).toEqual([{ version: 1 }, { version: 2 }]);
       } finally {
         await pool.end();
       }
