@@ -65,25 +65,8 @@ async function serve(options: ServeOptions): Promise<number> {
     return EXIT_STARTUP_ERROR;
   }
 
-  let url: string;
-  try {
-    ({ url } = await gateway.listen());
-  } catch (error) {
-    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-    await gateway.close();
-    return EXIT_STARTUP_ERROR;
-  }
-  // Algorithm plugins run next to the gateway; one that fails is reported and never takes the gateway down.
-  const algorithms =
-    config.algorithms.length === 0
-      ? null
-      : startAlgorithms(config.algorithms, {
-          store: gateway.store,
-          gateway: createStoreOnlyGatewayControl({ gatewayUrl: url }),
-          logger: gateway.logger,
-          baseDir: options.config === undefined ? process.cwd() : dirname(resolve(options.config)),
-        });
-
+  // Registered before listening, so a signal that arrives during startup still closes the store cleanly.
+  let algorithms: ReturnType<typeof startAlgorithms> | null = null;
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -104,5 +87,25 @@ async function serve(options: ServeOptions): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+
+  let url: string;
+  try {
+    ({ url } = await gateway.listen());
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    await gateway.close();
+    return EXIT_STARTUP_ERROR;
+  }
+  if (stopping) return 0;
+  // Algorithm plugins run next to the gateway; one that fails is reported and never takes the gateway down.
+  algorithms =
+    config.algorithms.length === 0
+      ? null
+      : startAlgorithms(config.algorithms, {
+          store: gateway.store,
+          gateway: createStoreOnlyGatewayControl({ gatewayUrl: url }),
+          logger: gateway.logger,
+          baseDir: options.config === undefined ? process.cwd() : dirname(resolve(options.config)),
+        });
   return 0;
 }
