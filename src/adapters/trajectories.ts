@@ -1,7 +1,10 @@
 // Triplets -> training rows (contracts.md §5.3, agent-lightning v1 trajectory merging). A turn merges
 // into the current row only when its prompt ids start token-exactly with the row's context (previous
 // prompt + response): that holds only when ids are the engine's own, never re-tokenised (pitfalls.md 55).
-import type { TokenTriplet } from './triplets.js';
+import type { Span } from '../store/types.js';
+import { findFinalReward } from './reward.js';
+import { sortSpansBySequence } from './span-order.js';
+import { spansToTriplets, type TokenTriplet } from './triplets.js';
 
 export interface TrajectoryOptions {
   /** `trajectory` merges continuing turns; `transition` makes one row per triplet. */
@@ -132,4 +135,10 @@ export function tripletsToTrajectories(
   }
   if (current) close(current);
   return rows;
+}
+
+/** Spans of one rollout (any order) -> training rows: triplets, then the final reward on every row. */
+export function spansToTrajectories(spans: readonly Span[], options: TrajectoryOptions = {}): TrajectoryRow[] {
+  const sorted = sortSpansBySequence(spans);
+  return tripletsToTrajectories(spansToTriplets(sorted), findFinalReward(sorted), options);
 }

@@ -1,8 +1,8 @@
 // contracts.md §5.3, pitfalls.md 55.
 import { describe, expect, it } from 'vitest';
-import { tripletsToTrajectories } from '../../../src/adapters/trajectories.js';
+import { spansToTrajectories, tripletsToTrajectories } from '../../../src/adapters/trajectories.js';
 import { spansToTriplets } from '../../../src/adapters/triplets.js';
-import { callSpan } from './fixtures.js';
+import { callSpan, rewardSpan } from './fixtures.js';
 
 // A 3-turn tool conversation: each prompt = previous prompt + previous response + tool observation.
 const turn1 = { prompt: [1, 2, 3], response: [10, 11] };
@@ -62,5 +62,17 @@ describe('tripletsToTrajectories', () => {
     const triplets = spansToTriplets([callSpan(1, [1, 2, 3, 4], [5, 6, 7])]);
     const [row] = tripletsToTrajectories(triplets, 0, { maxPromptLength: 2, maxResponseLength: 2 });
     expect(row).toMatchObject({ promptIds: [1, 2], responseIds: [5, 6], isDrop: true, isResponseTruncated: true });
+  });
+
+  it('goes from spans to rows with the final reward, whatever the span order', () => {
+    const spans = [
+      rewardSpan(4, 0.5),
+      callSpan(3, turn3.prompt, turn3.response),
+      callSpan(1, turn1.prompt, turn1.response),
+      callSpan(2, turn2.prompt, turn2.response),
+    ];
+    const rows = spansToTrajectories(spans);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ reward: 0.5, sequenceIds: [1, 2, 3] });
   });
 });
