@@ -100,13 +100,13 @@ export function createOtlpSpanProcessor(
   options: OtlpSpanProcessorOptions = {},
 ): OtlpSpanProcessor | null {
   if (config === undefined) return null;
-  const { onDropped: _onDropped, headers: _headers, ...tuning } = options;
+  const { onDropped, headers, ...tuning } = options;
   const settings = { ...DEFAULTS, ...tuning };
   const url = tracesUrl(config.url);
   const exporterConfig = {
     url,
     timeoutMillis: settings.exportTimeoutMillis,
-    ...(options.headers ? { headers: options.headers } : {}),
+    ...(headers ? { headers } : {}),
   };
   const inner: SpanExporter =
     config.protocol === 'http/json'
@@ -130,7 +130,7 @@ export function createOtlpSpanProcessor(
           failing = false;
         } else {
           counters.failed += spans.length;
-          options.onDropped?.(spans.length, 'export_failed');
+          onDropped?.(spans.length, 'export_failed');
           // Once per failure streak: a dead collector must not flood the logs.
           if (!failing) logger.warn('otlp export failed', { url, spans: spans.length, err: result.error?.message });
           failing = true;
@@ -159,7 +159,7 @@ export function createOtlpSpanProcessor(
       if (closed || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
       if (queued >= settings.maxQueueSize) {
         counters.dropped++;
-        options.onDropped?.(1, 'queue_full');
+        onDropped?.(1, 'queue_full');
         return;
       }
       queued++;
