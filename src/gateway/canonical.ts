@@ -72,7 +72,8 @@ export function canonicalRecord(call: CapturedCall, options: CanonicalOptions): 
   const choices = call.choices.map(canonicalChoice);
   const hasPrompt = promptTokenIds !== null && promptTokenIds.length > 0;
   const withIds = choices.filter((c) => c.tokenIds !== null && c.tokenIds.length > 0).length;
-  const gaps = call.choices.some((c) => c.tokenIdsGap);
+  // A gap only matters where ids came from token_ids deltas; recovered or absent ids have none.
+  const gaps = call.choices.some((c) => c.tokenIdsGap && c.tokenIds !== null);
   let status: TokenIdsStatus;
   if (!hasPrompt && withIds === 0) status = TOKEN_IDS_STATUS_VALUE_MISSING;
   else if (hasPrompt && withIds > 0 && withIds === choices.length && !gaps && options.complete)
