@@ -5,7 +5,7 @@
 // every other route keep their own handlers and 404s.
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -88,13 +88,22 @@ async function listFiles(dir: string): Promise<string[]> {
   return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
 }
 
-async function loadAssets(dir: string): Promise<ReadonlyMap<string, Asset>> {
-  if (!existsSync(join(dir, 'index.html'))) {
-    throw new GatewayError(
-      'not_found',
-      'The dashboard is not built: run `npm run build:dashboard` (or `npm run build`)',
-    );
+function notBuilt(): GatewayError {
+  return new GatewayError(
+    'not_found',
+    'The dashboard is not built: run `npm run build:dashboard` (or `npm run build`)',
+  );
+}
+
+async function indexMtimeMs(dir: string): Promise<number | null> {
+  try {
+    return (await stat(join(dir, 'index.html'))).mtimeMs;
+  } catch {
+    return null;
   }
+}
+
+async function loadAssets(dir: string): Promise<ReadonlyMap<string, Asset>> {
   const assets = new Map<string, Asset>();
   for (const file of await listFiles(dir)) {
     const urlPath = `/${relative(dir, file).split(sep).join('/')}`;
@@ -143,26 +152,35 @@ function send(c: Context<AppEnv>, asset: Asset): Response {
 
 export function createDashboardRoutes(options: DashboardRoutesOptions = {}): Hono<AppEnv> {
   const dir = options.assetsDir ?? defaultDashboardDir();
+  let build: { readonly assets: ReadonlyMap<string, Asset>; readonly indexMtimeMs: number } | null = null;
   let loading: Promise<ReadonlyMap<string, Asset>> | null = null;
-  const assets = (): Promise<ReadonlyMap<string, Asset>> => {
-    loading ??= loadAssets(dir).catch((error: unknown) => {
-      // Not built yet: try again on the next request, so building while the gateway runs is enough.
-      loading = null;
-      throw error;
-    });
+  // One stat of index.html per page load (not per asset): a rebuild while the gateway runs is picked up
+  // on the next reload, and a build made after start-up is found without a restart.
+  const currentAssets = async (): Promise<ReadonlyMap<string, Asset>> => {
+    const mtimeMs = await indexMtimeMs(dir);
+    if (mtimeMs === null) throw notBuilt();
+    if (build?.indexMtimeMs === mtimeMs) return build.assets;
+    loading ??= loadAssets(dir)
+      .then((assets) => {
+        build = { assets, indexMtimeMs: mtimeMs };
+        return assets;
+      })
+      .finally(() => {
+        loading = null;
+      });
     return loading;
   };
 
   const app = new Hono<AppEnv>();
   const serveIndex = async (c: Context<AppEnv>): Promise<Response> => {
-    const index = (await assets()).get(INDEX_PATH);
-    if (index === undefined) throw new GatewayError('not_found', 'The dashboard build has no index.html');
+    const index = (await currentAssets()).get(INDEX_PATH);
+    if (index === undefined) throw notBuilt();
     return send(c, index);
   };
   for (const path of DASHBOARD_CLIENT_ROUTES) app.get(path, serveIndex);
   app.get(INDEX_PATH, serveIndex);
   app.get(`${ASSETS_PREFIX}*`, async (c) => {
-    const asset = (await assets()).get(c.req.path);
+    const asset = build?.assets.get(c.req.path) ?? (await currentAssets()).get(c.req.path);
     if (asset === undefined) throw new GatewayError('not_found', `No dashboard asset at ${c.req.path}`);
     return send(c, asset);
   });

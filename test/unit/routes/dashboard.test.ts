@@ -1,6 +1,6 @@
 // routes/dashboard.ts: built assets at `/`, SPA fallback for client routes, content types, cache
 // headers, and nothing claimed outside its own paths.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -127,6 +127,27 @@ describe('dashboard routes', () => {
       const res = await app.request(path);
       if (res.status === 200) expect(await res.text()).toBe(INDEX);
       else expect(res.status, path).toBe(404);
+    }
+  });
+
+  it('picks up a rebuild on the next page load without a restart', async () => {
+    const build = await mkdtemp(join(tmpdir(), 'rollgate-dashboard-rebuild-'));
+    try {
+      await mkdir(join(build, 'assets'));
+      await writeFile(join(build, 'index.html'), INDEX);
+      await writeFile(join(build, 'assets', 'index-abc123.js'), SCRIPT);
+      const app = appFor(build);
+      expect(await (await app.request('/')).text()).toBe(INDEX);
+      const rebuilt = INDEX.replace('index-abc123.js', 'index-new999.js');
+      await writeFile(join(build, 'assets', 'index-new999.js'), 'console.log(2);');
+      await writeFile(join(build, 'index.html'), rebuilt);
+      // A distinct mtime even on file systems with coarse timestamps.
+      const later = new Date(Date.now() + 5_000);
+      await utimes(join(build, 'index.html'), later, later);
+      expect(await (await app.request('/algorithm')).text()).toBe(rebuilt);
+      expect(await (await app.request('/assets/index-new999.js')).text()).toBe('console.log(2);');
+    } finally {
+      await rm(build, { recursive: true, force: true });
     }
   });
 
