@@ -157,6 +157,29 @@ describe('rollgate serve on SQLite', () => {
   }, 90_000);
 });
 
+describe('rollgate serve shutdown', () => {
+  it('drains in-flight requests on SIGTERM and exits at once on a second signal', async () => {
+    const served = await serve(['--store', 'memory'], dir);
+    live.push(served.child);
+    const started = await post(`${served.url}/v1/agl/rollouts`, { input: 'hold' });
+    // A long poll with no timeout keeps one request in flight, so the graceful close has something to drain.
+    const held = fetch(`${served.url}/v1/agl/waits/rollouts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ rollout_ids: [started.rollout_id], timeout: null }),
+    }).catch(() => null);
+    await new Promise((r) => setTimeout(r, 200));
+    served.child.kill('SIGTERM');
+    const early = await Promise.race([served.exited, new Promise((r) => setTimeout(() => r(null), 1_000))]);
+    expect(early).toBeNull();
+    served.child.kill('SIGINT');
+    const exit = await served.exited;
+    expect(exit.code).toBe(1);
+    expect(served.stderr()).toContain('exiting now');
+    await held;
+  }, 60_000);
+});
+
 describe('rollgate serve config errors', () => {
   it('exits 2 and names the key when proxy.config.json is invalid', async () => {
     const bad = mkdtempSync(join(dir, 'bad-'));
