@@ -130,7 +130,8 @@ describe('APO on the room-booking example', () => {
     const llmSpans = spans.filter((s) => s.name.startsWith('chat '));
     expect(agentCalls).toBeGreaterThan(0);
     expect(llmSpans).toHaveLength(agentCalls);
-    expect(agentModel.calls()).toBe(agentCalls);
+    // Equal without the gateway's response cache; with it, repeated temperature-0 calls never reach the model.
+    expect(agentModel.calls()).toBeLessThanOrEqual(agentCalls);
     for (const r of rollouts) {
       expect(llmSpans.filter((s) => s.rollout_id === r.rollout_id).length).toBeGreaterThanOrEqual(1);
     }
