@@ -185,9 +185,7 @@ export async function runBeamSearch(opts: ApoOptions, ctx: AlgorithmContext, dep
     limiter.run(async () => {
       throwIfAborted(signal);
       stats.optimizerCalls += 1;
-      return ctx.signal.aborted
-        ? null
-        : deps.optimizer.complete({ model, messages, temperature: opts.optimizer.temperature, signal });
+      return deps.optimizer.complete({ model, messages, temperature: opts.optimizer.temperature, signal });
     });
 
   const expand = async (job: BranchJob, round: number): Promise<BranchOutcome> => {
