@@ -12,6 +12,7 @@ import { MemoryBackend } from './memory-backend.js';
 import { migrate } from './sqlite-schema.js';
 import { IntArrayPacker, unpackIntArrays } from './token-ids-codec.js';
 import type { Attempt, ResourcesUpdate, Rollout, Span, StoreCapabilities, Worker } from './types.js';
+import { TERMINAL_STATUSES } from './types.js';
 
 export type SqliteSynchronous = 'normal' | 'full';
 
@@ -44,6 +45,7 @@ function deferred(): Deferred {
 const RESOLVED: Promise<void> = Promise.resolve();
 const PAGE_SIZE_BYTES = 16_384;
 const SEQUENCE_BLOCK = 1_000;
+const KNOWN_SPAN_ROLLOUTS_MAX = 10_000;
 const KEY_SEPARATOR = '\u0000';
 const LATEST_RESOURCES_KEY = 'latest_resources_id';
 
@@ -80,6 +82,7 @@ export class SqliteBackend extends MemoryBackend {
   #pendingSpans: Span[] = [];
   readonly #packer = new IntArrayPacker();
   readonly #pendingSpanKeys = new Set<string>();
+  readonly #spanKeys = new Map<string, Set<string>>();
   #spanCount = 0;
   #spanBytes = 0;
   #batch: Deferred | null = null;
@@ -136,11 +139,9 @@ export class SqliteBackend extends MemoryBackend {
         `INSERT OR IGNORE INTO spans (rollout_id, attempt_id, span_id, sequence_id, data, packed)
          VALUES (?, ?, ?, ?, ?, ?)`,
       ),
-      hasSpan: db
-        .prepare<[string, string, string], number>(
-          'SELECT 1 FROM spans WHERE rollout_id = ? AND attempt_id = ? AND span_id = ?',
-        )
-        .pluck(),
+      spanKeysOfRollout: db.prepare<[string], { attempt_id: string; span_id: string }>(
+        'SELECT attempt_id, span_id FROM spans WHERE rollout_id = ?',
+      ),
       spansOfRollout: db.prepare<[string], SpanRow>('SELECT data, packed FROM spans WHERE rollout_id = ? ORDER BY id'),
       spansOfAttempt: db.prepare<[string, string], SpanRow>(
         'SELECT data, packed FROM spans WHERE rollout_id = ? AND attempt_id = ? ORDER BY id',
@@ -204,6 +205,7 @@ export class SqliteBackend extends MemoryBackend {
 
   override putRollout(rollout: Rollout): void {
     super.putRollout(rollout);
+    if (TERMINAL_STATUSES.includes(rollout.status)) this.#spanKeys.delete(rollout.rollout_id);
     this.#dirtyRollouts.add(rollout.rollout_id);
     this.#schedule();
   }
@@ -277,13 +279,32 @@ export class SqliteBackend extends MemoryBackend {
 
   override hasSpan(rolloutId: string, attemptId: string, spanId: string): boolean {
     if (this.#pendingSpanKeys.has(rolloutId + KEY_SEPARATOR + attemptId + KEY_SEPARATOR + spanId)) return true;
-    return this.#stmt.hasSpan.get(rolloutId, attemptId, spanId) !== undefined;
+    return this.#knownSpanKeys(rolloutId).has(attemptId + KEY_SEPARATOR + spanId);
+  }
+
+  /**
+   * Span keys of a rollout that is receiving spans, loaded with one range query on its first span, so the
+   * duplicate check on the hot path is a set lookup instead of a SELECT per span. Bounded: sets are dropped
+   * when their rollout finishes, and all of them past KNOWN_SPAN_ROLLOUTS_MAX rollouts.
+   */
+  #knownSpanKeys(rolloutId: string): Set<string> {
+    let keys = this.#spanKeys.get(rolloutId);
+    if (keys === undefined) {
+      if (this.#spanKeys.size >= KNOWN_SPAN_ROLLOUTS_MAX) this.#spanKeys.clear();
+      keys = new Set();
+      for (const row of this.#stmt.spanKeysOfRollout.iterate(rolloutId)) {
+        keys.add(row.attempt_id + KEY_SEPARATOR + row.span_id);
+      }
+      this.#spanKeys.set(rolloutId, keys);
+    }
+    return keys;
   }
 
   override insertSpan(span: Span): void {
     // Serialised at commit time, straight into a reusable buffer (the span is the store's own copy).
     this.#pendingSpans.push(span);
     this.#pendingSpanKeys.add(span.rollout_id + KEY_SEPARATOR + span.attempt_id + KEY_SEPARATOR + span.span_id);
+    this.#spanKeys.get(span.rollout_id)?.add(span.attempt_id + KEY_SEPARATOR + span.span_id);
     this.#spanCount++;
     this.#schedule();
   }
