@@ -199,6 +199,9 @@ describe('rollgate runner (CLI)', () => {
       const stopped = await onlyAttempt(stuck.rollout_id);
       expect(stopped.status).toBe('failed');
       expect(stopped.metadata).toMatchObject({ runner: { reason: 'runner_stopped' } });
+      // A quiet shutdown (pitfall 64): the summary line, no stack trace.
+      expect(runner.stderr).toContain('rollgate runner stopped');
+      expect(runner.stderr).not.toMatch(/\n\s+at /);
       const pids = [...readPids(join(dir, `${hung.rollout_id}.pids`)), ...readPids(pidFile)];
       expect(pids).toHaveLength(4);
       for (const pid of pids) expect(isAlive(pid)).toBe(false);
