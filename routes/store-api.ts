@@ -49,6 +49,8 @@ export interface StoreApiDeps {
   readonly idempotency: Keyv;
   /** How long an Idempotency-Key is remembered (default 24 h). */
   readonly idempotencyTtlMs?: number;
+  /** Aborted when the gateway starts closing: pending long polls answer with what has finished so far. */
+  readonly shutdown?: AbortSignal;
 }
 
 const PREFIX = '/v1/agl';
@@ -249,14 +251,17 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   // --- waits: a server-side long poll, cancelled when the client goes away ---
   app.post(`${PREFIX}/waits/rollouts`, async (c) => {
     const body = parse(waitBodySchema, await readJson(c));
-    const { signal } = c.req.raw;
+    const client = c.req.raw.signal;
+    const signal = deps.shutdown === undefined ? client : AbortSignal.any([client, deps.shutdown]);
     let finished: Rollout[];
     try {
       finished = await store.waitForRollouts(body.rollout_ids, { timeout: body.timeout ?? null, signal });
     } catch (error) {
       // The caller hung up: nobody reads this answer, and it is not a server fault worth an error log.
-      if (signal.aborted) return c.body(null, 204);
-      throw error;
+      if (client.aborted) return c.body(null, 204);
+      // Shutting down: answer like an expired timeout so the caller simply polls again (after the restart).
+      if (deps.shutdown?.aborted) finished = await store.waitForRollouts(body.rollout_ids, { timeout: 0 });
+      else throw error;
     }
     return c.json(finished);
   });

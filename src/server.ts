@@ -66,12 +66,18 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+/** While draining, sockets whose last response just finished sit idle in keep-alive; close them as they appear. */
+const IDLE_SWEEP_MS = 50;
+
 function closeServer(server: Server, graceMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
     const force = setTimeout(() => server.closeAllConnections(), graceMs);
     force.unref();
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    sweep.unref();
     server.close(() => {
       clearTimeout(force);
+      clearInterval(sweep);
       resolve();
     });
     server.closeIdleConnections();

@@ -3,6 +3,7 @@
 // the key; SIGTERM closes gracefully with exit code 0.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -161,13 +162,14 @@ describe('rollgate serve shutdown', () => {
   it('drains in-flight requests on SIGTERM and exits at once on a second signal', async () => {
     const served = await serve(['--store', 'memory'], dir);
     live.push(served.child);
-    const started = await post(`${served.url}/v1/agl/rollouts`, { input: 'hold' });
-    // A long poll with no timeout keeps one request in flight, so the graceful close has something to drain.
-    const held = fetch(`${served.url}/v1/agl/waits/rollouts`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ rollout_ids: [started.rollout_id], timeout: null }),
-    }).catch(() => null);
+    // A request whose body is still arriving keeps the graceful close busy until the grace period ends.
+    const { port } = new URL(served.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    socket.on('error', () => undefined);
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(
+      'POST /v1/agl/rollouts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n{"in',
+    );
     await new Promise((r) => setTimeout(r, 200));
     served.child.kill('SIGTERM');
     const early = await Promise.race([served.exited, new Promise((r) => setTimeout(() => r(null), 1_000))]);
@@ -176,7 +178,7 @@ describe('rollgate serve shutdown', () => {
     const exit = await served.exited;
     expect(exit.code).toBe(1);
     expect(served.stderr()).toContain('exiting now');
-    await held;
+    socket.destroy();
   }, 60_000);
 });
 

@@ -77,6 +77,26 @@ describe('lifecycle', () => {
     await store.close();
   });
 
+  it('answers pending long polls at once when the gateway closes, instead of holding the drain', async () => {
+    const gw = await startTestGateway({ server: { shutdownGraceMs: 60_000 } });
+    const started = await gw.gateway.store.startRollout({ input: 'held' });
+    const done = await gw.gateway.store.startRollout({ input: 'done' });
+    await gw.gateway.store.updateRollout(done.rollout_id, { status: 'succeeded' });
+    const pending = fetch(`${gw.url}/v1/agl/waits/rollouts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ rollout_ids: [started.rollout_id, done.rollout_id], timeout: null }),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const t0 = performance.now();
+    await gw.close();
+    expect(performance.now() - t0).toBeLessThan(10_000);
+    const response = await pending;
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as Array<{ rollout_id: string }>;
+    expect(body.map((r) => r.rollout_id)).toEqual([done.rollout_id]);
+  });
+
   it('cancels a server-side wait when the client disconnects', async () => {
     const store = new MemoryStore();
     let settled = false;
