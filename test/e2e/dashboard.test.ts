@@ -64,7 +64,7 @@ async function texts(page: Page, selector: string): Promise<string[]> {
   return page.locator(selector).allTextContents();
 }
 
-describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
+describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_000 }, () => {
   let gw: TestGateway;
   let mock: MockVllm;
   let authGw: TestGateway;
