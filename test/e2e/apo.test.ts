@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROMPT_RESOURCE_NAME, RULES, roomAgent, SEED_PROMPT } from '../../examples/apo-room-booking/room-booking.js';
+import { spansToTriplets } from '../../src/adapters/triplets.js';
 import { createStoreOnlyGatewayControl } from '../../src/algorithms/gateway-control.js';
 import { startAlgorithms } from '../../src/algorithms/start.js';
 import { silentLogger } from '../../src/logger.js';
@@ -38,7 +39,15 @@ describe('APO on the room-booking example', () => {
   beforeAll(async () => {
     [agentModel, optimizer] = await Promise.all([startRoomModel(), startOptimizerModel()]);
     gw = await startTestGateway({
-      models: [{ name: MODEL, backends: [{ url: agentModel.url, type: 'openai' }], health: { intervalMs: 0 } }],
+      // vllm: the gateway asks for token ids and logprobs, so spans carry what critiques must never see.
+      models: [
+        {
+          name: MODEL,
+          backends: [{ url: agentModel.url, type: 'vllm' }],
+          logprobs: 'always',
+          health: { intervalMs: 0 },
+        },
+      ],
     });
     runner = createRunner({
       store: gw.gateway.store,
@@ -135,6 +144,21 @@ describe('APO on the room-booking example', () => {
     for (const r of rollouts) {
       expect(llmSpans.filter((s) => s.rollout_id === r.rollout_id).length).toBeGreaterThanOrEqual(1);
     }
+    // The adapters read the gateway's real spans: one trainable triplet per rollout, rewarded by the agent.
+    for (const r of rollouts.slice(0, 10)) {
+      const triplets = spansToTriplets(spans.filter((s) => s.rollout_id === r.rollout_id));
+      expect(triplets).toHaveLength(1);
+      expect([0, 1]).toContain(triplets[0]?.reward);
+      expect(triplets[0]?.response.logprobs).toHaveLength(triplets[0]?.response.token_ids.length ?? -1);
+    }
+
+    // Critique prompts carried chat messages but no token ids or logprobs, under the size cap.
     expect(optimizer.calls()).toBeGreaterThan(0);
+    const critiques = optimizer.bodies().filter((b) => !b.includes('Revise'));
+    expect(critiques.some((b) => b.includes('Meeting:'))).toBe(true);
+    for (const body of optimizer.bodies()) {
+      expect(body).not.toMatch(/token_ids|logprobs/);
+      expect(body.length).toBeLessThan(16_000 * 2 + 8_000);
+    }
   });
 });

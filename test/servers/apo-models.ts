@@ -18,6 +18,8 @@ export interface StandInModel {
   readonly url: string;
   /** Chat requests received. */
   readonly calls: () => number;
+  /** Raw request bodies received, in arrival order. */
+  readonly bodies: () => readonly string[];
   /** Optional per-request latency (bench: a GPU's worth of waiting). */
   setLatencyMs(ms: number): void;
   close(): Promise<void>;
@@ -26,14 +28,21 @@ export interface StandInModel {
 interface ChatRequest {
   model?: string;
   messages?: Array<{ role?: string; content?: unknown }>;
+  return_token_ids?: boolean;
+  logprobs?: boolean;
+}
+
+/** One token per character, as a vLLM with a toy tokenizer would report them. */
+function toyTokenIds(text: string): number[] {
+  return [...text].map((ch) => ch.codePointAt(0) ?? 0);
 }
 
 type Answer = (request: ChatRequest) => string;
 
-async function readJson(req: IncomingMessage): Promise<ChatRequest> {
+async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRequest;
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function textOf(request: ChatRequest): string {
@@ -42,6 +51,7 @@ function textOf(request: ChatRequest): string {
 
 async function serve(answer: Answer): Promise<StandInModel> {
   let calls = 0;
+  const bodies: string[] = [];
   let latencyMs = 0;
   let counter = 0;
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -53,18 +63,34 @@ async function serve(answer: Answer): Promise<StandInModel> {
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
       return send(404, { error: { message: 'not found', type: 'invalid_request_error' } });
     }
-    readJson(req)
-      .then(async (request) => {
+    readBody(req)
+      .then(async (raw) => {
+        const request = JSON.parse(raw) as ChatRequest;
         calls++;
+        bodies.push(raw);
         if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
         const content = answer(request);
+        const ids = toyTokenIds(content);
+        // Like vLLM asked for return_token_ids / logprobs, so recorded spans carry token-level data.
+        const choice: Record<string, unknown> = {
+          index: 0,
+          message: { role: 'assistant', content },
+          finish_reason: 'stop',
+        };
+        if (request.return_token_ids === true) choice.token_ids = ids;
+        if (request.logprobs === true) {
+          choice.logprobs = {
+            content: [...content].map((token) => ({ token, logprob: -0.5, bytes: [], top_logprobs: [] })),
+          };
+        }
         send(200, {
           id: `chatcmpl-standin-${++counter}`,
           object: 'chat.completion',
           created: Math.floor(Date.now() / 1000),
           model: request.model ?? 'stand-in',
-          choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          ...(request.return_token_ids === true ? { prompt_token_ids: toyTokenIds(textOf(request)) } : {}),
+          choices: [choice],
+          usage: { prompt_tokens: 1, completion_tokens: ids.length, total_tokens: 1 + ids.length },
         });
       })
       .catch((error: unknown) => send(400, { error: { message: String(error), type: 'invalid_request_error' } }));
@@ -77,6 +103,7 @@ async function serve(answer: Answer): Promise<StandInModel> {
   return {
     url: `http://127.0.0.1:${port}/v1`,
     calls: () => calls,
+    bodies: () => bodies,
     setLatencyMs(ms) {
       latencyMs = ms;
     },

@@ -13,13 +13,18 @@ export interface Experiment {
 }
 
 const HIDDEN_ATTRIBUTE = /token_ids|logprobs/i;
+/** What a critique can use: the conversation, the model settings, rewards, errors, tool calls. */
+const SHOWN_ATTRIBUTE = /^(gen_ai\.|agentlightning\.reward|agentops\.|tool\.|error\.type$|reward$)/;
 const TRUNCATION_MARK = '…[truncated]';
 
-/** A span as a critique reads it: name, order, status and content attributes only. */
+/**
+ * A span as a critique reads it: name, order, status and content attributes only. Gateway bookkeeping
+ * (ids, backends, request overrides) and token-level data stay out.
+ */
 export function sanitizeSpan(span: Span): JsonObject {
   const attributes: JsonObject = {};
   for (const [key, value] of Object.entries(span.attributes ?? {})) {
-    if (HIDDEN_ATTRIBUTE.test(key)) continue;
+    if (HIDDEN_ATTRIBUTE.test(key) || !SHOWN_ATTRIBUTE.test(key)) continue;
     attributes[key] = value as JsonValue;
   }
   return {

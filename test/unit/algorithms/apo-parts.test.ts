@@ -41,6 +41,8 @@ describe('critique evidence', () => {
       'rollgate.response.logprobs': [-0.1, -0.2],
       'logprobs.content': '[{"token":"a","logprob":-0.1}]',
       'rollgate.choices.1.token_ids': [9],
+      'rollgate.request.overrides': '{"return_token_ids":null,"logprobs":null}',
+      'agentlightning.rollout_id': 'ro-1',
       'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: 'x'.repeat(5000) }] }]),
       'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: 'Orion' }] }]),
     },
@@ -62,7 +64,7 @@ describe('critique evidence', () => {
     );
     const json = JSON.stringify(experiments);
     expect(json.length).toBeLessThanOrEqual(4000);
-    expect(json).not.toMatch(/token_ids|logprobs/);
+    expect(json).not.toMatch(/token_ids|logprobs|rollout_id/);
     expect(experiments[0]?.messages[0]?.messages.at(-1)?.content).toBe('Orion');
   });
 
