@@ -207,7 +207,8 @@ export const rolloutsPage: Page = (root, ctx) => {
       await mapLimit(result.items, REWARD_FETCH_CONCURRENCY, async (rollout) => {
         const cell = rewardCells.get(rollout.rollout_id);
         try {
-          const reward = await ctx.rewards.finalReward(rollout, ctx.signal);
+          // A rollout that never started an attempt has no spans, so no reward to ask for.
+          const reward = hasAttempt(rollout) ? await ctx.rewards.finalReward(rollout, ctx.signal) : null;
           cell?.replaceChildren(reward === null ? h('span', { class: 'muted' }, '–') : formatReward(reward));
           if (reward !== null) cell?.setAttribute('data-value', String(reward));
         } catch (error) {
