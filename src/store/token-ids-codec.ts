@@ -30,47 +30,57 @@ function padded(length: number): number {
  */
 export class IntArrayPacker {
   #scratch = Buffer.allocUnsafeSlow(16 * 1024);
+  #words = new Int32Array(this.#scratch.buffer, 0, this.#scratch.length >> 2);
 
   /** Splits attributes into the JSON-stored rest and a packed BLOB view (null when nothing is packable). */
   pack(attributes: Attributes): { rest: Attributes; packed: Buffer | null } {
-    let packedNames: string[] | undefined;
+    let rest: Attributes | undefined;
+    let offset = 0;
     for (const name in attributes) {
       const value = attributes[name];
-      if (value !== undefined && isPackableIntArray(value)) {
-        if (packedNames === undefined) packedNames = [];
-        packedNames.push(name);
-      }
-    }
-    if (packedNames === undefined) return { rest: attributes, packed: null };
-    const rest: Attributes = { ...attributes };
-    let size = 0;
-    for (const name of packedNames) {
-      size += 8 + padded(Buffer.byteLength(name, 'utf8')) + 4 * (attributes[name] as readonly number[]).length;
-    }
-    if (size > this.#scratch.length) this.#scratch = Buffer.allocUnsafeSlow(Math.max(size, this.#scratch.length * 2));
-    // The scratch buffer owns its memory from offset 0, so Int32Array views over it are aligned.
-    const out = this.#scratch;
-    let offset = 0;
-    for (const name of packedNames) {
-      const values = attributes[name] as readonly number[];
+      if (!Array.isArray(value) || value.length === 0 || typeof value[0] !== 'number') continue;
+      const end = this.#tryWrite(name, value as readonly number[], offset);
+      if (end === null) continue;
+      offset = end;
+      rest ??= { ...attributes };
       delete rest[name];
-      const nameLength = out.write(name, offset + 4, 'utf8');
-      out.writeUInt32LE(nameLength, offset);
-      out.fill(0, offset + 4 + nameLength, offset + 4 + padded(nameLength));
-      offset += 4 + padded(nameLength);
-      out.writeUInt32LE(values.length, offset);
-      offset += 4;
-      if (IS_LITTLE_ENDIAN) {
-        new Int32Array(out.buffer, out.byteOffset + offset, values.length).set(values);
-        offset += 4 * values.length;
-      } else {
-        for (const v of values) {
-          out.writeInt32LE(v, offset);
-          offset += 4;
-        }
-      }
     }
-    return { rest, packed: out.subarray(0, size) };
+    if (rest === undefined) return { rest: attributes, packed: null };
+    return { rest, packed: this.#scratch.subarray(0, offset) };
+  }
+
+  /** Writes one attribute in a single pass over its values; null (nothing kept) if a value is not an int32. */
+  #tryWrite(name: string, values: readonly number[], start: number): number | null {
+    const nameBytes = Buffer.byteLength(name, 'utf8');
+    const end = start + 8 + padded(nameBytes) + 4 * values.length;
+    this.#ensure(end);
+    const out = this.#scratch;
+    out.writeUInt32LE(nameBytes, start);
+    out.write(name, start + 4, 'utf8');
+    out.fill(0, start + 4 + nameBytes, start + 4 + padded(nameBytes));
+    const countAt = start + 4 + padded(nameBytes);
+    out.writeUInt32LE(values.length, countAt);
+    const words = this.#words;
+    let word = (countAt + 4) >> 2;
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i]!;
+      // int32 check in one comparison; -0 is excluded so arrays round-trip exactly as JSON would.
+      if ((v | 0) !== v || (v === 0 && 1 / v < 0)) return null;
+      words[word++] = v;
+    }
+    if (!IS_LITTLE_ENDIAN) {
+      for (let at = countAt + 4; at < end; at += 4) out.writeInt32LE(words[at >> 2]!, at);
+    }
+    return end;
+  }
+
+  #ensure(size: number): void {
+    if (size <= this.#scratch.length) return;
+    const grown = Buffer.allocUnsafeSlow(Math.max(padded(size), this.#scratch.length * 2));
+    this.#scratch.copy(grown);
+    this.#scratch = grown;
+    // The scratch buffer owns its memory from offset 0, so this Int32 view is aligned.
+    this.#words = new Int32Array(grown.buffer, 0, grown.length >> 2);
   }
 }
 

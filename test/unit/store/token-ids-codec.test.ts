@@ -29,6 +29,14 @@ describe('token id codec', () => {
     expect(attributes.prompt_token_ids).toHaveLength(5);
   });
 
+  it('keeps arrays with -0, floats or out-of-range values as JSON even after a packed one', () => {
+    const attributes = { ids: [1, 2], neg_zero: [1, -0], mixed: [1, 2.5], huge: [1, 2 ** 31], more: [9] };
+    const { rest, packed } = packIntArrays(attributes);
+    expect(Object.keys(rest).sort()).toEqual(['huge', 'mixed', 'neg_zero']);
+    expect(Object.is((rest.neg_zero as number[])[1], -0)).toBe(true);
+    expect(unpackIntArrays({ ...rest }, packed ?? new Uint8Array())).toEqual(attributes);
+  });
+
   it('leaves attributes without integer arrays untouched', () => {
     const attributes = { a: 'b', n: 1, f: [0.5] };
     const { rest, packed } = packIntArrays(attributes);
