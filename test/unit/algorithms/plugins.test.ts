@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadDatasets } from '../../../src/algorithms/datasets.js';
 import { validateAlgorithmConfigs } from '../../../src/algorithms/loader.js';
 import { createProgressReporter } from '../../../src/algorithms/progress.js';
 import { type StartAlgorithmsDeps, startAlgorithms } from '../../../src/algorithms/start.js';
@@ -115,6 +116,21 @@ describe('startAlgorithms', () => {
     const t0 = Date.now();
     await handle.close();
     expect(Date.now() - t0).toBeLessThan(2000);
+  });
+});
+
+describe('datasets', () => {
+  it('parses JSONL, skips blank lines and names the file and line of bad JSON', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rollgate-data-'));
+    try {
+      await writeFile(join(dir, 'ok.jsonl'), '{"a":1}\n\n"text"\n');
+      await writeFile(join(dir, 'bad.jsonl'), '{"a":1}\n{oops\n');
+      expect(await loadDatasets({ train: 'ok.jsonl' }, dir)).toEqual({ train: [{ a: 1 }, 'text'], val: null });
+      await expect(loadDatasets({ val: 'bad.jsonl' }, dir)).rejects.toThrow(/bad\.jsonl:2: not valid JSON/);
+      await expect(loadDatasets({ val: 'none.jsonl' }, dir)).rejects.toThrow(/cannot read dataset/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
