@@ -91,7 +91,8 @@ export class HttpStore implements LightningStore {
     thread_safe: true,
     async_safe: true,
     zero_copy: true,
-    otlp_traces: false,
+    // The gateway ingests OTLP/HTTP spans at /v1/traces (routes/otlp.ts).
+    otlp_traces: true,
   };
   readonly #root: string;
   readonly #headers: Record<string, string>;
@@ -281,6 +282,11 @@ export class HttpStore implements LightningStore {
       // The server holds the request for up to `timeout`; null waits until done or cancelled.
       timeoutMs: timeout === null ? null : Math.max(0, timeout * 1000) + WAIT_RESPONSE_MARGIN_MS,
     });
+  }
+
+  /** Where agents may send OTLP/HTTP protobuf spans instead of POST /v1/agl/spans. */
+  otlpTracesEndpoint(): string {
+    return `${this.#root}/v1/traces`;
   }
 
   statistics(): Promise<StoreStatistics> {

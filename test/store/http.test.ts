@@ -197,6 +197,20 @@ describe('HttpStore retry rules (msw)', () => {
       await store.close();
     });
 
+    it('points agents at the gateway OTLP endpoint', async () => {
+      const store = new HttpStore({ baseUrl: `${gw.url}/`, ...FAST });
+      expect(store.capabilities.otlp_traces).toBe(true);
+      expect(store.otlpTracesEndpoint()).toBe(`${gw.url}/v1/traces`);
+      const response = await fetch(store.otlpTracesEndpoint(), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ resourceSpans: [] }),
+      });
+      await response.arrayBuffer();
+      expect(response.status).toBe(200);
+      await store.close();
+    });
+
     it('cancels a pending wait when the caller aborts', async () => {
       const store = new HttpStore({ baseUrl: gw.url, ...FAST });
       const started = await store.startRollout({ input: 'wait' });
