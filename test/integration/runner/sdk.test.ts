@@ -3,6 +3,8 @@
 // reward goes through the gateway's reward endpoint; both are stored as spans on the rollout.
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { attemptRewardUrl } from '../../../src/runner/attempt-urls.js';
+import { postReward, RewardPostError } from '../../../src/runner/reward-client.js';
 import { runAgent } from '../../../src/runner/run-agent.js';
 import type { AttemptContext } from '../../../src/runner/types.js';
 import type { LightningStore } from '../../../src/store/types.js';
@@ -104,6 +106,26 @@ describe('runAgent (in-process SDK)', () => {
       expect(reward?.name).toBe(REWARD_SPAN_NAME);
       expect(reward?.attributes[rewardValueAttr(0)]).toBe(0.5);
     }
+  });
+
+  it('fails the attempt when its reward cannot be posted, and reports the gateway refusing a reward', async () => {
+    const rollout = await store.enqueueRollout({ input: 1 });
+    const stats = await runAgent(async () => Number.POSITIVE_INFINITY, {
+      gatewayUrl: gw.url,
+      apiKey: ADMIN_KEY,
+      exitWhenIdle: true,
+    });
+    expect(stats).toMatchObject({ started: 1, failed: 1 });
+    const [attempt] = (await store.queryAttempts(rollout.rollout_id)).items;
+    expect(attempt?.status).toBe('failed');
+    expect(attempt?.metadata).toMatchObject({
+      runner: { error: expect.stringContaining('reward must be a finite number') },
+    });
+
+    const missing = attemptRewardUrl(gw.url, { rolloutId: 'ro-missing', attemptId: 'at-missing' });
+    const refused = await postReward({ rewardUrl: missing, apiKey: AGENT_KEY, value: 1 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RewardPostError);
+    expect((refused as RewardPostError).status).toBe(404);
   });
 
   it('stops on abort and resolves with its counters', async () => {
