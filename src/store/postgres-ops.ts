@@ -63,16 +63,6 @@ export async function lockRollout(c: PoolClient, rolloutId: string): Promise<Loc
   return row === undefined ? null : lockedFromRow(row);
 }
 
-/** Locks several rollouts in id order (the deadlock-free order). */
-export async function lockRollouts(c: PoolClient, rolloutIds: readonly string[]): Promise<Map<string, LockedRollout>> {
-  const ids = [...new Set(rolloutIds)].sort();
-  const res = await c.query<RolloutRow>(
-    `SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = ANY($1::text[]) ORDER BY r.rollout_id FOR UPDATE`,
-    [ids],
-  );
-  return new Map(res.rows.map((row) => [row.rollout_id, lockedFromRow(row)]));
-}
-
 export async function lockAttempt(
   c: PoolClient,
   key: { rolloutId: string; attemptId?: string; sequenceId?: number },
@@ -86,19 +76,39 @@ export async function lockAttempt(
   return row === undefined ? null : rowToAttempt(row);
 }
 
-/** Locks the attempts named by (rollout id, attempt id) pairs, in key order. */
-export async function lockAttempts(
+/**
+ * Locks the rollouts, in id order, then the named attempts of those rollouts, in one round trip (the span path's
+ * first statement); each locked row is read in its latest committed version.
+ */
+export async function lockRolloutsWithAttempts(
   c: PoolClient,
   keys: ReadonlyArray<{ rolloutId: string; attemptId: string }>,
-): Promise<Map<string, Attempt>> {
-  const res = await c.query<AttemptRow>(
-    `SELECT ${ATTEMPT_COLUMNS} FROM attempts a
-       JOIN unnest($1::text[], $2::text[]) AS k(rollout_id, attempt_id)
-         ON a.rollout_id = k.rollout_id AND a.attempt_id = k.attempt_id
-     ORDER BY a.rollout_id, a.attempt_id FOR UPDATE OF a`,
-    [keys.map((k) => k.rolloutId), keys.map((k) => k.attemptId)],
+): Promise<{ rollouts: Map<string, LockedRollout>; attempts: Map<string, Attempt> }> {
+  const ids = [...new Set(keys.map((k) => k.rolloutId))].sort();
+  const res = await c.query<{ rollout: RolloutRow | null; attempt: AttemptRow | null }>(
+    `WITH r AS (
+       SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = ANY($1::text[]) ORDER BY r.rollout_id FOR UPDATE
+     ), a AS (
+       SELECT ${ATTEMPT_COLUMNS} FROM r
+         JOIN attempts a ON a.rollout_id = r.rollout_id
+         JOIN (SELECT DISTINCT * FROM unnest($2::text[], $3::text[])) AS k(rollout_id, attempt_id)
+           ON a.rollout_id = k.rollout_id AND a.attempt_id = k.attempt_id
+       ORDER BY a.rollout_id, a.attempt_id FOR UPDATE OF a
+     )
+     SELECT row_to_json(r) AS rollout, NULL::json AS attempt FROM r
+     UNION ALL
+     SELECT NULL::json, row_to_json(a) FROM a`,
+    [ids, keys.map((k) => k.rolloutId), keys.map((k) => k.attemptId)],
   );
-  return new Map(res.rows.map((row) => [attemptKey(row.rollout_id, row.attempt_id), rowToAttempt(row)]));
+  const rollouts = new Map<string, LockedRollout>();
+  const attempts = new Map<string, Attempt>();
+  for (const row of res.rows) {
+    if (row.rollout !== null) rollouts.set(row.rollout.rollout_id, lockedFromRow(row.rollout));
+    if (row.attempt !== null) {
+      attempts.set(attemptKey(row.attempt.rollout_id, row.attempt.attempt_id), rowToAttempt(row.attempt));
+    }
+  }
+  return { rollouts, attempts };
 }
 
 export function attemptKey(rolloutId: string, attemptId: string): string {

@@ -11,8 +11,7 @@ import {
   applyWorkerEvent,
   attemptKey,
   type LockedRollout,
-  lockAttempts,
-  lockRollouts,
+  lockRolloutsWithAttempts,
   type TxEffects,
 } from './postgres-ops.js';
 import { encodeSpan } from './postgres-rows.js';
@@ -56,11 +55,7 @@ export async function writeSpansInTransaction(c: PoolClient, options: SpanBatchO
   const { spans, atomic, now } = options;
   const outcomes: Array<SpanWriteOutcome | undefined> = new Array(spans.length);
   const objects = spans.filter((s) => s !== null && typeof s === 'object');
-  const locked = await lockRollouts(
-    c,
-    objects.map((s) => s.rollout_id),
-  );
-  const attempts = await lockAttempts(
+  const { rollouts: locked, attempts } = await lockRolloutsWithAttempts(
     c,
     objects.map((s) => ({ rolloutId: s.rollout_id, attemptId: s.attempt_id })),
   );
