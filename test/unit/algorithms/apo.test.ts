@@ -175,6 +175,23 @@ describe('apo beam search', () => {
     expect(await run('apo-a')).toEqual(await run('apo-b'));
   });
 
+  it('counts rollouts that hang as 0, reports them and cancels them (56)', async () => {
+    const worker = withFakeWorker(inner, (task, resources, rollout) =>
+      (task as { id: number }).id === 5 ? 'hang' : solve(task, resources, rollout),
+    );
+    const result = (await createAlgorithm(
+      { ...options, beamRounds: 1, rolloutBatchTimeoutS: 0.3 },
+      { optimizer: fakeOptimizer(), runId: 'apo-t' },
+    ).run(context(worker.store))) as { rollouts: { timed_out: number; timeout_policy: string } };
+    expect(result.rollouts.timed_out).toBeGreaterThan(0);
+    expect(result.rollouts.timeout_policy).toBe('zero');
+    const rollouts = (await inner.queryRollouts()).items;
+    const hung = rollouts.filter((r) => (r.input as { id: number }).id === 5);
+    expect(hung.length).toBeGreaterThan(0);
+    expect(hung.every((r) => r.status === 'cancelled')).toBe(true);
+    expect(rollouts.every((r) => ['succeeded', 'cancelled'].includes(r.status))).toBe(true);
+  });
+
   it('stops cleanly on abort and cancels its rollouts', async () => {
     const controller = new AbortController();
     const worker = withFakeWorker(inner, () => {
