@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mergeIntArrayAttributes, splitIntArrayAttributes } from '../../src/store/postgres-codec.js';
+import { splitSchemaFromUrl, validateSchemaName } from '../../src/store/postgres-db.js';
 import { migrate } from '../../src/store/postgres-migrations.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres-store.js';
 import type { LightningStore } from '../../src/store/types.js';
@@ -36,6 +37,21 @@ describe('postgres codec (no database needed)', () => {
     expect(split.packed?.length ?? 0).toBeLessThan(ids.length * 3 + 64);
     expect(split.packed?.length ?? 0).toBeLessThan(JSON.stringify(ids).length / 2);
     expect(mergeIntArrayAttributes(split.rest, split.packed)).toEqual(attributes);
+  });
+});
+
+describe('postgres store URL (no database needed)', () => {
+  it("takes rollgate's ?schema= off the connection URL and leaves the rest to the driver", () => {
+    expect(splitSchemaFromUrl('postgres://u:p@h:5432/db?schema=rg&sslmode=disable')).toEqual({
+      url: 'postgres://u:p@h:5432/db?sslmode=disable',
+      schema: 'rg',
+    });
+    expect(splitSchemaFromUrl('postgres://u@h/db')).toEqual({ url: 'postgres://u@h/db', schema: null });
+  });
+
+  it('refuses a schema name that is not a plain identifier', () => {
+    expect(() => validateSchemaName('rollgate; DROP TABLE x')).toThrow(/schema name/);
+    expect(validateSchemaName('rollgate_test_1')).toBe('rollgate_test_1');
   });
 });
 
