@@ -9,19 +9,29 @@ import type { RollgateConfig } from '../config/schema.js';
 import { createOtlpSpanProcessor } from '../exporters/otlp-exporter.js';
 import { StoreSpanProcessor } from '../exporters/store-span-exporter.js';
 import type { AppEnv } from '../middleware/env.js';
+import { auth } from '../middleware/auth.js';
 import { notFound, onError } from '../middleware/openai-errors.js';
 import { requestId } from '../middleware/request-id.js';
+import { createAdminRoutes } from '../routes/admin.js';
 import { createDashboardRoutes } from '../routes/dashboard.js';
+import { createMetricsRoutes } from '../routes/metrics.js';
 import { createOpenAiRoutes } from '../routes/openai.js';
 import { createOtlpRoutes } from '../routes/otlp.js';
 import { createStoreApiRoutes } from '../routes/store-api.js';
+import { createKeyRing } from './auth/keys.js';
 import { GatewayError } from './errors.js';
+import { CallObserver } from './gateway/call-observer.js';
+import { gateGateway } from './gateway/gated-gateway.js';
+import { createPoolRegistry } from './gateway/model-pool.js';
+import { PauseGate } from './gateway/pause-gate.js';
 import { createProxy } from './gateway/proxy.js';
 import type { Logger } from './logger.js';
+import { GatewayMetrics } from './metrics.js';
 import { createPinoLogger } from './pino-logger.js';
 import { type ListeningServer, listen } from './server.js';
 import { createStore } from './store/create-store.js';
 import type { LightningStore } from './store/types.js';
+import { createOtlpIngester } from './tracing/otlp-ingest.js';
 
 export interface Gateway {
   readonly app: Hono<AppEnv>;
@@ -78,19 +88,47 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
   setMaxListeners(0, shutdown.signal);
   const idempotency = options.idempotency ?? new Keyv();
   if (options.idempotency === undefined) parts.push({ name: 'idempotency', close: () => idempotency.disconnect() });
-  const otlpExport = createOtlpSpanProcessor(config.tracing.otlp, logger);
+  const metrics = new GatewayMetrics();
+  const otlpExport = createOtlpSpanProcessor(config.tracing.otlp, logger, {
+    onDropped: (n) => metrics.spansDropped.inc({ exporter: 'otlp' }, n),
+  });
+  const pools = createPoolRegistry({ models: config.models, logger });
   const proxy = createProxy({
     config,
     spanWriter: new StoreSpanProcessor({ store, logger }),
-    extraSpanProcessors: otlpExport === null ? [] : [otlpExport],
+    extraSpanProcessors: [new CallObserver({ metrics, logger }), ...(otlpExport === null ? [] : [otlpExport])],
     logger,
+    registry: pools,
   });
   parts.push({ name: 'proxy', close: () => proxy.close() });
+  pools.start();
+  const gate = new PauseGate(config.pause);
+  // Closed before the proxy: calls held by a pause are refused rather than kept until the grace period ends.
+  parts.push({ name: 'pause-gate', close: async () => gate.close() });
+  const keys = createKeyRing(config.auth);
+  const ingester = createOtlpIngester({ store, autoCreate: config.rollouts.autoCreate, logger });
+  metrics.bind({
+    pools: () =>
+      pools.snapshot().map((pool) => ({
+        model: pool.model,
+        version: pool.version,
+        backends: pool.backends.map((b) => ({
+          id: b.url,
+          healthy: b.healthy,
+          inflight: b.inflight,
+          draining: b.draining,
+        })),
+      })),
+    paused: () => gate.paused,
+    storeStatistics: () => store.statistics(),
+    otlpIngest: () => ({ ...ingester.stats() }),
+  });
 
   const app = new Hono<AppEnv>();
   app.onError(onError);
   app.notFound(notFound);
   app.use(requestId());
+  app.use(auth({ keys }));
   app.use(async function attachLogger(c, next) {
     c.set('logger', logger);
     await next();
@@ -116,13 +154,23 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
   app.route(
     '/',
     createOtlpRoutes({
+      ingester,
       store,
       autoCreate: config.rollouts.autoCreate,
       logger,
       maxBodyBytes: config.server.bodyLimitBytes,
     }),
   );
-  app.route('/', createOpenAiRoutes({ gateway: proxy.gateway, store, autoCreate: config.rollouts.autoCreate }));
+  app.route(
+    '/',
+    createOpenAiRoutes({
+      gateway: gateGateway(proxy.gateway, gate),
+      store,
+      autoCreate: config.rollouts.autoCreate,
+    }),
+  );
+  app.route('/', createAdminRoutes({ pools, gate, keys }));
+  app.route('/', createMetricsRoutes({ metrics }));
   app.route('/', createDashboardRoutes());
   // ------------------------------------------------------------------------------------------------------------
 

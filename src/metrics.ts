@@ -14,6 +14,8 @@ export interface MetricsSources {
   storeStatistics?: () => Promise<{ total_rollouts: number; total_attempts: number; total_spans: number }>;
   pools?: () => readonly PoolSnapshotForMetrics[];
   paused?: () => boolean;
+  /** Cumulative OTLP ingest counters (spans received, stored, skipped by reason), read at scrape time. */
+  otlpIngest?: () => Readonly<Record<string, number>>;
 }
 
 const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -142,6 +144,18 @@ export class GatewayMetrics {
       collect() {
         this.reset();
         for (const pool of sources().pools?.() ?? []) this.set({ model: pool.model }, pool.version);
+      },
+    });
+    new Counter({
+      name: `${p}otlp_ingest_spans_total`,
+      help: 'Spans received on POST /v1/traces, by outcome (received, stored, skipped*)',
+      labelNames: ['outcome'],
+      registers,
+      collect() {
+        const stats = sources().otlpIngest?.();
+        if (stats === undefined) return;
+        this.reset();
+        for (const [outcome, value] of Object.entries(stats)) this.inc({ outcome }, value);
       },
     });
     new Gauge({

@@ -26,8 +26,10 @@ import {
   HEADER_RETRY_AFTER_MS,
   HEADER_ROLLOUT_ID,
   HEADER_SEQUENCE_ID,
+  HEADER_SHOULD_RETRY,
 } from './headers.js';
 import type { ModelListing, ModelRegistry, ResolvedRoute } from './model-registry.js';
+import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from './upstream-tries.js';
 import { StreamRelay, sseErrorEvent } from './stream-relay.js';
 import { errorTypeOf, normaliseErrorJson } from './upstream-error.js';
 
@@ -102,6 +104,8 @@ class CallRun {
   /** Set before our own end(); a 'close' without it means the agent went away. */
   finished = false;
   clientGone = false;
+  /** Upstream tries beyond the first made by the gateway itself. */
+  retries = 0;
   spanEnded = false;
 
   constructor(
@@ -186,6 +190,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (status >= 400) {
       outcome = A.STREAM_STATUS_VALUE_ERROR;
       errorType = String(status);
+      // The gateway already spent the retry budget; the SDK retrying too would multiply GPU work (pitfall 19).
+      if (run.retries > 0) headers[HEADER_SHOULD_RETRY] = 'false';
       for (const name of [HEADER_RETRY_AFTER, HEADER_RETRY_AFTER_MS]) {
         const value = headerString(response.headers[name]);
         if (value !== undefined) headers[name] = value;
@@ -338,22 +344,51 @@ export function createGateway(options: GatewayOptions): Gateway {
       ROOT_CONTEXT,
     );
     const run = new CallRun(span, call.sink);
-    let route: ResolvedRoute;
+    let sent: SentUpstream<ReturnType<typeof rewriteBody>>;
     try {
-      route = registry.resolve(call.body.model, { rolloutId: attribution?.rid ?? null });
+      sent = await sendUpstream({
+        registry,
+        modelName: call.body.model,
+        context: { rolloutId: attribution?.rid ?? null },
+        build: (route) => {
+          const rewritten = rewriteBody(call.body, {
+            endpoint: call.endpoint,
+            backendType: route.backend.type,
+            upstreamModel: route.model.upstreamModel,
+            tokenIds: route.model.tokenIds,
+            logprobs: route.model.logprobs,
+            mode: call.mode,
+          });
+          const payload = Buffer.from(JSON.stringify(rewritten.body));
+          return {
+            request: {
+              path: UPSTREAM_PATHS[call.endpoint],
+              headers: upstreamHeaders(call, route, payload.length),
+              body: payload,
+            },
+            data: rewritten,
+          };
+        },
+        signal: run.abort.signal,
+        aborted: () => run.clientGone,
+        tracer,
+        parent: span,
+      });
     } catch (error) {
-      await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, isGatewayError(error) ? error.code : '_OTHER');
-      throw error;
+      if (run.clientGone) {
+        await endSpan(run, A.STREAM_STATUS_VALUE_CLIENT_DISCONNECTED);
+        return;
+      }
+      const failed = error instanceof UpstreamTriesFailed ? error : null;
+      if (failed !== null) span.setAttribute(A.ATTR_UPSTREAM_RETRY_COUNT, failed.retries);
+      const gatewayError = transportError(failed?.lastError ?? error);
+      logger.debug('upstream request failed', { requestId: call.requestId, code: gatewayError.code });
+      await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, gatewayError.code);
+      throw gatewayError;
     }
+    const { route, response, data: rewritten } = sent;
     const { backend, model } = route;
-    const rewritten = rewriteBody(call.body, {
-      endpoint: call.endpoint,
-      backendType: backend.type,
-      upstreamModel: model.upstreamModel,
-      tokenIds: model.tokenIds,
-      logprobs: model.logprobs,
-      mode: call.mode,
-    });
+    run.retries = sent.retries;
     span.setAttributes({
       [A.ATTR_GEN_AI_PROVIDER_NAME]:
         backend.type === 'vllm' ? A.GEN_AI_PROVIDER_NAME_VALUE_VLLM : A.GEN_AI_PROVIDER_NAME_VALUE_OPENAI,
@@ -362,34 +397,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       [A.ATTR_BACKEND]: backend.url,
       [A.ATTR_UPSTREAM_URL]: backend.url + UPSTREAM_PATHS[call.endpoint],
       [A.ATTR_MODEL_VERSION]: model.version,
-      [A.ATTR_UPSTREAM_RETRY_COUNT]: 0,
+      [A.ATTR_UPSTREAM_RETRY_COUNT]: sent.retries,
     });
     if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
     if (Object.keys(rewritten.overrides).length > 0) {
       span.setAttribute(A.ATTR_REQUEST_OVERRIDES, JSON.stringify(rewritten.overrides));
     }
-    const payload = Buffer.from(JSON.stringify(rewritten.body));
 
-    let response: Dispatcher.ResponseData;
     try {
-      response = await backend.pool.request({
-        path: backend.basePath + UPSTREAM_PATHS[call.endpoint],
-        method: 'POST',
-        headers: upstreamHeaders(call, route, payload.length),
-        body: payload,
-        signal: run.abort.signal,
-      });
-    } catch (error) {
-      if (run.clientGone) {
-        await endSpan(run, A.STREAM_STATUS_VALUE_CLIENT_DISCONNECTED);
-        return;
-      }
-      const gatewayError = transportError(error);
-      logger.debug('upstream request failed', { requestId: call.requestId, code: gatewayError.code });
-      await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, gatewayError.code);
-      throw gatewayError;
+      await relayAnswer(call, run, response, rewritten);
+    } finally {
+      // The backend's in-flight slot is held until its response has closed (pitfall 46).
+      sent.release();
     }
+  }
 
+  async function relayAnswer(
+    call: ForwardCall,
+    run: CallRun,
+    response: Dispatcher.ResponseData,
+    rewritten: ReturnType<typeof rewriteBody>,
+  ): Promise<void> {
     const contentType = headerString(response.headers['content-type']);
     try {
       if (rewritten.isStream && response.statusCode < 400 && contentType?.startsWith(EVENT_STREAM)) {

@@ -5,6 +5,7 @@ import { Pool } from 'undici';
 import type { ModelConfig } from '../../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { BackendType, LogprobsPolicy } from './body-rewrite.js';
+import type { RetryPolicy } from './retry-policy.js';
 
 /** Sockets idle longer than this are closed by us first, before a server's own idle timeout races us. */
 const UPSTREAM_KEEP_ALIVE_MS = 60_000;
@@ -39,7 +40,12 @@ export interface ResolvedRoute {
 
 export interface ResolveContext {
   readonly rolloutId: string | null;
+  /** Backend URLs this call already tried (a retry prefers another backend). */
+  readonly exclude?: ReadonlySet<string>;
 }
+
+/** What one upstream try told us about its backend (passive health). */
+export type TryOutcome = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
 export interface ModelListing {
   readonly id: string;
@@ -52,6 +58,11 @@ export interface ModelRegistry {
   /** Throws GatewayError model_not_found / no_backend. */
   resolve(modelName: unknown, context: ResolveContext): ResolvedRoute;
   list(): readonly ModelListing[];
+  /** Upstream retry policy for the route's model; absent or null = one try. */
+  retryPolicy?(route: ResolvedRoute): RetryPolicy | null;
+  /** Counts a call on the route's backend until the returned release is called (idempotent). */
+  begin?(route: ResolvedRoute): () => void;
+  report?(route: ResolvedRoute, outcome: TryOutcome): void;
   close(): Promise<void>;
 }
 

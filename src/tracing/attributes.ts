@@ -31,6 +31,7 @@ export const ATTR_MODEL_VERSION = 'rollgate.model_version' as const;
 export const ATTR_UPSTREAM_URL = 'rollgate.upstream.url' as const;
 export const ATTR_UPSTREAM_STATUS_CODE = 'rollgate.upstream.status_code' as const;
 export const ATTR_UPSTREAM_RETRY_COUNT = 'rollgate.upstream.retry_count' as const;
+export const ATTR_UPSTREAM_TRY = 'rollgate.upstream.try' as const;
 export const ATTR_BACKEND = 'rollgate.backend' as const;
 export const ATTR_REQUEST_OVERRIDES = 'rollgate.request.overrides' as const;
 export const ATTR_USAGE_DERIVED = 'rollgate.usage.derived' as const;

@@ -1,0 +1,141 @@
+// Operator routes for weight updates and fleet state (contracts.md §7.6, issue "Model pools"):
+//   GET  /ready                           200 when every pool has a healthy backend (public), else 503
+//   POST /admin/pause                     {retry_after_seconds?, reason?} -> pause state
+//   POST /admin/resume                    -> pause state
+//   GET  /admin/state                     -> pause state (inflight drops only when upstream responses close)
+//   POST /admin/drain                     {timeout_seconds?} -> waits until inflight == 0 (or the timeout), state
+//   GET  /admin/pools                     pools with health, in-flight counts and versions
+//   PUT  /admin/pools/:model              {version, backends[]} -> atomic replace, no window with an empty pool
+//   POST /admin/pools/:model/draining     {url, draining} -> one backend out of (or back into) rotation
+//   POST /admin/agent-tokens              {rollout_id} -> {token} scoped to that rollout
+// Scopes are decided by middleware/auth.ts (everything under /admin needs an admin key; /ready is public).
+import { Hono } from 'hono';
+import { z } from 'zod';
+import type { AppEnv } from '../middleware/env.js';
+import type { KeyRing } from '../src/auth/keys.js';
+import { GatewayError } from '../src/errors.js';
+import type { PoolRegistry } from '../src/gateway/model-pool.js';
+import type { PauseGate } from '../src/gateway/pause-gate.js';
+
+export interface AdminRoutesOptions {
+  readonly pools: PoolRegistry;
+  readonly gate: PauseGate;
+  readonly keys: KeyRing;
+}
+
+const pauseBody = z
+  .object({
+    retry_after_seconds: z.int().min(0).max(3600).optional(),
+    reason: z.string().max(1000).nullable().optional(),
+  })
+  .strict();
+
+const drainBody = z.object({ timeout_seconds: z.number().min(0).max(3600).default(30) }).strict();
+
+const backendBody = z
+  .object({
+    url: z.url(),
+    type: z.enum(['vllm', 'openai']).default('vllm'),
+    apiKey: z.string().optional(),
+  })
+  .strict();
+
+const replaceBody = z
+  .object({
+    version: z.int().min(0),
+    backends: z.array(backendBody).min(1),
+  })
+  .strict();
+
+const drainingBody = z.object({ url: z.string().min(1), draining: z.boolean() }).strict();
+
+const tokenBody = z.object({ rollout_id: z.string().min(1).max(1000) }).strict();
+
+async function jsonBody(c: { req: { text(): Promise<string> } }): Promise<unknown> {
+  const raw = await c.req.text();
+  if (raw.trim() === '') return {};
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    throw new GatewayError('invalid_json', 'Invalid JSON in request body');
+  }
+}
+
+function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const path = issue === undefined ? [] : [...issue.path];
+  if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
+  const param = path.length > 0 ? path.map(String).join('.') : null;
+  const reason = issue?.message ?? 'Invalid request';
+  throw new GatewayError('validation_error', param === null ? reason : `${param}: ${reason}`, { param });
+}
+
+export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
+  const { pools, gate, keys } = options;
+  const app = new Hono<AppEnv>();
+
+  app.get('/ready', (c) => {
+    const ready = pools.ready();
+    const body = {
+      ready,
+      pools: pools.snapshot().map((pool) => ({
+        model: pool.model,
+        version: pool.version,
+        up: pool.backends.filter((b) => b.healthy && !b.draining).map((b) => b.url),
+        down: pool.backends.filter((b) => !b.healthy || b.draining).map((b) => b.url),
+      })),
+    };
+    return c.json(body, ready ? 200 : 503);
+  });
+
+  app.post('/admin/pause', async (c) => {
+    const body = parse(pauseBody, await jsonBody(c));
+    const state = gate.pause({
+      ...(body.retry_after_seconds === undefined ? {} : { retryAfterSeconds: body.retry_after_seconds }),
+      reason: body.reason ?? null,
+    });
+    c.get('logger').info('gateway paused', { reason: state.reason, inflight: state.inflight });
+    return c.json(state);
+  });
+
+  app.post('/admin/resume', (c) => {
+    const state = gate.resume();
+    c.get('logger').info('gateway resumed', { inflight: state.inflight });
+    return c.json(state);
+  });
+
+  app.get('/admin/state', (c) => c.json(gate.state()));
+
+  app.post('/admin/drain', async (c) => {
+    const body = parse(drainBody, await jsonBody(c));
+    const signal = AbortSignal.any([c.req.raw.signal, AbortSignal.timeout(body.timeout_seconds * 1000)]);
+    const drained = await gate.waitForDrain(signal).then(
+      () => true,
+      () => false,
+    );
+    return c.json({ ...gate.state(), drained });
+  });
+
+  app.get('/admin/pools', (c) => c.json({ pools: pools.snapshot() }));
+
+  app.put('/admin/pools/:model', async (c) => {
+    const body = parse(replaceBody, await jsonBody(c));
+    const snapshot = pools.replace(c.req.param('model'), body);
+    c.get('logger').info('pool replaced', { model: snapshot.model, version: snapshot.version });
+    return c.json(snapshot);
+  });
+
+  app.post('/admin/pools/:model/draining', async (c) => {
+    const body = parse(drainingBody, await jsonBody(c));
+    return c.json(pools.setDraining({ model: c.req.param('model'), url: body.url, draining: body.draining }));
+  });
+
+  app.post('/admin/agent-tokens', async (c) => {
+    const body = parse(tokenBody, await jsonBody(c));
+    return c.json({ rollout_id: body.rollout_id, token: keys.mintAgentToken(body.rollout_id) });
+  });
+
+  return app;
+}

@@ -1,0 +1,91 @@
+// Per-call metrics and the one info log line per call (issue 7.5), taken from the call span when it ends:
+// every number the forward path knows is already on the span, so the hot path does no extra work. The span
+// ends before the answer's last byte is written (I3), so the log line is written on the next turn of the
+// event loop, after the response has finished.
+import type { Context } from '@opentelemetry/api';
+import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { Logger } from '../logger.js';
+import type { GatewayMetrics } from '../metrics.js';
+import * as A from '../tracing/attributes.js';
+
+function text(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+function num(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+function durationS(span: ReadableSpan): number {
+  const [seconds, nanos] = span.duration;
+  return seconds + nanos / 1e9;
+}
+
+export interface CallObserverOptions {
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+}
+
+export class CallObserver implements SpanProcessor {
+  readonly #metrics: GatewayMetrics;
+  readonly #logger: Logger;
+
+  constructor(options: CallObserverOptions) {
+    this.#metrics = options.metrics;
+    this.#logger = options.logger;
+  }
+
+  onStart(_span: Span, _context: Context): void {}
+
+  onEnd(span: ReadableSpan): void {
+    const attributes = span.attributes;
+    // Upstream tries are children of the call span; the call span carries their count.
+    if (attributes[A.ATTR_UPSTREAM_TRY] !== undefined) return;
+    const model = text(attributes[A.ATTR_GEN_AI_REQUEST_MODEL]) ?? '';
+    const backend = text(attributes[A.ATTR_BACKEND]) ?? '';
+    const upstreamStatus = num(attributes[A.ATTR_UPSTREAM_STATUS_CODE]);
+    const outcome = text(attributes[A.ATTR_STREAM_STATUS]) ?? '';
+    const status = upstreamStatus !== null ? String(upstreamStatus) : (text(attributes[A.ATTR_ERROR_TYPE]) ?? outcome);
+    const route = text(attributes[A.ATTR_GEN_AI_OPERATION_NAME]) ?? span.name;
+    const latencyS = durationS(span);
+    const stream = attributes[A.ATTR_GEN_AI_REQUEST_STREAM] === true;
+    const metrics = this.#metrics;
+    metrics.requests.inc({ route, status, model });
+    metrics.upstreamLatency.observe({ model, backend, stream: stream ? 'true' : 'false' }, latencyS);
+    const ttft = num(attributes[A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK]);
+    if (ttft !== null) metrics.timeToFirstToken.observe({ model, backend }, ttft);
+    const tokensIn = num(attributes[A.ATTR_GEN_AI_USAGE_INPUT_TOKENS]);
+    const tokensOut = num(attributes[A.ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]);
+    if (tokensIn !== null) metrics.tokens.inc({ model, direction: 'in' }, tokensIn);
+    if (tokensOut !== null) metrics.tokens.inc({ model, direction: 'out' }, tokensOut);
+    const retries = num(attributes[A.ATTR_UPSTREAM_RETRY_COUNT]) ?? 0;
+    if (retries > 0) metrics.upstreamRetries.inc({ model, backend, reason: status }, retries);
+    const tokenIds = text(attributes[A.ATTR_TOKEN_IDS_STATUS]);
+    if (tokenIds !== null && tokenIds !== A.TOKEN_IDS_STATUS_VALUE_OK) {
+      metrics.tokenIdsMissing.inc({ model, status: tokenIds });
+    }
+    const line = {
+      requestId: text(attributes[A.ATTR_REQUEST_ID]),
+      rollout: text(attributes[A.ATTR_ROLLOUT_ID]),
+      attempt: text(attributes[A.ATTR_ATTEMPT_ID]),
+      sequence: num(attributes[A.ATTR_SPAN_SEQUENCE_ID]),
+      model,
+      version: num(attributes[A.ATTR_MODEL_VERSION]),
+      backend,
+      status,
+      outcome,
+      retries,
+      latencyMs: Math.round(latencyS * 1000),
+    };
+    const logger = this.#logger;
+    setImmediate(() => logger.info('call', line));
+  }
+
+  forceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  shutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,372 @@
+// Model pools for real GPU fleets (contracts.md §7.4, pitfalls 46-49): each model has a set of backends that
+// can be replaced atomically with a new model version, health (passive ejection + active /health probes),
+// per-backend in-flight counts and draining. Implements the forward path's `ModelRegistry`:
+// - a rollout sticks to one backend: pickSticky over the sorted healthy, non-draining backends (bit-exact with v1);
+// - unattributed calls go to the least-loaded backend;
+// - when no backend is healthy, every non-draining backend is a candidate again (panic routing, as in Envoy):
+//   an all-ejected pool is more often a stale health view than a dead fleet, and the retry budget bounds the cost.
+import { Pool } from 'undici';
+import type { BackendConfig, ModelConfig } from '../../config/schema.js';
+import { GatewayError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { BackendHealth, type BackendHealthSnapshot } from './backend-health.js';
+import type {
+  Backend,
+  ModelListing,
+  ModelPolicy,
+  ModelRegistry,
+  ResolveContext,
+  ResolvedRoute,
+} from './model-registry.js';
+import { createRetryPolicy, type RetryPolicy } from './retry-policy.js';
+import { pickSticky } from './sticky-hash.js';
+
+/** Sockets idle longer than this are closed by us first, before a server's own idle timeout races us. */
+const UPSTREAM_KEEP_ALIVE_MS = 60_000;
+/** A probe that has not answered by then counts as failed. */
+const PROBE_TIMEOUT_MS = 2_000;
+
+export interface PoolBackendSnapshot {
+  readonly url: string;
+  readonly type: Backend['type'];
+  readonly healthy: boolean;
+  readonly draining: boolean;
+  readonly inflight: number;
+  readonly version: number;
+  readonly consecutive_failures: number;
+  readonly last_error: string | null;
+  readonly last_checked: number | null;
+}
+
+export interface PoolSnapshot {
+  readonly model: string;
+  readonly version: number;
+  readonly backends: readonly PoolBackendSnapshot[];
+  /** Backends replaced by a newer version that still carry calls. */
+  readonly retiring: readonly PoolBackendSnapshot[];
+}
+
+export interface ReplacePoolRequest {
+  readonly version: number;
+  readonly backends: readonly BackendConfig[];
+}
+
+export interface PoolRegistry extends ModelRegistry {
+  /** Starts active health probes (no-op for pools with probes off). Idempotent. */
+  start(): void;
+  snapshot(): readonly PoolSnapshot[];
+  /** True when every pool has at least one healthy, non-draining backend. */
+  ready(): boolean;
+  /** Swaps a pool's backends and version in one step; old backends finish their calls, then close. */
+  replace(model: string, request: ReplacePoolRequest): PoolSnapshot;
+  /** Marks one backend as draining (no new calls) or back in service. */
+  setDraining(options: { model: string; url: string; draining: boolean }): PoolSnapshot;
+  /** Probes every backend of every pool once now. */
+  probeAll(): Promise<void>;
+}
+
+interface PoolMember {
+  readonly backend: Backend;
+  readonly version: number;
+  inflight: number;
+  draining: boolean;
+  retired: boolean;
+}
+
+interface PoolEntry {
+  readonly config: ModelConfig;
+  readonly retry: RetryPolicy;
+  policy: ModelPolicy;
+  members: readonly PoolMember[];
+  readonly retiring: Set<PoolMember>;
+  readonly health: BackendHealth;
+  readonly byBackend: Map<Backend, PoolMember>;
+  next: number;
+}
+
+function policyOf(model: ModelConfig, version: number): ModelPolicy {
+  return {
+    name: model.name,
+    upstreamModel: model.upstreamModel ?? model.name,
+    tokenIds: model.tokenIds,
+    logprobs: model.logprobs,
+    version,
+    firstByteTimeoutMs: model.timeouts.firstByteMs,
+    totalTimeoutMs: model.timeouts.totalMs,
+  };
+}
+
+function createBackend(config: BackendConfig, model: ModelConfig): Backend {
+  const url = new URL(config.url);
+  const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+  return {
+    url: config.url,
+    type: config.type,
+    host: url.hostname,
+    port,
+    basePath: url.pathname.replace(/\/+$/, ''),
+    authorization: config.apiKey !== undefined ? `Bearer ${config.apiKey}` : null,
+    pool: new Pool(url.origin, {
+      connect: { timeout: model.timeouts.connectMs },
+      headersTimeout: model.timeouts.firstByteMs,
+      bodyTimeout: model.timeouts.firstByteMs,
+      keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
+    }),
+  };
+}
+
+function byUrl(member: PoolMember): string {
+  return member.backend.url;
+}
+
+export interface PoolRegistryOptions {
+  readonly models: readonly ModelConfig[];
+  readonly logger: Logger;
+  /** Epoch seconds reported as `created` by /v1/models. */
+  readonly createdS?: number;
+}
+
+export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
+  const { logger } = options;
+  const created = options.createdS ?? Math.floor(Date.now() / 1000);
+  const entries = new Map<string, PoolEntry>();
+  let started = false;
+  let closing: Promise<void> | null = null;
+
+  function probeFor(entry: PoolEntry) {
+    return async (url: string, signal: AbortSignal): Promise<boolean> => {
+      const member = [...entry.members, ...entry.retiring].find((m) => m.backend.url === url);
+      // OpenAI-style backends have no /health; only real traffic judges them.
+      if (member === undefined || member.backend.type !== 'vllm') return true;
+      const timeout = AbortSignal.timeout(PROBE_TIMEOUT_MS);
+      const response = await member.backend.pool.request({
+        path: '/health',
+        method: 'GET',
+        signal: AbortSignal.any([signal, timeout]),
+      });
+      await response.body.dump();
+      return response.statusCode === 200;
+    };
+  }
+
+  for (const model of options.models) {
+    const members = model.backends.map((config) => ({
+      backend: createBackend(config, model),
+      version: model.version,
+      inflight: 0,
+      draining: false,
+      retired: false,
+    }));
+    const entry: PoolEntry = {
+      config: model,
+      retry: createRetryPolicy(model.retry),
+      policy: policyOf(model, model.version),
+      members,
+      retiring: new Set(),
+      byBackend: new Map(members.map((m) => [m.backend, m])),
+      // Replaced below: the probe needs the entry it belongs to.
+      health: undefined as unknown as BackendHealth,
+      next: 0,
+    };
+    (entry as { health: BackendHealth }).health = new BackendHealth(
+      members.map((m) => m.backend.url),
+      {
+        intervalMs: model.health.intervalMs,
+        ejectAfterFailures: model.health.ejectAfterFailures,
+        recoverAfterMs: model.health.recoverAfterMs,
+        probe: probeFor(entry),
+        onChange: (url, healthy) =>
+          logger[healthy ? 'info' : 'warn'](healthy ? 'backend recovered' : 'backend ejected', {
+            model: model.name,
+            backend: url,
+          }),
+      },
+    );
+    entries.set(model.name, entry);
+  }
+
+  const listing: ModelListing[] = [...entries.keys()].map((id) => ({
+    id,
+    object: 'model',
+    created,
+    owned_by: 'rollgate',
+  }));
+  // With a single model configured, any name reaches it: agents often send placeholders ("auto").
+  const only = entries.size === 1 ? [...entries.values()][0] : undefined;
+
+  function entryFor(modelName: unknown): PoolEntry {
+    const entry = (typeof modelName === 'string' ? entries.get(modelName) : undefined) ?? only;
+    if (entry === undefined) {
+      throw new GatewayError('model_not_found', `The model '${String(modelName)}' is not served here`, {
+        param: 'model',
+      });
+    }
+    return entry;
+  }
+
+  function leastLoaded(entry: PoolEntry, candidates: readonly PoolMember[]): PoolMember | undefined {
+    let best: PoolMember | undefined;
+    const n = candidates.length;
+    // Start the scan at a rotating offset so ties spread instead of piling on the first backend.
+    for (let i = 0; i < n; i += 1) {
+      const member = candidates[(entry.next + i) % n];
+      if (member !== undefined && (best === undefined || member.inflight < best.inflight)) best = member;
+    }
+    entry.next = (entry.next + 1) % Math.max(1, n);
+    return best;
+  }
+
+  function choose(entry: PoolEntry, context: ResolveContext): PoolMember | undefined {
+    const serving = entry.members.filter((m) => !m.draining);
+    const healthy = serving.filter((m) => entry.health.isHealthy(m.backend.url));
+    const tried = context.exclude;
+    let candidates = healthy.length > 0 ? healthy : serving;
+    if (tried !== undefined && tried.size > 0) {
+      const fresh = candidates.filter((m) => !tried.has(m.backend.url));
+      if (fresh.length > 0) candidates = fresh;
+    }
+    // The sticky choice is made over the healthy set, so every replica agrees while health agrees.
+    if (context.rolloutId !== null && (tried === undefined || tried.size === 0)) {
+      return pickSticky(context.rolloutId, candidates, byUrl);
+    }
+    return leastLoaded(entry, candidates);
+  }
+
+  function memberSnapshot(member: PoolMember, health: Map<string, BackendHealthSnapshot>): PoolBackendSnapshot {
+    const h = health.get(member.backend.url);
+    return {
+      url: member.backend.url,
+      type: member.backend.type,
+      healthy: h?.healthy ?? false,
+      draining: member.draining || member.retired,
+      inflight: member.inflight,
+      version: member.version,
+      consecutive_failures: h?.consecutive_failures ?? 0,
+      last_error: h?.last_error ?? null,
+      last_checked: h?.last_checked ?? null,
+    };
+  }
+
+  function poolSnapshot(entry: PoolEntry): PoolSnapshot {
+    const health = new Map(entry.health.snapshot().map((h) => [h.id, h]));
+    return {
+      model: entry.config.name,
+      version: entry.policy.version,
+      backends: entry.members.map((m) => memberSnapshot(m, health)),
+      retiring: [...entry.retiring].map((m) => memberSnapshot(m, health)),
+    };
+  }
+
+  function retireIfIdle(entry: PoolEntry, member: PoolMember): void {
+    if (!member.retired || member.inflight > 0 || !entry.retiring.has(member)) return;
+    entry.retiring.delete(member);
+    entry.byBackend.delete(member.backend);
+    const stillUsed = entry.members.some((m) => m.backend.url === member.backend.url);
+    if (!stillUsed) entry.health.remove(member.backend.url);
+    member.backend.pool.close().catch((error: unknown) => {
+      logger.warn('closing a retired backend failed', { backend: member.backend.url, err: String(error) });
+    });
+  }
+
+  return {
+    resolve(modelName, context): ResolvedRoute {
+      const entry = entryFor(modelName);
+      const member = choose(entry, context);
+      if (member === undefined) {
+        throw new GatewayError('no_backend', `No backend available for model '${entry.config.name}'`);
+      }
+      return { model: entry.policy, backend: member.backend };
+    },
+    retryPolicy(route) {
+      return entries.get(route.model.name)?.retry ?? null;
+    },
+    begin(route) {
+      const entry = entries.get(route.model.name);
+      const member = entry?.byBackend.get(route.backend);
+      if (entry === undefined || member === undefined) return () => undefined;
+      member.inflight += 1;
+      let done = false;
+      return () => {
+        if (done) return;
+        done = true;
+        member.inflight -= 1;
+        retireIfIdle(entry, member);
+      };
+    },
+    report(route, outcome) {
+      const health = entries.get(route.model.name)?.health;
+      if (health === undefined) return;
+      if (outcome.ok) health.recordSuccess(route.backend.url);
+      else health.recordFailure(route.backend.url, outcome.reason);
+    },
+    list() {
+      return listing;
+    },
+    start() {
+      if (started || closing !== null) return;
+      started = true;
+      for (const entry of entries.values()) entry.health.start();
+    },
+    async probeAll() {
+      await Promise.all([...entries.values()].map((entry) => entry.health.probeAll()));
+    },
+    snapshot() {
+      return [...entries.values()].map(poolSnapshot);
+    },
+    ready() {
+      for (const entry of entries.values()) {
+        if (!entry.members.some((m) => !m.draining && entry.health.isHealthy(m.backend.url))) return false;
+      }
+      return true;
+    },
+    replace(model, request) {
+      const entry = entries.get(model);
+      if (entry === undefined) throw new GatewayError('not_found', `No pool for model '${model}'`);
+      if (request.backends.length === 0) {
+        throw new GatewayError('validation_error', 'A pool needs at least one backend', { param: 'backends' });
+      }
+      const members: PoolMember[] = request.backends.map((config) => ({
+        backend: createBackend(config, entry.config),
+        version: request.version,
+        inflight: 0,
+        draining: false,
+        retired: false,
+      }));
+      for (const member of members) {
+        entry.byBackend.set(member.backend, member);
+        // A backend kept across versions keeps its health view; a new one starts healthy until proven otherwise.
+        entry.health.add(member.backend.url);
+      }
+      const old = entry.members;
+      // The one step agents can observe: before it every call gets an old backend, after it a new one.
+      entry.members = members;
+      entry.policy = policyOf(entry.config, request.version);
+      for (const member of old) {
+        member.retired = true;
+        entry.retiring.add(member);
+        retireIfIdle(entry, member);
+      }
+      logger.info('pool replaced', { model, version: request.version, backends: members.length });
+      return poolSnapshot(entry);
+    },
+    setDraining({ model, url, draining }) {
+      const entry = entries.get(model);
+      if (entry === undefined) throw new GatewayError('not_found', `No pool for model '${model}'`);
+      const member = entry.members.find((m) => m.backend.url === url);
+      if (member === undefined) throw new GatewayError('not_found', `No backend '${url}' in pool '${model}'`);
+      member.draining = draining;
+      return poolSnapshot(entry);
+    },
+    close() {
+      closing ??= (async () => {
+        const pools: Promise<void>[] = [];
+        for (const entry of entries.values()) {
+          entry.health.close();
+          for (const member of [...entry.members, ...entry.retiring]) pools.push(member.backend.pool.close());
+        }
+        await Promise.all(pools);
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,186 @@
+// Sends one call upstream with retries and fail-over (contracts.md §7.5, pitfall 19): a try is repeated on a
+// connect error, a timeout before the first byte, or a status in the pool's retry set, on another backend when
+// there is one, after an exponential, jittered backoff that honours Retry-After. Nothing is retried once a
+// response is handed back (the caller has not written a byte before that). Each try is a child span.
+import { EventEmitter } from 'node:events';
+import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import type { Dispatcher } from 'undici';
+import * as A from '../tracing/attributes.js';
+import { HEADER_RETRY_AFTER, HEADER_RETRY_AFTER_MS } from './headers.js';
+import type { ModelRegistry, ResolveContext, ResolvedRoute } from './model-registry.js';
+import { parseRetryAfterMs, retryDelayMs } from './retry-policy.js';
+
+export interface UpstreamRequest {
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: Buffer;
+}
+
+export interface SendOptions<T> {
+  readonly registry: ModelRegistry;
+  readonly modelName: unknown;
+  readonly context: ResolveContext;
+  /** Builds the request for the chosen route (the body may depend on the backend type) plus caller data. */
+  readonly build: (route: ResolvedRoute) => { request: UpstreamRequest; data: T };
+  /** Aborts the try in flight and any backoff wait (undici accepts either form). */
+  readonly signal: AbortSignal | EventEmitter;
+  readonly aborted: () => boolean;
+  readonly tracer: Tracer;
+  readonly parent: Span;
+}
+
+export interface SentUpstream<T> {
+  readonly route: ResolvedRoute;
+  readonly response: Dispatcher.ResponseData;
+  readonly data: T;
+  /** Tries beyond the first. */
+  readonly retries: number;
+  /** Ends the backend's in-flight count; call once the upstream response has closed. Idempotent. */
+  readonly release: () => void;
+}
+
+/** The last try failed before any response; carries how many tries were made. */
+export class UpstreamTriesFailed extends Error {
+  constructor(
+    readonly lastError: unknown,
+    readonly retries: number,
+  ) {
+    super('upstream tries failed', { cause: lastError });
+    this.name = 'UpstreamTriesFailed';
+  }
+}
+
+const RETRYABLE_ERROR_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+]);
+
+function errorCode(error: unknown): string {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+}
+
+function headerValue(value: string | string[] | undefined): string | null {
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+}
+
+class BackoffAborted extends Error {
+  constructor() {
+    super('aborted during retry backoff');
+    this.name = 'AbortError';
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | EventEmitter, aborted: () => boolean): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (aborted()) return reject(new BackoffAborted());
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new BackoffAborted());
+    };
+    const timer = setTimeout(() => {
+      if (signal instanceof EventEmitter) signal.removeListener('abort', onAbort);
+      else signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    timer.unref();
+    if (signal instanceof EventEmitter) signal.once('abort', onAbort);
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpstream<T>> {
+  const { registry, tracer, signal } = options;
+  const parentContext = trace.setSpan(ROOT_CONTEXT, options.parent);
+  const tried = new Set<string>();
+  let retries = 0;
+  for (;;) {
+    // Resolved afresh per try: a replaced pool or an ejected backend is seen at once.
+    const route = registry.resolve(options.modelName, { ...options.context, exclude: tried });
+    const policy = registry.retryPolicy?.(route) ?? null;
+    const maxTries = policy?.maxAttempts ?? 1;
+    const { request, data } = options.build(route);
+    const release = registry.begin?.(route) ?? (() => undefined);
+    const trySpan = tracer.startSpan(
+      'upstream try',
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          [A.ATTR_UPSTREAM_TRY]: retries,
+          [A.ATTR_BACKEND]: route.backend.url,
+          [A.ATTR_MODEL_VERSION]: route.model.version,
+          [A.ATTR_SERVER_ADDRESS]: route.backend.host,
+          [A.ATTR_SERVER_PORT]: route.backend.port,
+        },
+      },
+      parentContext,
+    );
+    tried.add(route.backend.url);
+    const lastTry = retries + 1 >= maxTries;
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await route.backend.pool.request({
+        path: route.backend.basePath + request.path,
+        method: 'POST',
+        headers: request.headers,
+        body: request.body,
+        signal,
+      });
+    } catch (error) {
+      release();
+      const code = errorCode(error);
+      trySpan.setAttribute(A.ATTR_ERROR_TYPE, code || 'transport');
+      trySpan.setStatus({ code: SpanStatusCode.ERROR, message: code || 'transport' });
+      trySpan.end();
+      if (options.aborted()) throw error;
+      const retryable = RETRYABLE_ERROR_CODES.has(code);
+      // A timeout before the first byte says nothing certain about the backend; a refused connection does.
+      if (code !== 'UND_ERR_HEADERS_TIMEOUT') registry.report?.(route, { ok: false, reason: code || 'transport' });
+      if (!retryable || lastTry || policy === null) throw new UpstreamTriesFailed(error, retries);
+      await sleep(retryDelayMs(policy, { retry: retries }), signal, options.aborted);
+      retries += 1;
+      continue;
+    }
+    const status = response.statusCode;
+    trySpan.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, status);
+    if (status >= 500) {
+      registry.report?.(route, { ok: false, reason: `HTTP ${status}` });
+    } else {
+      registry.report?.(route, { ok: true });
+    }
+    const retryable = policy !== null && !lastTry && policy.statuses.has(status);
+    if (retryable) {
+      const retryAfterMs = parseRetryAfterMs({
+        retryAfterMs: headerValue(response.headers[HEADER_RETRY_AFTER_MS]),
+        retryAfter: headerValue(response.headers[HEADER_RETRY_AFTER]),
+      });
+      // A server asking for a longer pause than we would wait gets its answer passed on: the agent's SDK waits.
+      if (retryAfterMs === undefined || retryAfterMs <= policy.maxDelayMs) {
+        trySpan.setStatus({ code: SpanStatusCode.ERROR, message: String(status) });
+        trySpan.setAttribute(A.ATTR_ERROR_TYPE, String(status));
+        trySpan.end();
+        await response.body.dump().catch(() => undefined);
+        release();
+        await sleep(
+          retryDelayMs(policy, { retry: retries, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
+          signal,
+          options.aborted,
+        );
+        retries += 1;
+        continue;
+      }
+    }
+    if (status >= 400) trySpan.setStatus({ code: SpanStatusCode.ERROR, message: String(status) });
+    trySpan.end();
+    return { route, response, data, retries, release };
+  }
+}
