@@ -52,6 +52,7 @@ async function serve(options: ServeOptions): Promise<number> {
       env: process.env,
       flags,
     });
+    config = loopbackWithoutKeys(config);
     await validateAlgorithmConfigs(config.algorithms);
     // Loaded after the config is known good, so `--help` and config errors answer without loading the app.
     const { createGateway } = await import('../app.js');
@@ -108,4 +109,19 @@ async function serve(options: ServeOptions): Promise<number> {
           baseDir: options.config === undefined ? process.cwd() : dirname(resolve(options.config)),
         });
   return 0;
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
+
+/** Without any key every caller is admin, so such a gateway is only ever reachable from this machine. */
+function loopbackWithoutKeys(config: RollgateConfig): RollgateConfig {
+  if (config.auth.adminKeys.length + config.auth.agentKeys.length > 0) return config;
+  if (!LOOPBACK_HOSTS.has(config.server.host)) {
+    process.stderr.write(
+      `rollgate: no API keys configured (auth.adminKeys / auth.agentKeys): binding 127.0.0.1 instead of ${config.server.host}\n`,
+    );
+    return { ...config, server: { ...config.server, host: '127.0.0.1' } };
+  }
+  process.stderr.write('rollgate: no API keys configured: every caller is admin; listening on loopback only\n');
+  return config;
 }
