@@ -265,15 +265,15 @@ export async function applyWorkerEvent(
   event: WorkerEvent,
   now: number,
 ): Promise<Worker> {
-  // Create-then-lock: two replicas touching a new worker at once must serialise on a row, not both start blank.
+  // Create-or-lock in one statement: the no-op DO UPDATE locks an existing row and RETURNING reads it, so two
+  // replicas touching the same (possibly new) worker serialise on its row instead of both starting blank.
   const initial = initialWorkerState();
-  await c.query(`INSERT INTO workers (worker_id, status) VALUES ($1, $2) ON CONFLICT (worker_id) DO NOTHING`, [
-    workerId,
-    initial.status,
-  ]);
-  const res = await c.query<WorkerRow>(`SELECT ${WORKER_COLUMNS} FROM workers w WHERE w.worker_id = $1 FOR UPDATE`, [
-    workerId,
-  ]);
+  const res = await c.query<WorkerRow>(
+    `INSERT INTO workers AS w (worker_id, status) VALUES ($1, $2)
+     ON CONFLICT (worker_id) DO UPDATE SET worker_id = excluded.worker_id
+     RETURNING ${WORKER_COLUMNS}`,
+    [workerId, initial.status],
+  );
   const row = res.rows[0];
   const state = row === undefined ? initial : rowToWorker(row);
   const worker: Worker = { ...nextWorkerState(state, event, now), worker_id: workerId };
