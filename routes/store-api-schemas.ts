@@ -227,9 +227,14 @@ export const spanBodySchema = z.looseObject({
 /** The counter is per rollout; the attempt id is accepted for v0.3 compatibility and not checked. */
 export const nextSequenceBodySchema = z.object({ rollout_id: z.string().min(1), attempt_id: z.string().nullish() });
 
+const MAX_WAIT_SECONDS = 2_147_483;
+
 export const waitBodySchema = z.object({
   rollout_ids: z.array(z.string()),
-  timeout: numberParam.nullish(),
+  // Node timers overflow past 2^31 - 1 ms and would fire at once; null already means "until done".
+  timeout: numberParam
+    .refine((value) => value <= MAX_WAIT_SECONDS, `must be at most ${MAX_WAIT_SECONDS} s (null waits until done)`)
+    .nullish(),
 });
 
 export const rewardBodySchema = z

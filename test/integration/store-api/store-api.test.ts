@@ -364,6 +364,12 @@ describe('waits (pitfall 40)', () => {
     expect(reply.body.map((r: any) => r.rollout_id)).toEqual([done.body.rollout_id]);
   });
 
+  it('rejects a timeout beyond what a timer can hold, naming the field', async () => {
+    const reply = await call('/v1/agl/waits/rollouts', { body: { rollout_ids: ['ro-x'], timeout: 1e10 } });
+    expectOpenAIError(reply, 422, 'validation_error');
+    expect(reply.body.error.param).toBe('timeout');
+  });
+
   it('holds a long poll until the rollout finishes', async () => {
     const started = await call('/v1/agl/rollouts', { body: { input: 'lp' } });
     const rid = started.body.rollout_id;
