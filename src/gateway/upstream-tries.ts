@@ -143,8 +143,8 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       trySpan.end();
       if (options.aborted()) throw error;
       const retryable = RETRYABLE_ERROR_CODES.has(code);
-      // A timeout before the first byte says nothing certain about the backend; a refused connection does.
-      if (code !== 'UND_ERR_HEADERS_TIMEOUT') registry.report?.(route, { ok: false, reason: code || 'transport' });
+      // First-byte timeouts count too: with generation-sized limits, a backend that stays silent that long is stalled.
+      registry.report?.(route, { ok: false, reason: code || 'transport' });
       if (!retryable || lastTry || policy === null) throw new UpstreamTriesFailed(error, retries);
       await sleep(retryDelayMs(policy, { retry: retries }), signal, options.aborted);
       retries += 1;
