@@ -33,6 +33,7 @@ if (!hasChromium) {
 }
 
 const ADMIN_KEY = 'dashboard-admin-key-0123456789abcdef';
+const AGENT_KEY = 'dashboard-agent-key-0123456789abcdef';
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 /** A blank or broken page compresses to a few KiB; a rendered table or chart does not. */
 const MIN_SCREENSHOT_BYTES = 12_000;
@@ -92,7 +93,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     await ensureDashboardBuilt();
     mock = await startMockVllm();
     gw = await startTestGateway({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
-    authGw = await startTestGateway({ auth: { adminKeys: [ADMIN_KEY] } });
+    authGw = await startTestGateway({ auth: { adminKeys: [ADMIN_KEY], agentKeys: [AGENT_KEY] } });
     seeded = await seedDashboard(gw.gateway.store);
     await seedDashboard(authGw.gateway.store);
     browser = await launchChromium();
@@ -325,6 +326,41 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
       'Name a prime number.',
     );
     await screenshot(page, '08-proxied-call');
+    await page.close();
+  });
+
+  it('asks for a key when the gateway answers 401, then sends it on every call', async () => {
+    const page = await openPage(authGw.url);
+    const prompt = page.locator('[data-testid=key-prompt]');
+    await prompt.locator('form').waitFor({ state: 'visible' });
+    expect(await prompt.locator('.prompt-reason').textContent()).toContain('requires an API key');
+    await page.locator('[data-testid=auth-required]').waitFor();
+    await screenshot(page, '07-key-prompt');
+
+    await page.locator('#api-key').fill('not-the-key');
+    await page.locator('#api-key').press('Enter');
+    await prompt.locator('form').waitFor({ state: 'visible' });
+    expect(await prompt.locator('.prompt-reason').textContent()).toContain('rejected the saved key');
+
+    // An agent key is a valid key without the admin scope the store API needs.
+    await page.locator('#api-key').fill(AGENT_KEY);
+    await page.locator('#api-key').press('Enter');
+    await expect
+      .poll(() => prompt.locator('.prompt-reason').textContent(), { timeout: 15_000 })
+      .toContain('Enter an admin key');
+    expect(await prompt.locator('form').isVisible()).toBe(true);
+
+    await page.locator('#api-key').fill(ADMIN_KEY);
+    await page.locator('#api-key').press('Enter');
+    await waitForCount(page, '[data-testid=rollouts-table] tbody tr', 25);
+    expect(await prompt.isHidden()).toBe(true);
+
+    // The key is kept in this browser: a reload reads the store without asking again.
+    await page.reload();
+    await waitForCount(page, '[data-testid=rollouts-table] tbody tr', 25);
+    await waitForRewards(page);
+    expect(await prompt.isHidden()).toBe(true);
+    expect(await page.locator('[data-testid=reward][data-value]').count()).toBeGreaterThan(0);
     await page.close();
   });
 
