@@ -1,6 +1,7 @@
-// Span writes for the PostgreSQL store. addSpan calls made in the same event-loop turn are written together:
-// one transaction, one multi-row INSERT, one heartbeat UPDATE; each caller's promise settles after COMMIT, so
-// whoever awaited addSpan can read the span back (read-your-writes, architecture.md I3).
+// Span writes for the PostgreSQL store. addSpan calls made in the same event-loop turn are written together in one
+// transaction: one statement locks their rollouts and attempts, one statement inserts the spans (multi-row), raises
+// the sequence counters and records the heartbeats; each caller's promise settles after COMMIT, so whoever awaited
+// addSpan can read the span back, from any replica (read-your-writes, architecture.md I3).
 import type { PoolClient } from 'pg';
 import type { Logger } from '../logger.js';
 import { nextAttemptState } from './attempt-status.js';
