@@ -1,0 +1,78 @@
+// A GatewayControl that drives a gateway through its admin API (routes/admin.ts): pause + drain, resume,
+// pool listing, and a version bump as an atomic pool replace with the same backends. It works the same for
+// a plugin inside `rollgate serve` and one running in another process, which is why RL uses it.
+import { attemptBaseUrl } from '../../runner/attempt-urls.js';
+import type { GatewayControl, ModelPoolInfo } from '../types.js';
+
+export interface AdminGatewayControlOptions {
+  /** Gateway root, e.g. http://127.0.0.1:8080. */
+  readonly gatewayUrl: string;
+  /** Admin key when the gateway has auth on. */
+  readonly adminKey?: string | null;
+  /** Longest wait for in-flight calls to drain after a pause (default 600 s). */
+  readonly drainTimeoutS?: number;
+  readonly fetch?: typeof fetch;
+}
+
+interface PoolsBody {
+  pools: Array<{ model: string; version: number; backends: Array<{ url: string; type: string }> }>;
+}
+
+function isPoolsBody(value: unknown): value is PoolsBody {
+  return typeof value === 'object' && value !== null && Array.isArray((value as { pools?: unknown }).pools);
+}
+
+export function createAdminGatewayControl(options: AdminGatewayControlOptions): GatewayControl {
+  const root = options.gatewayUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? fetch;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (options.adminKey) headers.authorization = `Bearer ${options.adminKey}`;
+
+  const call = async (method: string, path: string, body?: unknown): Promise<unknown> => {
+    const response = await doFetch(`${root}${path}`, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${path}: HTTP ${response.status} ${text.slice(0, 300)}`);
+    return text === '' ? null : (JSON.parse(text) as unknown);
+  };
+
+  const pools = async (): Promise<PoolsBody['pools']> => {
+    const body = await call('GET', '/admin/pools');
+    if (!isPoolsBody(body)) throw new Error('GET /admin/pools: unexpected answer');
+    return body.pools;
+  };
+
+  return {
+    attemptBaseUrl(rolloutId, attemptId) {
+      return attemptBaseUrl(root, { rolloutId, attemptId });
+    },
+    async modelPools(): Promise<ModelPoolInfo[]> {
+      return (await pools()).map((p) => ({
+        name: p.model,
+        version: p.version,
+        backends: p.backends.map((b) => b.url),
+      }));
+    },
+    async pause(pauseOptions) {
+      await call('POST', '/admin/pause', { reason: pauseOptions?.reason ?? null });
+      const drained = await call('POST', '/admin/drain', { timeout_seconds: options.drainTimeoutS ?? 600 });
+      if (typeof drained !== 'object' || drained === null || (drained as { drained?: unknown }).drained !== true) {
+        throw new Error('in-flight calls did not drain in time');
+      }
+    },
+    async resume() {
+      await call('POST', '/admin/resume');
+    },
+    async setModelVersion(model, version) {
+      const pool = (await pools()).find((p) => p.model === model);
+      if (pool === undefined) throw new Error(`model pool ${model} not found`);
+      await call('PUT', `/admin/pools/${encodeURIComponent(model)}`, {
+        version,
+        backends: pool.backends.map((b) => ({ url: b.url, type: b.type })),
+      });
+    },
+  };
+}

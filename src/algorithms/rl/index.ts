@@ -1,0 +1,207 @@
+// The built-in `rl` plugin: the GRPO data plane (issue "RL module"). Per step it enqueues `groupSize`
+// rollouts of each of `tasksPerStep` tasks, waits for them by notification (store.waitForRollouts),
+// turns their spans into token-level trajectories, computes group advantages and hands the batch to the
+// trainer through the TrainerHub. When the trainer posts new weights it runs the weight-sync cycle.
+// With maxQueuedBatches = 1 the next step starts only after the trainer acknowledged the previous batch,
+// i.e. every sample comes from the weights the trainer has just posted (strictly on-policy).
+import { randomUUID } from 'node:crypto';
+import type { JsonObject, JsonValue, NamedResources, Rollout } from '../../store/types.js';
+import { AlgorithmAbortedError, AlgorithmConfigError, throwIfAborted } from '../errors.js';
+import { parseAlgorithmOptions } from '../options.js';
+import type { Algorithm, AlgorithmContext, GatewayControl } from '../types.js';
+import { buildBatch, type DropCounts, emptyDropCounts, type StepRollout } from './batch.js';
+import { type RlOptions, rlOptionsSchema } from './options.js';
+import type { TrainerHub } from './trainer-hub.js';
+import { syncWeights } from './weight-sync.js';
+
+export { createAdminGatewayControl } from './admin-gateway-control.js';
+export type { Batch, BatchSample, DropCounts } from './batch.js';
+export { type RlOptions, rlOptionsSchema } from './options.js';
+export { TrainerHub, TrainerHubError, type WeightsUpdate } from './trainer-hub.js';
+
+export function validateOptions(options: unknown, label: string): void {
+  parseAlgorithmOptions(rlOptionsSchema, options, label);
+}
+
+export interface RlExtras {
+  /** Where batches go and weights posts come from (the gateway's /v1/rl/* routes serve it). */
+  readonly hub?: TrainerHub;
+  /** Pause/resume/pools/version control (default: the context's gateway control). */
+  readonly control?: GatewayControl;
+  /** Used by the HTTP weight-load hook (default: global fetch). */
+  readonly fetch?: typeof fetch;
+}
+
+export interface RlStepSummary {
+  readonly step: number;
+  readonly model_version: number;
+  readonly mean_reward: number | null;
+  readonly samples: number;
+}
+
+function addDrops(total: DropCounts, add: DropCounts): void {
+  for (const key of Object.keys(total) as Array<keyof DropCounts>) total[key] += add[key];
+}
+
+/** Resolves on the next acknowledgement or abort. */
+class AckSignal {
+  #waiters = new Set<() => void>();
+
+  notify(): void {
+    const waiters = [...this.#waiters];
+    this.#waiters.clear();
+    for (const w of waiters) w();
+  }
+
+  wait(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        this.#waiters.delete(done);
+        reject(new AlgorithmAbortedError());
+      };
+      const done = () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#waiters.add(done);
+    });
+  }
+}
+
+async function initialVersion(control: GatewayControl, model: string): Promise<number> {
+  const pools = control.modelPools ? await control.modelPools() : [];
+  return pools.find((p) => p.name === model)?.version ?? 0;
+}
+
+async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras): Promise<JsonObject> {
+  const { store, logger, progress, signal } = ctx;
+  const hub = extras.hub;
+  if (hub === undefined) {
+    throw new AlgorithmConfigError('rl needs the gateway trainer hub: run it inside the gateway that serves /v1/rl/*');
+  }
+  const control = extras.control ?? ctx.gateway;
+  const tasks = ctx.datasets.train;
+  if (tasks === null || tasks.length === 0) throw new AlgorithmConfigError('rl needs a non-empty data.train dataset');
+
+  let version = await initialVersion(control, options.model);
+  const publishResources = async (): Promise<string> => {
+    const resources: NamedResources = {
+      [options.resourceName]: {
+        resource_type: 'llm',
+        endpoint: control.attemptBaseUrl('{rollout_id}', '{attempt_id}') ?? '',
+        model: options.model,
+        sampling_parameters: { ...options.samplingParameters, model_version: version } as JsonObject,
+      },
+    };
+    return (await store.addResources(resources)).resources_id;
+  };
+  let resourcesId = await publishResources();
+  const acks = new AckSignal();
+  const detach = hub.attach({
+    currentVersion: () => version,
+    async applyWeights(update) {
+      const result = await syncWeights(
+        {
+          control,
+          model: options.model,
+          hook: options.weightLoad,
+          logger,
+          ...(extras.fetch ? { fetch: extras.fetch } : {}),
+        },
+        update,
+      );
+      version = update.version;
+      resourcesId = await publishResources();
+      return result;
+    },
+    onAcknowledged: () => acks.notify(),
+  });
+
+  const runId = randomUUID().slice(0, 8);
+  const dropped = emptyDropCounts();
+  const steps: RlStepSummary[] = [];
+  let batches = 0;
+  try {
+    for (let step = 0; options.maxSteps === null || step < options.maxSteps; step++) {
+      while (hub.pending >= options.maxQueuedBatches) await acks.wait(signal);
+      throwIfAborted(signal);
+      progress.phase(`step ${step} (version ${version})`, options.tasksPerStep * options.groupSize);
+      const stepRollouts: StepRollout[] = [];
+      const requests = [];
+      for (let t = 0; t < options.tasksPerStep; t++) {
+        const taskIndex = (step * options.tasksPerStep + t) % tasks.length;
+        const task = tasks[taskIndex] as JsonValue;
+        const groupId = `${runId}-${step}-${t}`;
+        for (let s = 0; s < options.groupSize; s++) {
+          requests.push({
+            input: task,
+            mode: 'train' as const,
+            resources_id: resourcesId,
+            config: { timeout_seconds: options.rolloutTimeoutS },
+            metadata: { rl_run: runId, rl_step: step, rl_group: groupId, rl_task_index: taskIndex, rl_sample: s },
+          });
+        }
+      }
+      const enqueued = await store.enqueueManyRollouts(requests);
+      for (const [i, rollout] of enqueued.entries()) {
+        const groupId = `${runId}-${step}-${Math.floor(i / options.groupSize)}`;
+        stepRollouts.push({ rolloutId: rollout.rollout_id, groupId });
+      }
+      const ids = stepRollouts.map((r) => r.rolloutId);
+      // The store's own timeout handling ends each rollout; the extra minute only guards a stuck watchdog.
+      const done = await store.waitForRollouts(ids, { timeout: options.rolloutTimeoutS + 60, signal });
+      throwIfAborted(signal);
+      progress.advance(done.length);
+      const finished = new Map<string, Rollout>(done.map((r) => [r.rollout_id, r]));
+      const batch = await buildBatch({
+        store,
+        batchId: `${runId}-step-${step}`,
+        step,
+        rollouts: stepRollouts,
+        finished,
+        currentVersion: version,
+        maxStaleness: options.maxStaleness,
+        estimator: options.advantage,
+        normalizeStd: options.normalizeStd,
+        level: options.level,
+        maxPromptLength: options.maxPromptLength,
+        maxResponseLength: options.maxResponseLength,
+        rewardFillna: options.rewardFillna,
+      });
+      addDrops(dropped, batch.stats.dropped);
+      steps.push({
+        step,
+        model_version: version,
+        mean_reward: batch.stats.mean_reward,
+        samples: batch.samples.length,
+      });
+      progress.note(
+        `step ${step}: version ${version}, mean reward ${batch.stats.mean_reward?.toFixed(3) ?? 'n/a'}, ` +
+          `${batch.samples.length} samples, dropped ${JSON.stringify(batch.stats.dropped)}`,
+      );
+      if (batch.samples.length === 0) {
+        logger.info('rl step produced no trainable samples', { step, dropped: batch.stats.dropped });
+        continue;
+      }
+      hub.publish(batch);
+      batches += 1;
+    }
+    // Finished: wait until the trainer has taken (acknowledged) everything generated.
+    while (hub.pending > 0) await acks.wait(signal);
+  } finally {
+    detach();
+  }
+  return {
+    batches,
+    final_model_version: version,
+    dropped: { ...dropped },
+    steps: steps.map((s) => ({ ...s })),
+  };
+}
+
+export function createAlgorithm(options: unknown, extras: RlExtras = {}): Algorithm {
+  const parsed = parseAlgorithmOptions(rlOptionsSchema, options, 'rl');
+  return { name: 'rl', run: (ctx) => runRl(ctx, parsed, extras) };
+}

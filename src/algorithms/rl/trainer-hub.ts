@@ -1,0 +1,192 @@
+// The meeting point of the `rl` data plane and a trainer (routes/rl.ts is its HTTP face).
+// Delivery is at-least-once with explicit acknowledgement: `next` always hands out the oldest batch not yet
+// acknowledged, so a trainer that disconnects mid-batch gets the same batch again, and a batch leaves the
+// queue only when the trainer acknowledges it (explicitly or with its weights post). Nothing is lost and,
+// as long as the trainer acknowledges what it trained, nothing is trained twice.
+import type { Batch } from './batch.js';
+
+export interface WeightsUpdate {
+  /** The new model version; must be greater than the current one. */
+  readonly version: number;
+  /** Batches this update trained on; absent = every batch handed out and not yet acknowledged. */
+  readonly batch_ids?: readonly string[];
+  /** Everything else the trainer sent (e.g. `lora_path`, `lora_name`): passed to the weight-load hook. */
+  readonly fields: Readonly<Record<string, string | number | boolean>>;
+}
+
+export interface WeightsResult {
+  readonly version: number;
+  readonly acknowledged: string[];
+  readonly sync_ms: number;
+}
+
+/** What the running `rl` plugin provides to the hub. */
+export interface TrainerHubPlugin {
+  currentVersion(): number;
+  /** Loads the weights on every backend and bumps the pool version; rejects if any step fails. */
+  applyWeights(update: WeightsUpdate): Promise<{ sync_ms: number }>;
+  /** Called after batches were acknowledged (the data plane may then generate more). */
+  onAcknowledged(batchIds: readonly string[]): void;
+}
+
+export class TrainerHubError extends Error {
+  constructor(
+    readonly code: 'not_found' | 'conflict' | 'unavailable',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'TrainerHubError';
+  }
+}
+
+interface QueuedBatch {
+  readonly batch: Batch;
+  deliveries: number;
+}
+
+export interface TrainerHubStats {
+  readonly queued: number;
+  readonly delivered: number;
+  readonly acknowledged: number;
+  readonly redeliveries: number;
+  readonly attached: boolean;
+  readonly model_version: number | null;
+}
+
+export class TrainerHub {
+  readonly #queue: QueuedBatch[] = [];
+  readonly #waiters = new Set<() => void>();
+  readonly #acknowledged = new Set<string>();
+  #plugin: TrainerHubPlugin | null = null;
+  #redeliveries = 0;
+  #delivered = 0;
+  #syncing: Promise<unknown> | null = null;
+  #closed = false;
+
+  /** The running plugin registers itself; returns the detach function. */
+  attach(plugin: TrainerHubPlugin): () => void {
+    if (this.#plugin !== null) throw new TrainerHubError('conflict', 'an rl algorithm is already attached');
+    this.#plugin = plugin;
+    return () => {
+      if (this.#plugin === plugin) this.#plugin = null;
+    };
+  }
+
+  publish(batch: Batch): void {
+    this.#queue.push({ batch, deliveries: 0 });
+    this.#wake();
+  }
+
+  /** Unacknowledged batches (handed out or not). */
+  get pending(): number {
+    return this.#queue.length;
+  }
+
+  stats(): TrainerHubStats {
+    return {
+      queued: this.#queue.length,
+      delivered: this.#delivered,
+      acknowledged: this.#acknowledged.size,
+      redeliveries: this.#redeliveries,
+      attached: this.#plugin !== null,
+      model_version: this.#plugin?.currentVersion() ?? null,
+    };
+  }
+
+  /**
+   * The oldest unacknowledged batch, waiting for one up to `timeoutMs` (event-driven). Null on timeout,
+   * abort or close. A batch handed out before and not acknowledged is handed out again.
+   */
+  async next(options: { timeoutMs: number; signal?: AbortSignal }): Promise<{ batch: Batch; delivery: number } | null> {
+    const deadline = Date.now() + options.timeoutMs;
+    for (;;) {
+      const head = this.#queue[0];
+      if (head !== undefined) {
+        head.deliveries += 1;
+        if (head.deliveries > 1) this.#redeliveries += 1;
+        else this.#delivered += 1;
+        return { batch: head.batch, delivery: head.deliveries };
+      }
+      if (this.#closed || options.signal?.aborted) return null;
+      const left = deadline - Date.now();
+      if (left <= 0) return null;
+      const woke = await this.#wait(left, options.signal);
+      if (!woke) return null;
+    }
+  }
+
+  /** Acknowledges batches; unknown ids are a not_found error, already acknowledged ones are accepted again. */
+  acknowledge(batchIds: readonly string[]): string[] {
+    const queued = new Set(this.#queue.map((q) => q.batch.batch_id));
+    for (const id of batchIds) {
+      if (!queued.has(id) && !this.#acknowledged.has(id)) throw new TrainerHubError('not_found', `unknown batch ${id}`);
+    }
+    const removed: string[] = [];
+    for (const id of batchIds) {
+      const index = this.#queue.findIndex((q) => q.batch.batch_id === id);
+      if (index < 0) continue;
+      this.#queue.splice(index, 1);
+      this.#acknowledged.add(id);
+      removed.push(id);
+    }
+    if (removed.length > 0) this.#plugin?.onAcknowledged(removed);
+    return removed;
+  }
+
+  /** Runs the plugin's weight sync (one at a time), then acknowledges the batches the update trained on. */
+  async postWeights(update: WeightsUpdate): Promise<WeightsResult> {
+    const plugin = this.#plugin;
+    if (plugin === null) throw new TrainerHubError('unavailable', 'no rl algorithm is running on this gateway');
+    if (this.#syncing !== null) throw new TrainerHubError('conflict', 'a weight update is already in progress');
+    const current = plugin.currentVersion();
+    if (update.version <= current) {
+      throw new TrainerHubError(
+        'conflict',
+        `version ${update.version} is not newer than the current version ${current}`,
+      );
+    }
+    const ids = update.batch_ids ?? this.#queue.filter((q) => q.deliveries > 0).map((q) => q.batch.batch_id);
+    // Validated before loading weights, so a typo in batch_ids cannot leave weights loaded but batches queued.
+    const queued = new Set(this.#queue.map((q) => q.batch.batch_id));
+    for (const id of ids) {
+      if (!queued.has(id) && !this.#acknowledged.has(id)) throw new TrainerHubError('not_found', `unknown batch ${id}`);
+    }
+    const sync = plugin.applyWeights(update);
+    this.#syncing = sync;
+    try {
+      const { sync_ms } = await sync;
+      return { version: update.version, acknowledged: this.acknowledge(ids), sync_ms };
+    } finally {
+      this.#syncing = null;
+    }
+  }
+
+  /** Idempotent: answers pending long polls with nothing. */
+  close(): void {
+    this.#closed = true;
+    this.#wake();
+  }
+
+  #wake(): void {
+    const waiters = [...this.#waiters];
+    this.#waiters.clear();
+    for (const w of waiters) w();
+  }
+
+  #wait(ms: number, signal?: AbortSignal): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const finish = (woke: boolean) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.#waiters.delete(onWake);
+        resolve(woke);
+      };
+      const onWake = () => finish(true);
+      const onAbort = () => finish(false);
+      const timer = setTimeout(() => finish(false), ms);
+      timer.unref();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#waiters.add(onWake);
+    });
+  }
+}
