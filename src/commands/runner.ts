@@ -6,6 +6,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
 import { createPinoLogger, type LogLevelSetting } from '../pino-logger.js';
+import { createAgentTokenMinter } from '../runner/agent-tokens.js';
 import { normalizeGatewayUrl } from '../runner/attempt-urls.js';
 import { createProcessExecutor, DEFAULT_KILL_GRACE_MS } from '../runner/process-executor.js';
 import { createProgressReporter } from '../runner/progress.js';
@@ -74,9 +75,10 @@ export function registerRunnerCommand(program: Command): void {
       ),
     )
     .addOption(
-      new Option('--agent-key <key>', 'key agents get as OPENAI_API_KEY (default: the placeholder "rollgate")').env(
-        'ROLLGATE_AGENT_KEY',
-      ),
+      new Option(
+        '--agent-key <key>',
+        'key agents get as OPENAI_API_KEY (default: with --api-key a token bound to each rollout, else "rollgate")',
+      ).env('ROLLGATE_AGENT_KEY'),
     )
     .addOption(
       new Option('--model <name>', 'model name agents get as ROLLGATE_MODEL (default: from the rollout resources)'),
@@ -144,7 +146,10 @@ async function runRunner(command: readonly string[], options: RunnerCommandOptio
     gatewayUrl: options.gateway,
     concurrency: options.concurrency,
     ...(options.workerId !== undefined ? { workerId: options.workerId } : {}),
-    agentKey: options.agentKey ?? null,
+    // Without an explicit agent key, each agent gets a token valid for its own rollout only.
+    agentKey:
+      options.agentKey ??
+      (options.apiKey ? createAgentTokenMinter({ gatewayUrl: options.gateway, apiKey: options.apiKey }) : null),
     model: options.model ?? null,
     heartbeatIntervalMs: options.heartbeatMs,
     shutdownGraceMs: options.shutdownGraceMs,

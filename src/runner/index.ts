@@ -1,4 +1,5 @@
 // Public surface of the runner for TypeScript users (the in-process SDK and the process runner's parts).
+export { AgentTokenError, createAgentTokenMinter } from './agent-tokens.js';
 export { attemptBaseUrl, attemptRewardUrl, normalizeGatewayUrl } from './attempt-urls.js';
 export { createFunctionExecutor } from './function-executor.js';
 export {

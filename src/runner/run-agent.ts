@@ -6,13 +6,17 @@
 
 import { HttpStore } from '../store/http.js';
 import type { LightningStore } from '../store/types.js';
+import { createAgentTokenMinter } from './agent-tokens.js';
 import { createRunner, type RunnerOptions } from './runner.js';
 import type { AgentFunction, RunnerStats } from './types.js';
 
 export interface RunAgentOptions extends Omit<RunnerOptions, 'agent' | 'executor' | 'store'> {
   /** Defaults to a store API client for `gatewayUrl`. */
   readonly store?: LightningStore;
-  /** Key for the store API when the runner builds its own client (admin scope); never given to the agent. */
+  /**
+   * Admin key for the gateway: used by the store API client the runner builds, and (unless `agentKey` is given)
+   * to mint each agent a token bound to its rollout. Never given to the agent.
+   */
   readonly apiKey?: string;
 }
 
@@ -21,7 +25,12 @@ export async function runAgent(agent: AgentFunction, options: RunAgentOptions): 
   const { store: given, apiKey, ...runnerOptions } = options;
   const store = given ?? new HttpStore({ baseUrl: options.gatewayUrl, ...(apiKey !== undefined ? { apiKey } : {}) });
   try {
-    return await createRunner({ ...runnerOptions, store, agent }).done;
+    const agentKey =
+      runnerOptions.agentKey ??
+      (apiKey !== undefined
+        ? createAgentTokenMinter({ gatewayUrl: options.gatewayUrl, apiKey, fetch: options.fetch })
+        : null);
+    return await createRunner({ ...runnerOptions, agentKey, store, agent }).done;
   } finally {
     if (given === undefined) await store.close();
   }

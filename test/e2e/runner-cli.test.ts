@@ -178,11 +178,13 @@ describe('rollgate runner (CLI)', () => {
       const agent = [
         'sh',
         '-c',
-        'sleep 60 & echo $! >> "$AGENT_DIR/$ROLLGATE_ROLLOUT_ID.pids"; echo $$ >> "$AGENT_DIR/$ROLLGATE_ROLLOUT_ID.pids"; sleep 60',
+        'echo "$OPENAI_API_KEY" > "$AGENT_DIR/$ROLLGATE_ROLLOUT_ID.key"; sleep 60 & echo $! >> "$AGENT_DIR/$ROLLGATE_ROLLOUT_ID.pids"; echo $$ >> "$AGENT_DIR/$ROLLGATE_ROLLOUT_ID.pids"; sleep 60',
       ];
       const hung = await store.enqueueRollout({ input: 'hung', config: { timeout_seconds: 1 } });
       const runner = startRunner(['--kill-grace-ms', '1000', '--shutdown-grace-ms', '300'], agent);
       await waitForFinished([hung]);
+      // No --agent-key: the agent got a token minted for its own rollout, not the runner's admin key.
+      expect(readFileSync(join(dir, `${hung.rollout_id}.key`), 'utf8')).toMatch(/^rga_/);
       const timedOut = await onlyAttempt(hung.rollout_id);
       expect(timedOut.status).toBe('timeout');
       expect((await store.getRolloutById(hung.rollout_id))?.status).toBe('failed');

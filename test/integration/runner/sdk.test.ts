@@ -72,11 +72,13 @@ describe('runAgent (in-process SDK)', () => {
     expect(failed?.metadata).toMatchObject({ runner: { error: 'Error: agent blew up' } });
   });
 
-  it('lets an openai SDK agent call the model through the attempt route; calls and reward land on the rollout', async () => {
+  it('lets an openai SDK agent with a rollout-bound token call the model through the attempt route; calls and reward land on the rollout', async () => {
     const rollouts = await store.enqueueManyRollouts([{ input: 'first question' }, { input: 'second question' }]);
     const answers = new Map<string, string>();
+    const keys = new Map<string, string>();
     const stats = await runAgent(
       async (task, ctx) => {
+        keys.set(ctx.rolloutId, ctx.apiKey);
         const client = new OpenAI({ baseURL: ctx.baseUrl, apiKey: ctx.apiKey, maxRetries: 0 });
         const completion = await client.chat.completions.create(
           { model: ctx.model ?? 'unset', messages: [{ role: 'user', content: String(task) }] },
@@ -85,16 +87,12 @@ describe('runAgent (in-process SDK)', () => {
         answers.set(ctx.rolloutId, completion.choices[0]?.message.content ?? '');
         return 0.5;
       },
-      {
-        gatewayUrl: gw.url,
-        apiKey: ADMIN_KEY,
-        agentKey: AGENT_KEY,
-        model: MODEL,
-        concurrency: 2,
-        exitWhenIdle: true,
-      },
+      // No agentKey: each agent gets a token minted for its own rollout with the admin key.
+      { gatewayUrl: gw.url, apiKey: ADMIN_KEY, model: MODEL, concurrency: 2, exitWhenIdle: true },
     );
     expect(stats).toMatchObject({ started: 2, succeeded: 2 });
+    expect([...keys.values()].every((key) => key.startsWith('rga_'))).toBe(true);
+    expect(new Set(keys.values()).size).toBe(2);
     for (const rollout of rollouts) {
       expect(answers.get(rollout.rollout_id)).toContain(String(rollout.input));
       const [attempt] = (await store.queryAttempts(rollout.rollout_id)).items;
@@ -126,6 +124,20 @@ describe('runAgent (in-process SDK)', () => {
     const refused = await postReward({ rewardUrl: missing, apiKey: AGENT_KEY, value: 1 }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(RewardPostError);
     expect((refused as RewardPostError).status).toBe(404);
+  });
+
+  it('fails the attempt when the gateway refuses the reward (wrong agent key)', async () => {
+    const rollout = await store.enqueueRollout({ input: 1 });
+    const stats = await runAgent(async () => 1, {
+      gatewayUrl: gw.url,
+      apiKey: ADMIN_KEY,
+      agentKey: 'not-a-valid-agent-key-000',
+      exitWhenIdle: true,
+    });
+    expect(stats).toMatchObject({ started: 1, failed: 1 });
+    const [attempt] = (await store.queryAttempts(rollout.rollout_id)).items;
+    expect(attempt?.status).toBe('failed');
+    expect(JSON.stringify(attempt?.metadata)).toContain('401');
   });
 
   it('stops on abort and resolves with its counters', async () => {
