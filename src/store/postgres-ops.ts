@@ -82,7 +82,8 @@ export async function lockAttempt(
  */
 export async function lockRolloutsWithAttempts(
   c: PoolClient,
-  keys: ReadonlyArray<{ rolloutId: string; attemptId: string }>,
+  /** attemptId null = the rollout's latest attempt. */
+  keys: ReadonlyArray<{ rolloutId: string; attemptId: string | null }>,
 ): Promise<{ rollouts: Map<string, LockedRollout>; attempts: Map<string, Attempt> }> {
   const ids = [...new Set(keys.map((k) => k.rolloutId))].sort();
   const res = await c.query<{ rollout: RolloutRow | null; attempt: AttemptRow | null }>(
@@ -92,7 +93,8 @@ export async function lockRolloutsWithAttempts(
        SELECT ${ATTEMPT_COLUMNS} FROM r
          JOIN attempts a ON a.rollout_id = r.rollout_id
          JOIN (SELECT DISTINCT * FROM unnest($2::text[], $3::text[])) AS k(rollout_id, attempt_id)
-           ON a.rollout_id = k.rollout_id AND a.attempt_id = k.attempt_id
+           ON a.rollout_id = k.rollout_id
+          AND (a.attempt_id = k.attempt_id OR (k.attempt_id IS NULL AND a.sequence_id = r.attempt_count))
        ORDER BY a.rollout_id, a.attempt_id FOR UPDATE OF a
      )
      SELECT row_to_json(r) AS rollout, NULL::json AS attempt FROM r

@@ -19,11 +19,13 @@ import {
   type ApplyContext,
   applyRolloutEvent,
   applyWorkerEvent,
+  attemptKey,
   type LockedRollout,
   latestAttempt,
   lockAttempt,
   lockedFromRow,
   lockRollout,
+  lockRolloutsWithAttempts,
   NOTIFY_CHANNEL,
   newEffects,
   parseFinishedPayload,
@@ -437,13 +439,13 @@ export class PostgresStore implements LightningStore {
   async updateAttempt(rolloutId: string, attemptId: string, update: AttemptUpdate): Promise<Attempt> {
     await this.#beforeCall();
     return this.#tx(async (c, effects) => {
-      const locked = await this.#requireRollout(c, rolloutId);
-      const attempt =
-        attemptId === LATEST
-          ? locked.attemptCount === 0
-            ? null
-            : await lockAttempt(c, { rolloutId, sequenceId: locked.attemptCount })
-          : await lockAttempt(c, { rolloutId, attemptId });
+      const isLatest = attemptId === LATEST;
+      const found = await lockRolloutsWithAttempts(c, [{ rolloutId, attemptId: isLatest ? null : attemptId }]);
+      const locked = found.rollouts.get(rolloutId);
+      if (locked === undefined) throw notFound('Rollout', rolloutId, 'rollout_id');
+      const attempt = isLatest
+        ? ([...found.attempts.values()].find((a) => a.sequence_id === locked.attemptCount) ?? null)
+        : (found.attempts.get(attemptKey(rolloutId, attemptId)) ?? null);
       if (attempt === null) throw notFound('Attempt', `${rolloutId}/${attemptId}`, 'attempt_id');
       let status: AttemptStatus | undefined;
       if (Object.hasOwn(update, 'status')) status = validAttemptStatus(update.status);
