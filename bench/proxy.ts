@@ -1,0 +1,468 @@
+// `npm run bench:proxy`: the gateway against a direct connection to the vLLM stand-in and (when installed)
+// nginx as a plain pass-through proxy, on loopback. Scenarios: small non-stream, 16-chunk stream, 100 KB
+// request; 1 and 64 connections; gateway recording on (attributed URL: sequence id + span in the store)
+// and off (un-prefixed URL). The proxy under test is pinned to core 0 (`taskset`); the load generator and
+// the stand-in share core 1. Prints markdown tables; every number is also given as a ratio to nginx.
+//
+// Env: BENCH_SECONDS (per cell, default 2), BENCH_WARMUP_SECONDS (0.3), BENCH_STREAMS (RSS phase, 256).
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 0.3);
+const RSS_STREAMS = Number(process.env.BENCH_STREAMS ?? 256);
+/** Streams that must be open (first chunk received) before RSS is read. */
+const RSS_READY_FRACTION = 0.9;
+const PROXY_CORE = '0';
+const LOAD_CORE = '1';
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
+const ROOT = new URL('..', import.meta.url).pathname;
+const TSX = ['--import', 'tsx'];
+
+interface Target {
+  readonly name: string;
+  readonly base: string;
+  /** Path prefix of the slow (in-flight stream) route. */
+  readonly slowPrefix: string;
+  readonly slowModel: string;
+  readonly pid: number | null;
+  cpuMs(): Promise<number>;
+  rssBytes(): Promise<number>;
+}
+
+interface Scenario {
+  readonly name: string;
+  readonly path: string;
+  readonly body: string;
+  readonly stream: boolean;
+}
+
+interface Cell {
+  scenario: string;
+  connections: number;
+  target: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  ttfbP50: number | null;
+  cpuMsPerReq: number | null;
+  errors: number;
+}
+
+function which(binary: string): string | null {
+  const found = spawnSync('which', [binary]);
+  return found.status === 0 ? found.stdout.toString().trim() : null;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function procCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  // utime and stime are fields 14 and 15 of /proc/<pid>/stat (11 and 12 after the comm field).
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+function procRss(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match?.[1] ?? 0) * 1024;
+}
+
+function pinned(command: string, args: string[], core: string): string[] {
+  return which('taskset') === null ? [command, ...args] : ['taskset', '-c', core, command, ...args];
+}
+
+function readLine(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    const onData = (data: Buffer) => {
+      buffer += data.toString();
+      const match = pattern.exec(buffer);
+      if (match) {
+        child.stdout?.off('data', onData);
+        resolve(match);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`child exited (${code}) before printing ${pattern}`)));
+  });
+}
+
+async function startMock(extra: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const [command, ...args] = pinned(
+    process.execPath,
+    [...TSX, join(ROOT, 'test/servers/mock-vllm-cli.ts'), '--port', '0', '--max-model-len', '1000000', ...extra],
+    LOAD_CORE,
+  );
+  const child = spawn(command as string, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const match = await readLine(child, /at (http:\/\/\S+\/v1)/);
+  return { child, url: match[1] as string };
+}
+
+async function startGateway(
+  fastUrl: string,
+  slowUrl: string,
+): Promise<{ child: ChildProcess; target: Target; on: Target }> {
+  const [command, ...args] = pinned(
+    process.execPath,
+    [...TSX, join(ROOT, 'bench/proxy-gateway.ts'), JSON.stringify({ fastUrl, slowUrl })],
+    PROXY_CORE,
+  );
+  const child = spawn(command as string, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const match = await readLine(child, /(\{.*"url".*\})\n/);
+  const { url } = JSON.parse(match[1] as string) as { url: string };
+  const stats = () =>
+    new Promise<{ cpuMs: number; rss: number }>((resolve) => {
+      child.once('message', (message) => resolve(message as { cpuMs: number; rss: number }));
+      child.send('stats');
+    });
+  const make = (name: string, base: string): Target => ({
+    name,
+    base,
+    slowPrefix: base,
+    slowModel: 'slow-model',
+    pid: child.pid ?? null,
+    cpuMs: async () => (await stats()).cpuMs,
+    rssBytes: async () => (await stats()).rss,
+  });
+  return {
+    child,
+    target: make('gateway (recording off)', `${url}`),
+    on: make('gateway (recording on)', `${url}/rollout/bench/attempt/a1`),
+  };
+}
+
+async function startNginx(
+  fastUrl: string,
+  slowUrl: string,
+): Promise<{ child: ChildProcess; target: Target; dir: string } | null> {
+  const nginx =
+    which('nginx') ?? (spawnSync('test', ['-x', '/usr/sbin/nginx']).status === 0 ? '/usr/sbin/nginx' : null);
+  if (nginx === null) return null;
+  const dir = mkdtempSync(join(tmpdir(), 'rollgate-bench-nginx-'));
+  const port = await freePort();
+  const fast = new URL(fastUrl);
+  const slow = new URL(slowUrl);
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `daemon off;
+master_process off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  client_max_body_size 64m;
+  client_body_buffer_size 1m;
+  upstream fast { server ${fast.host}; keepalive 256; }
+  upstream slow { server ${slow.host}; keepalive 512; }
+  server {
+    listen 127.0.0.1:${port} backlog=4096;
+    location /slow/ {
+      proxy_pass http://slow/;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+    location / {
+      proxy_pass http://fast;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+    }
+  }
+}
+`,
+  );
+  const [command, ...args] = pinned(nginx, ['-p', dir, '-c', join(dir, 'nginx.conf')], PROXY_CORE);
+  const child = spawn(command as string, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    const ok = await fetch(`${base}/health`).then(
+      (r) => r.status < 500,
+      () => false,
+    );
+    if (ok) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const pid = child.pid ?? 0;
+  return {
+    child,
+    dir,
+    target: {
+      name: 'nginx',
+      base,
+      slowPrefix: `${base}/slow`,
+      slowModel: 'mock-model',
+      pid,
+      cpuMs: async () => procCpuMs(pid),
+      rssBytes: async () => procRss(pid),
+    },
+  };
+}
+
+function directTarget(fastUrl: string, slowUrl: string): Target {
+  return {
+    name: 'direct',
+    base: new URL(fastUrl).origin,
+    slowPrefix: new URL(slowUrl).origin,
+    slowModel: 'mock-model',
+    pid: null,
+    cpuMs: async () => 0,
+    rssBytes: async () => 0,
+  };
+}
+
+function scenarios(): Scenario[] {
+  // The bodies already carry what the gateway would add, so every target makes the stand-in do the same work.
+  const common = { model: 'mock-model', return_token_ids: true, logprobs: true };
+  return [
+    {
+      name: 'small non-stream',
+      path: '/v1/chat/completions',
+      stream: false,
+      body: JSON.stringify({ ...common, messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
+    },
+    {
+      name: '16-chunk stream',
+      path: '/v1/chat/completions',
+      stream: true,
+      body: JSON.stringify({
+        ...common,
+        messages: [{ role: 'user', content: 'hello' }],
+        max_tokens: 15,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    },
+    {
+      // 100 KB of tool definitions: the proxy parses, rewrites and records them, while the stand-in's
+      // tokenizer (one id per character) stays out of the measurement.
+      name: '100 KB request',
+      path: '/v1/chat/completions',
+      stream: false,
+      body: JSON.stringify({
+        ...common,
+        messages: [{ role: 'user', content: 'hello' }],
+        tool_choice: 'none',
+        tools: Array.from({ length: 100 }, (_, i) => ({
+          type: 'function',
+          function: { name: `tool_${i}`, description: 'd'.repeat(900), parameters: { type: 'object', properties: {} } },
+        })),
+        max_tokens: 4,
+      }),
+    },
+  ];
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+async function load(
+  target: Target,
+  scenario: Scenario,
+  connections: number,
+): Promise<Omit<Cell, 'scenario' | 'connections' | 'target'>> {
+  const url = new URL(target.base);
+  const pool = new Pool(url.origin, { connections, pipelining: 1 });
+  const path = url.pathname.replace(/\/$/, '') + scenario.path;
+  const latencies: number[] = [];
+  const ttfbs: number[] = [];
+  let errors = 0;
+  let measuring = false;
+  let stop = false;
+  const one = async (): Promise<void> => {
+    const start = performance.now();
+    let first = 0;
+    const response = await pool.request({
+      path,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: scenario.body,
+    });
+    for await (const _chunk of response.body) if (first === 0) first = performance.now();
+    const end = performance.now();
+    if (response.statusCode !== 200) errors++;
+    if (measuring) {
+      latencies.push(end - start);
+      if (scenario.stream) ttfbs.push(first - start);
+    }
+  };
+  const worker = async () => {
+    while (!stop) await one().catch(() => errors++);
+  };
+  const workers = Array.from({ length: connections }, worker);
+  await new Promise((resolve) => setTimeout(resolve, WARMUP_SECONDS * 1000));
+  const cpuBefore = await target.cpuMs();
+  measuring = true;
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
+  measuring = false;
+  const elapsed = (performance.now() - started) / 1000;
+  const count = latencies.length;
+  const cpuAfter = await target.cpuMs();
+  stop = true;
+  await Promise.all(workers);
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  ttfbs.sort((a, b) => a - b);
+  return {
+    rps: count / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    ttfbP50: scenario.stream ? percentile(ttfbs, 50) : null,
+    cpuMsPerReq: target.pid === null || count === 0 ? null : (cpuAfter - cpuBefore) / count,
+    errors,
+  };
+}
+
+/** Extra RSS of the proxy per stream held open (slow stand-in: 20 ms between tokens). */
+async function rssPerStream(target: Target): Promise<number | null> {
+  if (target.pid === null) return null;
+  const url = new URL(target.slowPrefix);
+  const pool = new Pool(url.origin, { connections: RSS_STREAMS });
+  const path = `${url.pathname.replace(/\/$/, '')}/v1/chat/completions`;
+  const body = JSON.stringify({
+    model: target.slowModel,
+    messages: [{ role: 'user', content: 'a long answer' }],
+    max_tokens: 400,
+    stream: true,
+    return_token_ids: true,
+    logprobs: true,
+  });
+  const warm = new Pool(new URL(target.base).origin, { connections: 4 });
+  const warmPath = `${new URL(target.base).pathname.replace(/\/$/, '')}/v1/chat/completions`;
+  for (let i = 0; i < 50; i++) {
+    const response = await warm.request({
+      path: warmPath,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: scenarios()[1]?.body,
+    });
+    await response.body.dump();
+  }
+  await warm.close();
+  const before = await target.rssBytes();
+  let started = 0;
+  let allStarted: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    allStarted = resolve;
+  });
+  const streams = Array.from({ length: RSS_STREAMS }, async (): Promise<void> => {
+    const response = await pool.request({
+      path,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    let counted = false;
+    for await (const _chunk of response.body) {
+      if (!counted) {
+        counted = true;
+        started++;
+        if (started >= Math.ceil(RSS_STREAMS * RSS_READY_FRACTION)) allStarted();
+      }
+    }
+  });
+  const settled = Promise.allSettled(streams);
+  await Promise.race([ready, new Promise((resolve) => setTimeout(resolve, 20_000))]);
+  const open = started;
+  const during = await target.rssBytes();
+  await pool.destroy().catch(() => undefined);
+  await settled;
+  return open === 0 ? null : (during - before) / open;
+}
+
+function fmt(value: number | null, digits = 2): string {
+  return value === null || Number.isNaN(value) ? '-' : value.toFixed(digits);
+}
+
+function ratio(value: number | null, base: number | null | undefined): string {
+  if (value === null || base === null || base === undefined || base === 0 || Number.isNaN(value)) return '-';
+  return `${(value / base).toFixed(2)}x`;
+}
+
+async function main(): Promise<void> {
+  spawnSync('taskset', ['-pc', LOAD_CORE, String(process.pid)], { stdio: 'ignore' });
+  const fast = await startMock(['--tokens-per-chunk', '1']);
+  const slow = await startMock(['--inter-token-ms', '20']);
+  const gateway = await startGateway(fast.url, slow.url);
+  const nginx = await startNginx(fast.url, slow.url);
+  const targets: Target[] = [directTarget(fast.url, slow.url)];
+  if (nginx !== null) targets.push(nginx.target);
+  targets.push(gateway.target, gateway.on);
+  const cells: Cell[] = [];
+  try {
+    // RSS first, on processes that have served only a short warm-up: after the load phases the heap has
+    // room to spare and new streams no longer move RSS.
+    const rss = new Map<string, number | null>();
+    for (const target of targets) rss.set(target.name, await rssPerStream(target));
+    for (const scenario of scenarios()) {
+      for (const connections of [1, 64]) {
+        for (const target of targets) {
+          const result = await load(target, scenario, connections);
+          cells.push({ scenario: scenario.name, connections, target: target.name, ...result });
+          process.stderr.write(`${scenario.name} c=${connections} ${target.name}: ${result.rps.toFixed(0)} req/s\n`);
+        }
+      }
+    }
+
+    const lines: string[] = [];
+    lines.push(
+      `Loopback, ${SECONDS} s per cell, proxy pinned to core ${PROXY_CORE}, load generator + stand-in on core ${LOAD_CORE}.`,
+    );
+    if (nginx === null) lines.push('nginx is not installed: ratios to nginx are omitted (apt-get install nginx).');
+    lines.push('');
+    lines.push(
+      '| scenario | conns | target | req/s | p50 ms | p99 ms | stream TTFB p50 ms | proxy CPU ms/req | req/s vs nginx | p50 vs nginx | p99 vs nginx | TTFB vs nginx | CPU vs nginx | errors |',
+    );
+    lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const cell of cells) {
+      const base = cells.find(
+        (c) => c.target === 'nginx' && c.scenario === cell.scenario && c.connections === cell.connections,
+      );
+      lines.push(
+        `| ${cell.scenario} | ${cell.connections} | ${cell.target} | ${fmt(cell.rps, 0)} | ${fmt(cell.p50)} | ${fmt(cell.p99)} | ${fmt(cell.ttfbP50)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.rps, base?.rps)} | ${ratio(cell.p50, base?.p50)} | ${ratio(cell.p99, base?.p99)} | ${ratio(cell.ttfbP50, base?.ttfbP50)} | ${ratio(cell.cpuMsPerReq, base?.cpuMsPerReq)} | ${cell.errors} |`,
+      );
+    }
+    lines.push('');
+    lines.push(`| target | RSS per in-flight stream (KiB, ${RSS_STREAMS} streams) | vs nginx |`);
+    lines.push('|---|---|---|');
+    const nginxRss = rss.get('nginx') ?? null;
+    for (const target of targets) {
+      const value = rss.get(target.name) ?? null;
+      lines.push(`| ${target.name} | ${fmt(value === null ? null : value / 1024, 1)} | ${ratio(value, nginxRss)} |`);
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    gateway.child.send('close');
+    await new Promise((resolve) => gateway.child.once('exit', resolve));
+    if (nginx !== null) {
+      nginx.child.kill('SIGTERM');
+      rmSync(nginx.dir, { recursive: true, force: true });
+    }
+    fast.child.kill('SIGTERM');
+    slow.child.kill('SIGTERM');
+  }
+}
+
+await main();
