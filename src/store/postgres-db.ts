@@ -8,6 +8,7 @@ const SAFE_SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 // Transient conflicts PostgreSQL resolves by aborting one transaction; retrying it is always safe.
 const RETRYABLE_SQLSTATES = new Set(['40001', '40P01']);
 const MAX_TRANSACTION_TRIES = 5;
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 
 export type Queryable = Pick<pg.PoolClient, 'query'>;
 
@@ -22,7 +23,10 @@ export function validateSchemaName(schema: string): string {
 export function clientConfigFor(options: { url: string; schema: string; applicationName: string }): pg.ClientConfig {
   return {
     connectionString: options.url,
-    options: `-c search_path=${options.schema}`,
+    // A replica that vanishes mid-transaction (host lost, no FIN) would hold its row locks until TCP gives up;
+    // our transactions never wait on anything but the database, so a minute idle inside one means it is dead.
+    options: `-c search_path=${options.schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
+    keepAlive: true,
     application_name: options.applicationName,
     // Counters and bigserial columns stay far below 2^53; numbers are what the store's types promise.
     types: {
