@@ -25,6 +25,8 @@ export interface BatchSample {
 export interface DropCounts {
   /** Groups whose rewards were all equal (no advantage) under grpo/rloo. */
   no_signal_groups: number;
+  /** Rollouts in those groups. */
+  no_signal_rollouts: number;
   /** Rows whose prompt or response exceeded the length limits. */
   overlong: number;
   /** Rows produced by a model version older than the allowed staleness. */
@@ -76,7 +78,15 @@ export interface BuildBatchOptions {
 }
 
 export function emptyDropCounts(): DropCounts {
-  return { no_signal_groups: 0, overlong: 0, stale: 0, failed_rollouts: 0, no_tokens: 0, merge_mismatches: 0 };
+  return {
+    no_signal_groups: 0,
+    no_signal_rollouts: 0,
+    overlong: 0,
+    stale: 0,
+    failed_rollouts: 0,
+    no_tokens: 0,
+    merge_mismatches: 0,
+  };
 }
 
 function versionsBySequence(spans: readonly Span[]): Map<number, number> {
@@ -165,6 +175,7 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     });
     if (!hasSignal) {
       dropped.no_signal_groups += 1;
+      dropped.no_signal_rollouts += ids.length;
       continue;
     }
     if (group.drafts.length === 0) continue;

@@ -181,10 +181,9 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
         `step ${step}: version ${version}, mean reward ${batch.stats.mean_reward?.toFixed(3) ?? 'n/a'}, ` +
           `${batch.samples.length} samples, dropped ${JSON.stringify(batch.stats.dropped)}`,
       );
-      if (batch.samples.length === 0) {
+      // Published even when empty: the trainer acknowledges it, and its stats account for every rollout.
+      if (batch.samples.length === 0)
         logger.info('rl step produced no trainable samples', { step, dropped: batch.stats.dropped });
-        continue;
-      }
       hub.publish(batch);
       batches += 1;
     }

@@ -38,6 +38,7 @@ export const batchSchema = z.object({
     mean_reward: z.number().nullable(),
     dropped: z.object({
       no_signal_groups: z.int(),
+      no_signal_rollouts: z.int(),
       overlong: z.int(),
       stale: z.int(),
       failed_rollouts: z.int(),
