@@ -248,6 +248,25 @@ if (PG_URL === undefined) {
       }
     });
 
+    it('close() ends every connection it opened, the LISTEN one included', async () => {
+      const applicationName = `rollgate-test-${randomBytes(4).toString('hex')}`;
+      const count = async () =>
+        (
+          await rawQuery<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE '${applicationName}%'`,
+          )
+        )[0]?.n;
+      const store = await openPostgresStore({ url, schema: nextSchema(), poolSize: 4, applicationName });
+      const rollouts = await Promise.all(Array.from({ length: 8 }, (_, i) => store.startRollout({ input: i })));
+      await Promise.all(rollouts.map((r) => store.addSpan(makeSpan(r.rollout_id, r.attempt.attempt_id))));
+      expect(await count()).toBeGreaterThanOrEqual(2);
+      await store.close();
+      await store.close();
+      const deadline = Date.now() + 5_000;
+      while ((await count()) !== 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(await count()).toBe(0);
+    });
+
     it('loses no update when heartbeats and a status change race from two replicas', async () => {
       const [a, b] = await pair();
       try {
