@@ -397,7 +397,11 @@ async function recordOutcome(options: RecordOptions): Promise<FinalAttemptStatus
   const aid = rollout.attempt.attempt_id;
   const metadata: JsonObject = { ...(rollout.attempt.metadata ?? {}), runner: details };
   try {
-    const [current, currentRollout] = await Promise.all([findAttempt(store, rid, aid), store.getRolloutById(rid)]);
+    const currentRollout = await store.getRolloutById(rid);
+    const current =
+      currentRollout && 'attempt' in currentRollout && currentRollout.attempt.attempt_id === aid
+        ? currentRollout.attempt
+        : await findAttempt(store, rid, aid);
     if (current?.status === 'timeout' || currentRollout?.status === 'cancelled' || wanted === 'cancelled') {
       await store.updateAttempt(rid, aid, { metadata });
       return current?.status === 'timeout' ? 'timeout' : 'cancelled';
@@ -409,10 +413,8 @@ async function recordOutcome(options: RecordOptions): Promise<FinalAttemptStatus
   return wanted;
 }
 
+/** Our attempt when it is no longer the latest (someone started a newer one meanwhile). */
 async function findAttempt(store: LightningStore, rid: string, aid: string) {
-  const latest = await store.getLatestAttempt(rid);
-  if (latest?.attempt_id === aid) return latest;
-  // Someone started a newer attempt meanwhile; look ours up among all of them.
   const all = await store.queryAttempts(rid);
   return all.items.find((attempt) => attempt.attempt_id === aid) ?? null;
 }
