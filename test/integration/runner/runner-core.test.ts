@@ -1,6 +1,6 @@
 // The runner core against a real in-process store and real agent processes: statuses, concurrency bound,
 // timeout kill of a whole process tree, watchdog `timeout` never overwritten, graceful stop.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -317,5 +317,22 @@ describe('runner core with agent processes', () => {
     const stats = await runner.close({ graceMs: 5_000 });
     expect(stats).toMatchObject({ started: 1, failed: 1 });
     expect(isAlive(pid)).toBe(false);
+  });
+
+  it('leaks no file descriptors across many agent processes (pitfall 42)', async () => {
+    const openFds = () => readdirSync('/proc/self/fd').length;
+    const run = async (count: number) => {
+      await store.enqueueManyRollouts(Array.from({ length: count }, (_, i) => ({ input: i })));
+      const executor = createProcessExecutor({
+        command: ['sh', '-c', 'echo out; echo err >&2'],
+        gatewayUrl: GATEWAY,
+        onLine: () => {},
+      });
+      await track(createRunner({ store, gatewayUrl: GATEWAY, concurrency: 4, exitWhenIdle: true, executor })).done;
+    };
+    await run(4); // warm-up: lazily created handles are not leaks
+    const before = openFds();
+    await run(40);
+    expect(openFds() - before).toBeLessThanOrEqual(2);
   });
 });
