@@ -1,0 +1,172 @@
+import { describe, expect, it } from 'vitest';
+import { type BuildBatchOptions, buildBatch } from '../../../src/algorithms/rl/batch.js';
+import { MemoryStore } from '../../../src/store/memory.js';
+import type { Attributes, Rollout } from '../../../src/store/types.js';
+import { ATTR_MODEL_VERSION, ATTR_RESPONSE_LOGPROBS } from '../../../src/tracing/attributes.js';
+import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
+
+interface Turn {
+  prompt: number[];
+  response: number[];
+  version: number;
+}
+
+async function rollout(
+  store: MemoryStore,
+  turns: Turn[],
+  reward: number | null,
+  status: Rollout['status'] = 'succeeded',
+) {
+  const started = await store.startRollout({ input: {} });
+  const ids = { rolloutId: started.rollout_id, attemptId: started.attempt.attempt_id };
+  let seq = 1;
+  for (const t of turns) {
+    const attributes: Attributes = {
+      prompt_token_ids: t.prompt,
+      response_token_ids: t.response,
+      [ATTR_RESPONSE_LOGPROBS]: t.response.map((id) => -id / 100),
+      [ATTR_MODEL_VERSION]: t.version,
+    };
+    await store.addSpan(makeSpan({ seq: seq++, attributes, ...ids }));
+  }
+  if (reward !== null) await store.addSpan(rewardSpan(seq++, reward, ids));
+  return { ...started, status } as Rollout;
+}
+
+function options(store: MemoryStore, entries: Array<[Rollout, string]>, extra: Partial<BuildBatchOptions> = {}) {
+  return {
+    store,
+    batchId: 'b',
+    step: 0,
+    rollouts: entries.map(([r, groupId]) => ({ rolloutId: r.rollout_id, groupId })),
+    finished: new Map(entries.map(([r]) => [r.rollout_id, r])),
+    currentVersion: 2,
+    maxStaleness: 0,
+    estimator: 'grpo' as const,
+    normalizeStd: true,
+    level: 'trajectory' as const,
+    maxPromptLength: 2048,
+    maxResponseLength: 8192,
+    rewardFillna: 0,
+    ...extra,
+  };
+}
+
+const twoTurns = (version: number): Turn[] => [
+  { prompt: [1, 2], response: [10, 11], version },
+  { prompt: [1, 2, 10, 11, 50, 51], response: [12], version },
+];
+
+describe('buildBatch', () => {
+  it('merges turns with masked gaps, normalises advantages per group, and counts every left-out rollout', async () => {
+    const store = new MemoryStore();
+    const good = await rollout(store, twoTurns(2), 1);
+    const bad = await rollout(store, twoTurns(2), 0);
+    const failed = await rollout(store, twoTurns(2), 1, 'failed');
+    const same1 = await rollout(store, twoTurns(2), 1);
+    const same2 = await rollout(store, twoTurns(2), 1);
+    const noTokens = await rollout(store, [], 1);
+    const batch = await buildBatch(
+      options(store, [
+        [good, 'g1'],
+        [bad, 'g1'],
+        [failed, 'g1'],
+        [same1, 'g2'],
+        [same2, 'g2'],
+        [noTokens, 'g3'],
+      ]),
+    );
+    expect(batch.samples.map((s) => s.rollout_id)).toEqual([good.rollout_id, bad.rollout_id]);
+    const [first, second] = batch.samples;
+    expect(first).toMatchObject({
+      prompt_ids: [1, 2],
+      response_ids: [10, 11, 50, 51, 12],
+      response_mask: [1, 1, 0, 0, 1],
+      logprobs: [-0.1, -0.11, 0, 0, -0.12],
+      reward: 1,
+      model_version: 2,
+      sequence_ids: [1, 2],
+    });
+    expect(first?.advantage).toBeGreaterThan(0);
+    expect((first?.advantage ?? 0) + (second?.advantage ?? 0)).toBeCloseTo(0, 10);
+    expect(batch.stats.dropped).toEqual({
+      no_signal_groups: 1,
+      no_signal_rollouts: 2,
+      overlong: 0,
+      stale: 0,
+      failed_rollouts: 1,
+      no_tokens: 1,
+      merge_mismatches: 0,
+    });
+    expect(batch.stats.rollouts).toBe(6);
+    expect(batch.stats.mean_reward).toBeCloseTo(3 / 4, 10);
+    await store.close();
+  });
+
+  it('drops rows from versions older than the staleness allows, and overlong rows', async () => {
+    const store = new MemoryStore();
+    const fresh = await rollout(store, twoTurns(2), 1);
+    const old = await rollout(store, [{ prompt: [1, 2], response: [10, 11], version: 1 }], 0);
+    const fresh0 = await rollout(store, [{ prompt: [1, 2], response: [10], version: 2 }], 0);
+    const stale = await buildBatch(
+      options(store, [
+        [fresh, 'g'],
+        [old, 'g'],
+        [fresh0, 'g'],
+      ]),
+    );
+    expect(stale.stats.dropped.stale).toBe(1);
+    expect(stale.samples.map((s) => s.rollout_id)).toEqual([fresh.rollout_id, fresh0.rollout_id]);
+    const tolerant = await buildBatch(
+      options(
+        store,
+        [
+          [fresh, 'g'],
+          [old, 'g'],
+        ],
+        { maxStaleness: 1 },
+      ),
+    );
+    expect(tolerant.samples).toHaveLength(2);
+    const short = await buildBatch(
+      options(
+        store,
+        [
+          [fresh, 'g'],
+          [fresh0, 'g'],
+        ],
+        { maxResponseLength: 3 },
+      ),
+    );
+    expect(short.stats.dropped.overlong).toBe(1);
+    expect(short.samples.map((s) => s.rollout_id)).toEqual([fresh0.rollout_id]);
+    await store.close();
+  });
+
+  it('a turn that does not continue the previous one starts a new row and is counted', async () => {
+    const store = new MemoryStore();
+    const broken = await rollout(
+      store,
+      [
+        { prompt: [1, 2], response: [10], version: 2 },
+        { prompt: [9, 9], response: [11], version: 2 },
+      ],
+      1,
+    );
+    const other = await rollout(store, [{ prompt: [1, 2], response: [10], version: 2 }], 0);
+    const batch = await buildBatch(
+      options(
+        store,
+        [
+          [broken, 'g'],
+          [other, 'g'],
+        ],
+        { estimator: 'rloo' },
+      ),
+    );
+    expect(batch.stats.dropped.merge_mismatches).toBe(1);
+    expect(batch.samples.filter((s) => s.rollout_id === broken.rollout_id)).toHaveLength(2);
+    expect(batch.samples.map((s) => s.advantage)).toEqual([1, 1, -1]);
+    await store.close();
+  });
+});
