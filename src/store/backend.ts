@@ -2,7 +2,16 @@
 // runs to completion without yielding, which is what makes each one atomic to concurrent callers.
 // Objects passed in and returned are owned by the backend: CoreStore never mutates them in place (it writes new
 // objects with put*), and copies them before handing them to callers.
-import type { Attempt, ResourcesUpdate, Rollout, Span, StoreCapabilities, Worker } from './types.js';
+import type {
+  Attempt,
+  CompletionEntry,
+  ResourcesUpdate,
+  Rollout,
+  RolloutStatus,
+  Span,
+  StoreCapabilities,
+  Worker,
+} from './types.js';
 
 export const EVICTED = Symbol('evicted');
 
@@ -45,14 +54,23 @@ export interface StoreBackend {
   spanThresholds(): { eviction: number | null; safe: number | null; capacity: number | null };
 
   getResources(resourcesId: string): ResourcesUpdate | undefined;
-  /** Writes the snapshot and makes it the latest. */
-  putResources(resources: ResourcesUpdate): void;
+  /** Writes the snapshot and, unless `latest` is false, makes it the latest. */
+  putResources(resources: ResourcesUpdate, options?: { latest?: boolean }): void;
   listResources(): ResourcesUpdate[];
   latestResources(): ResourcesUpdate | undefined;
 
   getWorker(workerId: string): Worker | undefined;
   putWorker(worker: Worker): void;
   listWorkers(): Worker[];
+
+  /** Removes the rollout, its attempts, spans and sequence counter, and tombstones its completion entries. */
+  deleteRollout(rolloutId: string): boolean;
+  /** Appends a terminal transition with the next sequence number (never reused). */
+  appendCompletion(entry: { rollout_id: string; status: RolloutStatus; time: number }): CompletionEntry;
+  /** Entries with seq > after, in seq order, at most `limit`. */
+  listCompletions(after: number, limit: number): CompletionEntry[];
+  /** Entries that are not tombstones. */
+  liveCompletionCount(): number;
 
   /** Resolves once every sequence id handed out so far can never be handed out again, even after a crash. */
   sequencesDurable(): Promise<void>;

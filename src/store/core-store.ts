@@ -5,6 +5,7 @@
 import type { Logger } from './../logger.js';
 import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js';
 import { EVICTED, type StoreBackend } from './backend.js';
+import { validateCompletionQuery } from './completion-query.js';
 import { StoreError } from './errors.js';
 import { newAttemptId, newResourcesId, newRolloutId } from './ids.js';
 import {
@@ -29,6 +30,8 @@ import {
   type AttemptQuery,
   type AttemptStatus,
   type AttemptUpdate,
+  type CompletionPage,
+  type CompletionQuery,
   type EnqueueRolloutRequest,
   type JsonObject,
   type LightningStore,
@@ -36,9 +39,11 @@ import {
   type PaginatedResult,
   type ResourcesQuery,
   type ResourcesUpdate,
+  type ResourcesWriteOptions,
   ROLLOUT_MODES,
   ROLLOUT_STATUSES,
   type Rollout,
+  type RolloutLifecycle,
   type RolloutMode,
   type RolloutQuery,
   type RolloutStatus,
@@ -85,7 +90,7 @@ function has<T extends object>(update: T, key: keyof T): boolean {
   return Object.hasOwn(update, key) && update[key] !== undefined;
 }
 
-export class CoreStore implements LightningStore {
+export class CoreStore implements LightningStore, RolloutLifecycle {
   readonly capabilities: StoreCapabilities;
   protected readonly backend: StoreBackend;
   protected readonly logger: Logger | undefined;
@@ -396,7 +401,7 @@ export class CoreStore implements LightningStore {
     return resources === undefined ? null : clone(resources);
   }
 
-  async addResources(resources: NamedResources): Promise<ResourcesUpdate> {
+  async addResources(resources: NamedResources, options: ResourcesWriteOptions = {}): Promise<ResourcesUpdate> {
     this.#validResources(resources);
     const now = nowSeconds();
     const snapshot: ResourcesUpdate = {
@@ -406,12 +411,16 @@ export class CoreStore implements LightningStore {
       version: 1,
       resources: clone(resources),
     };
-    this.backend.putResources(snapshot);
+    this.backend.putResources(snapshot, { latest: options.latest !== false });
     await this.backend.durable();
     return clone(snapshot);
   }
 
-  async updateResources(resourcesId: string, resources: NamedResources): Promise<ResourcesUpdate> {
+  async updateResources(
+    resourcesId: string,
+    resources: NamedResources,
+    options: ResourcesWriteOptions = {},
+  ): Promise<ResourcesUpdate> {
     this.#validResources(resources);
     const now = nowSeconds();
     const existing = this.backend.getResources(resourcesId);
@@ -419,9 +428,30 @@ export class CoreStore implements LightningStore {
       existing === undefined
         ? { resources_id: resourcesId, create_time: now, update_time: now, version: 1, resources: clone(resources) }
         : { ...existing, update_time: now, version: existing.version + 1, resources: clone(resources) };
-    this.backend.putResources(snapshot);
+    this.backend.putResources(snapshot, { latest: options.latest !== false });
     await this.backend.durable();
     return clone(snapshot);
+  }
+
+  // ---- deletion and the completion log ------------------------------------------------------------------
+
+  async deleteRollout(rolloutId: string): Promise<boolean> {
+    const existed = this.backend.deleteRollout(rolloutId);
+    // Waiters on a deleted rollout stop waiting for it: it is simply absent from their result.
+    if (existed) this.#waiters.notify(rolloutId);
+    await this.backend.durable();
+    return existed;
+  }
+
+  async queryCompletions(query: CompletionQuery = {}): Promise<CompletionPage> {
+    const { after, limit } = validateCompletionQuery(query);
+    const items = this.backend.listCompletions(after, limit);
+    const last = items[items.length - 1];
+    return clone({
+      items,
+      next_after: last === undefined ? after : last.seq,
+      total: this.backend.liveCompletionCount(),
+    });
   }
 
   // ---- workers ------------------------------------------------------------------------------------------
@@ -561,6 +591,9 @@ export class CoreStore implements LightningStore {
     let attempt: Attempt | undefined;
     if (next.createAttempt) attempt = this.#createAttempt(rollout.rollout_id, context);
     this.backend.putRollout(updated);
+    if (isTerminalStatus(next.status) && next.status !== rollout.status) {
+      this.backend.appendCompletion({ rollout_id: rollout.rollout_id, status: next.status, time: now });
+    }
     if (next.enqueue) this.backend.enqueue(rollout.rollout_id);
     if (next.releaseWaiters) this.#waiters.notify(rollout.rollout_id);
     attempt ??= this.backend.getLatestAttempt(rollout.rollout_id);

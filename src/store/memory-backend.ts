@@ -4,7 +4,16 @@ import { totalmem } from 'node:os';
 import { EVICTED, type StoreBackend } from './backend.js';
 import { StoreError } from './errors.js';
 import { estimateSpanBytes } from './span-normalize.js';
-import type { Attempt, ResourcesUpdate, Rollout, Span, StoreCapabilities, Worker } from './types.js';
+import type {
+  Attempt,
+  CompletionEntry,
+  ResourcesUpdate,
+  Rollout,
+  RolloutStatus,
+  Span,
+  StoreCapabilities,
+  Worker,
+} from './types.js';
 import { RUNNING_STATUSES } from './types.js';
 
 const DEFAULT_EVICTION_RATIO = 0.7;
@@ -58,6 +67,12 @@ export class MemoryBackend implements StoreBackend {
   protected queue: string[] = [];
   protected queueHead = 0;
   protected readonly queued = new Set<string>();
+  /** Append-only, seq ascending; entries of deleted rollouts stay as tombstones. */
+  protected readonly completions: CompletionEntry[] = [];
+  protected lastCompletionSeq = 0;
+  protected liveCompletions = 0;
+  /** Positions in `completions` of each rollout's live entries, so a delete does not scan the whole log. */
+  protected readonly completionIndex = new Map<string, number[]>();
 
   readonly #spans = new Map<string, SpanBucket>();
   readonly #evicted = new Set<string>();
@@ -240,9 +255,9 @@ export class MemoryBackend implements StoreBackend {
     return this.resources.get(resourcesId);
   }
 
-  putResources(resources: ResourcesUpdate): void {
+  putResources(resources: ResourcesUpdate, options: { latest?: boolean } = {}): void {
     this.resources.set(resources.resources_id, resources);
-    this.latestResourcesId = resources.resources_id;
+    if (options.latest !== false) this.latestResourcesId = resources.resources_id;
   }
 
   listResources(): ResourcesUpdate[] {
@@ -263,6 +278,68 @@ export class MemoryBackend implements StoreBackend {
 
   listWorkers(): Worker[] {
     return [...this.workers.values()];
+  }
+
+  deleteRollout(rolloutId: string): boolean {
+    const existed = this.rollouts.delete(rolloutId);
+    this.active.delete(rolloutId);
+    // A stale queue entry is skipped by dequeue (its rollout is gone); only the membership mark must go.
+    this.queued.delete(rolloutId);
+    const attempts = this.attempts.get(rolloutId);
+    if (attempts !== undefined) {
+      this.attemptTotal -= attempts.length;
+      this.attempts.delete(rolloutId);
+    }
+    this.counters.delete(rolloutId);
+    const bucket = this.#spans.get(rolloutId);
+    if (bucket !== undefined) {
+      this.#spans.delete(rolloutId);
+      this.#spanBytes -= bucket.bytes;
+      this.#spanTotal -= bucket.spans.length;
+    }
+    this.#evicted.delete(rolloutId);
+    for (const i of this.completionIndex.get(rolloutId) ?? []) {
+      const entry = this.completions[i];
+      if (entry === undefined || entry.deleted) continue;
+      this.completions[i] = { ...entry, deleted: true };
+      this.liveCompletions--;
+    }
+    this.completionIndex.delete(rolloutId);
+    return existed;
+  }
+
+  appendCompletion(entry: { rollout_id: string; status: RolloutStatus; time: number }): CompletionEntry {
+    this.lastCompletionSeq++;
+    return this.loadCompletion({ seq: this.lastCompletionSeq, ...entry, deleted: false });
+  }
+
+  /** Adds an entry as it is (also used to reload a persisted log). */
+  protected loadCompletion(entry: CompletionEntry): CompletionEntry {
+    this.lastCompletionSeq = Math.max(this.lastCompletionSeq, entry.seq);
+    this.completions.push(entry);
+    if (!entry.deleted) {
+      this.liveCompletions++;
+      const positions = this.completionIndex.get(entry.rollout_id);
+      if (positions === undefined) this.completionIndex.set(entry.rollout_id, [this.completions.length - 1]);
+      else positions.push(this.completions.length - 1);
+    }
+    return entry;
+  }
+
+  listCompletions(after: number, limit: number): CompletionEntry[] {
+    // seq ascending: binary search for the first entry past the cursor.
+    let lo = 0;
+    let hi = this.completions.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.completions[mid]?.seq ?? 0) <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.completions.slice(lo, lo + limit);
+  }
+
+  liveCompletionCount(): number {
+    return this.liveCompletions;
   }
 
   durable(): Promise<void> {

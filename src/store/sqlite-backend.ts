@@ -11,7 +11,16 @@ import type { EVICTED } from './backend.js';
 import { MemoryBackend } from './memory-backend.js';
 import { migrate } from './sqlite-schema.js';
 import { IntArrayPacker, unpackIntArrays } from './token-ids-codec.js';
-import type { Attempt, ResourcesUpdate, Rollout, Span, StoreCapabilities, Worker } from './types.js';
+import type {
+  Attempt,
+  CompletionEntry,
+  ResourcesUpdate,
+  Rollout,
+  RolloutStatus,
+  Span,
+  StoreCapabilities,
+  Worker,
+} from './types.js';
 import { TERMINAL_STATUSES } from './types.js';
 
 export type SqliteSynchronous = 'normal' | 'full';
@@ -67,6 +76,7 @@ export class SqliteBackend extends MemoryBackend {
   readonly #onFlushError: (error: unknown) => void;
   readonly #stmt: ReturnType<SqliteBackend['prepare']>;
   readonly #flushTx: () => void;
+  readonly #deleteTx: (rolloutId: string) => { count: number; bytes: number };
 
   readonly #queuePos = new Map<string, number>();
   #nextQueuePos = 1;
@@ -79,6 +89,7 @@ export class SqliteBackend extends MemoryBackend {
   readonly #dirtyResources = new Set<string>();
   readonly #dirtyWorkers = new Set<string>();
   #latestResourcesDirty = false;
+  #pendingCompletions: CompletionEntry[] = [];
   #pendingSpans: Span[] = [];
   readonly #packer = new IntArrayPacker();
   readonly #pendingSpanKeys = new Set<string>();
@@ -102,6 +113,7 @@ export class SqliteBackend extends MemoryBackend {
       migrate(this.#db);
       this.#stmt = this.prepare();
       this.#flushTx = this.#db.transaction(() => this.#writeJournal());
+      this.#deleteTx = this.#db.transaction((rolloutId: string) => this.#deleteRows(rolloutId));
       this.#load();
     } catch (error) {
       this.#db.close();
@@ -139,6 +151,17 @@ export class SqliteBackend extends MemoryBackend {
         `INSERT OR IGNORE INTO spans (rollout_id, attempt_id, span_id, sequence_id, data, packed)
          VALUES (?, ?, ?, ?, ?, ?)`,
       ),
+      insertCompletion: db.prepare<[number, string, string, number]>(
+        'INSERT INTO completions (seq, rollout_id, status, time, deleted) VALUES (?, ?, ?, ?, 0)',
+      ),
+      spanTotalsOfRollout: db.prepare<[string], { n: number; bytes: number | null }>(
+        'SELECT count(*) AS n, sum(length(data) + ifnull(length(packed), 0)) AS bytes FROM spans WHERE rollout_id = ?',
+      ),
+      deleteSpans: db.prepare<[string]>('DELETE FROM spans WHERE rollout_id = ?'),
+      deleteAttempts: db.prepare<[string]>('DELETE FROM attempts WHERE rollout_id = ?'),
+      deleteCounter: db.prepare<[string]>('DELETE FROM sequence_counters WHERE rollout_id = ?'),
+      deleteRollout: db.prepare<[string]>('DELETE FROM rollouts WHERE rollout_id = ?'),
+      tombstoneCompletions: db.prepare<[string]>('UPDATE completions SET deleted = 1 WHERE rollout_id = ?'),
       spanKeysOfRollout: db.prepare<[string], { attempt_id: string; span_id: string }>(
         'SELECT attempt_id, span_id FROM spans WHERE rollout_id = ?',
       ),
@@ -191,6 +214,19 @@ export class SqliteBackend extends MemoryBackend {
     if (latest !== undefined && this.resources.has(latest)) this.latestResourcesId = latest;
     for (const row of db.prepare<[], { data: string }>('SELECT data FROM workers ORDER BY rowid').iterate()) {
       super.putWorker(JSON.parse(row.data) as Worker);
+    }
+    const completions = db.prepare<
+      [],
+      { seq: number; rollout_id: string; status: string; time: number; deleted: number }
+    >('SELECT seq, rollout_id, status, time, deleted FROM completions ORDER BY seq');
+    for (const row of completions.iterate()) {
+      this.loadCompletion({
+        seq: row.seq,
+        rollout_id: row.rollout_id,
+        status: row.status as RolloutStatus,
+        time: row.time,
+        deleted: row.deleted !== 0,
+      });
     }
     const totals = db
       .prepare<[], { n: number; bytes: number | null }>(
@@ -262,10 +298,10 @@ export class SqliteBackend extends MemoryBackend {
     return this.#reservationPending && this.#batch !== null ? this.#batch.promise : RESOLVED;
   }
 
-  override putResources(resources: ResourcesUpdate): void {
-    super.putResources(resources);
+  override putResources(resources: ResourcesUpdate, options: { latest?: boolean } = {}): void {
+    super.putResources(resources, options);
     this.#dirtyResources.add(resources.resources_id);
-    this.#latestResourcesDirty = true;
+    if (options.latest !== false) this.#latestResourcesDirty = true;
     this.#schedule();
   }
 
@@ -273,6 +309,29 @@ export class SqliteBackend extends MemoryBackend {
     super.putWorker(worker);
     this.#dirtyWorkers.add(worker.worker_id);
     this.#schedule();
+  }
+
+  override appendCompletion(entry: { rollout_id: string; status: RolloutStatus; time: number }): CompletionEntry {
+    const stored = super.appendCompletion(entry);
+    this.#pendingCompletions.push(stored);
+    this.#schedule();
+    return stored;
+  }
+
+  /**
+   * Deletes are rare: commit what is pending first, then remove the rows in their own transaction, so a batch
+   * never has to order a delete against writes to the same rollout.
+   */
+  override deleteRollout(rolloutId: string): boolean {
+    this.flushNow();
+    const existed = super.deleteRollout(rolloutId);
+    this.#queuePos.delete(rolloutId);
+    this.#spanKeys.delete(rolloutId);
+    this.#reserved.delete(rolloutId);
+    const removed = this.#deleteTx(rolloutId);
+    this.#spanCount -= removed.count;
+    this.#spanBytes -= removed.bytes;
+    return existed;
   }
 
   // ---- spans ---------------------------------------------------------------------------------------
@@ -365,6 +424,17 @@ export class SqliteBackend extends MemoryBackend {
     }
   }
 
+  #deleteRows(rolloutId: string): { count: number; bytes: number } {
+    const s = this.#stmt;
+    const totals = s.spanTotalsOfRollout.get(rolloutId);
+    s.deleteSpans.run(rolloutId);
+    s.deleteAttempts.run(rolloutId);
+    s.deleteCounter.run(rolloutId);
+    s.deleteRollout.run(rolloutId);
+    s.tombstoneCompletions.run(rolloutId);
+    return { count: totals?.n ?? 0, bytes: totals?.bytes ?? 0 };
+  }
+
   #writeJournal(): void {
     const s = this.#stmt;
     for (const id of this.#dirtyRollouts) {
@@ -389,6 +459,10 @@ export class SqliteBackend extends MemoryBackend {
     }
     this.#pendingSpans = [];
     this.#pendingSpanKeys.clear();
+    for (const entry of this.#pendingCompletions) {
+      s.insertCompletion.run(entry.seq, entry.rollout_id, entry.status, entry.time);
+    }
+    this.#pendingCompletions = [];
     for (const id of this.#dirtyResources) {
       const resources = this.resources.get(id);
       if (resources !== undefined) s.upsertResources.run(id, JSON.stringify(resources));

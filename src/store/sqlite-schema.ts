@@ -2,7 +2,7 @@
 // reads and ordering need; spans keep integer arrays packed in `packed` (token-ids-codec.ts).
 import type BetterSqlite3 from 'better-sqlite3';
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const MIGRATIONS: ReadonlyArray<string> = [
   // 0 -> 1
@@ -47,6 +47,20 @@ const MIGRATIONS: ReadonlyArray<string> = [
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
   ) WITHOUT ROWID;
+  `,
+  // 1 -> 2: the completion log. Rollouts already terminal in an older file are logged once, in creation order.
+  `
+  CREATE TABLE completions (
+    seq INTEGER PRIMARY KEY,
+    rollout_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    time REAL NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX completions_rollout ON completions (rollout_id);
+  INSERT INTO completions (rollout_id, status, time)
+    SELECT rollout_id, status, coalesce(json_extract(data, '$.end_time'), json_extract(data, '$.start_time'), 0)
+    FROM rollouts WHERE status IN ('failed', 'succeeded', 'cancelled') ORDER BY rowid;
   `,
 ];
 

@@ -294,6 +294,45 @@ export interface WaitOptions {
  */
 export type SpanInput = Omit<Span, 'sequence_id'> & { sequence_id?: number | null };
 
+/** Options of resource writes: `latest: false` stores a snapshot without making it the latest (default true). */
+export interface ResourcesWriteOptions {
+  latest?: boolean;
+}
+
+/** One terminal transition in the append-only completion log. */
+export interface CompletionEntry {
+  /** Monotonic, never reused (not even after deletes), so it is a cursor that deletes cannot shift. */
+  seq: number;
+  rollout_id: string;
+  status: RolloutStatus;
+  /** Epoch seconds of the transition. */
+  time: number;
+  /** The rollout was deleted since: the entry stays as a tombstone so cursors keep advancing over it. */
+  deleted: boolean;
+}
+
+export interface CompletionQuery {
+  /** Entries with seq > after (default 0). */
+  after?: number;
+  /** Max entries (default 1000; >= 1). */
+  limit?: number;
+}
+
+export interface CompletionPage {
+  items: CompletionEntry[];
+  /** Cursor for the next call: the last returned seq, or `after` when nothing is newer. */
+  next_after: number;
+  /** Entries in the whole log that are not tombstones. */
+  total: number;
+}
+
+/** Rollout deletion and the completion log (rollgate additions to the v0.3 contract, used by the v1 API). */
+export interface RolloutLifecycle {
+  /** Removes the rollout, its attempts and spans; false when it did not exist (idempotent). */
+  deleteRollout(rolloutId: string): Promise<boolean>;
+  queryCompletions(query?: CompletionQuery): Promise<CompletionPage>;
+}
+
 /** The agent-lightning v0.3 LightningStore contract (contracts.md §3.7), async everywhere. */
 export interface LightningStore {
   readonly capabilities: StoreCapabilities;
@@ -325,8 +364,12 @@ export interface LightningStore {
   queryResources(query?: ResourcesQuery): Promise<PaginatedResult<ResourcesUpdate>>;
   getResourcesById(resourcesId: string): Promise<ResourcesUpdate | null>;
   getLatestResources(): Promise<ResourcesUpdate | null>;
-  addResources(resources: NamedResources): Promise<ResourcesUpdate>;
-  updateResources(resourcesId: string, resources: NamedResources): Promise<ResourcesUpdate>;
+  addResources(resources: NamedResources, options?: ResourcesWriteOptions): Promise<ResourcesUpdate>;
+  updateResources(
+    resourcesId: string,
+    resources: NamedResources,
+    options?: ResourcesWriteOptions,
+  ): Promise<ResourcesUpdate>;
 
   updateRollout(rolloutId: string, update: RolloutUpdate): Promise<Rollout>;
   /** `attemptId` may be `"latest"`. */

@@ -9,6 +9,7 @@ import type {
   LightningStore,
   Rollout,
   RolloutConfig,
+  RolloutLifecycle,
   Span,
   SpanInput,
 } from '../../src/store/types.js';
@@ -939,6 +940,142 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
           const second = await store.startAttempt(running.rollout_id);
           expect(second.attempt.sequence_id).toBe(2);
         });
+      });
+    }
+  });
+}
+
+/**
+ * Rollout deletion, the completion log and non-latest resource writes (rollgate additions used by the v1 API).
+ * Every backend runs it; kept apart from the v0.3 suite so a backend gains it together with the methods.
+ */
+export function describeLifecycleContract(name: string, factory: StoreContractFactory): void {
+  describe(`LightningStore lifecycle contract: ${name}`, () => {
+    let store: LightningStore & RolloutLifecycle;
+
+    beforeEach(async () => {
+      store = (await factory.create({ watchdogIntervalMs: WATCHDOG_MS })) as LightningStore & RolloutLifecycle;
+    });
+
+    afterEach(async () => {
+      await store.close();
+    });
+
+    it('deleteRollout removes the rollout, its attempts and spans; a second delete is a no-op', async () => {
+      const rollout = await store.startRollout({ input: 1 });
+      const other = await store.startRollout({ input: 2 });
+      await store.addSpan(makeSpan(rollout.rollout_id, rollout.attempt.attempt_id));
+      await store.addSpan(makeSpan(other.rollout_id, other.attempt.attempt_id));
+      expect(await store.deleteRollout(rollout.rollout_id)).toBe(true);
+      expect(await store.getRolloutById(rollout.rollout_id)).toBeNull();
+      expect(await store.getLatestAttempt(rollout.rollout_id)).toBeNull();
+      expect((await store.queryAttempts(rollout.rollout_id)).total).toBe(0);
+      expect((await store.querySpans(rollout.rollout_id)).total).toBe(0);
+      expect((await store.queryRollouts()).items.map((r) => r.rollout_id)).toEqual([other.rollout_id]);
+      const stats = await store.statistics();
+      expect(stats).toMatchObject({ total_rollouts: 1, total_attempts: 1, total_spans: 1 });
+      expect(await store.deleteRollout(rollout.rollout_id)).toBe(false);
+      expect(await store.deleteRollout('ro-never-existed')).toBe(false);
+      expect((await store.querySpans(other.rollout_id)).total).toBe(1);
+      // The id can be used again for a fresh rollout.
+      const again = await store.startRollout({ input: 3, rollout_id: rollout.rollout_id });
+      expect(again.attempt.sequence_id).toBe(1);
+      expect((await store.querySpans(rollout.rollout_id)).total).toBe(0);
+    });
+
+    it('logs each terminal transition once with monotonic seq; deletes leave tombstones that keep cursors valid', async () => {
+      const a = await store.startRollout({ input: 'a' });
+      const b = await store.startRollout({ input: 'b' });
+      const c = await store.enqueueRollout({ input: 'c' });
+      expect(await store.queryCompletions()).toEqual({ items: [], next_after: 0, total: 0 });
+      await store.updateAttempt(a.rollout_id, 'latest', { status: 'succeeded' });
+      await store.updateRollout(a.rollout_id, { status: 'succeeded' }); // not a transition: no second entry
+      await store.updateRollout(c.rollout_id, { status: 'cancelled' });
+      await store.updateAttempt(b.rollout_id, 'latest', { status: 'failed' });
+      const all = await store.queryCompletions({ after: 0 });
+      expect(all.items.map((e) => [e.rollout_id, e.status, e.deleted])).toEqual([
+        [a.rollout_id, 'succeeded', false],
+        [c.rollout_id, 'cancelled', false],
+        [b.rollout_id, 'failed', false],
+      ]);
+      const seqs = all.items.map((e) => e.seq);
+      expect([...seqs].sort((x, y) => x - y)).toEqual(seqs);
+      expect(new Set(seqs).size).toBe(3);
+      expect(all.next_after).toBe(seqs[2]);
+      expect(all.total).toBe(3);
+
+      const first = await store.queryCompletions({ after: 0, limit: 1 });
+      expect(first.items.map((e) => e.rollout_id)).toEqual([a.rollout_id]);
+      await store.deleteRollout(c.rollout_id);
+      const rest = await store.queryCompletions({ after: first.next_after });
+      expect(rest.items.map((e) => [e.rollout_id, e.deleted])).toEqual([
+        [c.rollout_id, true],
+        [b.rollout_id, false],
+      ]);
+      expect(rest.total).toBe(2);
+      expect(await store.queryCompletions({ after: rest.next_after })).toMatchObject({
+        items: [],
+        next_after: rest.next_after,
+      });
+      // A retried rollout that finishes again is a second transition; seqs are never reused after deletes.
+      await store.startAttempt(b.rollout_id);
+      await store.updateAttempt(b.rollout_id, 'latest', { status: 'succeeded' });
+      const later = await store.queryCompletions({ after: rest.next_after });
+      expect(later.items.map((e) => [e.rollout_id, e.status])).toEqual([[b.rollout_id, 'succeeded']]);
+      expect(later.items[0]?.seq).toBeGreaterThan(rest.next_after);
+    });
+
+    it('rejects a negative cursor or a limit below 1', async () => {
+      await expectStoreError(store.queryCompletions({ after: -1 }), 'invalid_argument', { param: 'after' });
+      await expectStoreError(store.queryCompletions({ limit: 0 }), 'invalid_argument', { param: 'limit' });
+    });
+
+    it('concurrent terminal updates append exactly one entry per transition', async () => {
+      const rollout = await store.startRollout({ input: 1 });
+      await Promise.all([
+        store.updateRollout(rollout.rollout_id, { status: 'succeeded' }),
+        store.updateRollout(rollout.rollout_id, { status: 'succeeded' }),
+        store.updateAttempt(rollout.rollout_id, 'latest', { status: 'succeeded' }),
+      ]);
+      const page = await store.queryCompletions();
+      expect(page.items.filter((e) => e.rollout_id === rollout.rollout_id)).toHaveLength(1);
+    });
+
+    it('a resources write with latest: false is stored without becoming the latest', async () => {
+      const llm = { resource_type: 'llm', endpoint: 'http://x/v1', model: 'm' } as const;
+      const main = await store.addResources({ main: llm });
+      const side = await store.addResources({ main: { ...llm, model: 'candidate' } }, { latest: false });
+      expect((await store.getLatestResources())?.resources_id).toBe(main.resources_id);
+      expect((await store.getResourcesById(side.resources_id))?.resources.main).toMatchObject({ model: 'candidate' });
+      const updated = await store.updateResources('rs-candidate', { main: llm }, { latest: false });
+      expect(updated.version).toBe(1);
+      await store.updateResources(main.resources_id, { main: llm }, { latest: false });
+      expect((await store.getLatestResources())?.resources_id).toBe(main.resources_id);
+      const rollout = await store.enqueueRollout({ input: 1 });
+      expect(rollout.resources_id).toBe(main.resources_id);
+      await store.updateResources('rs-candidate', { main: llm });
+      expect((await store.getLatestResources())?.resources_id).toBe('rs-candidate');
+    });
+
+    if (factory.reopen !== undefined) {
+      const reopen = factory.reopen.bind(factory);
+      it('the completion log, tombstones and deletes survive a reopen; seq continues', async () => {
+        const a = await store.startRollout({ input: 'a' });
+        const b = await store.startRollout({ input: 'b' });
+        await store.updateRollout(a.rollout_id, { status: 'succeeded' });
+        await store.updateRollout(b.rollout_id, { status: 'failed' });
+        await store.addSpan(makeSpan(b.rollout_id, b.attempt.attempt_id));
+        await store.deleteRollout(b.rollout_id);
+        const before = await store.queryCompletions();
+        store = (await reopen()) as LightningStore & RolloutLifecycle;
+        expect(await store.queryCompletions()).toEqual(before);
+        expect(await store.getRolloutById(b.rollout_id)).toBeNull();
+        expect((await store.querySpans(b.rollout_id)).total).toBe(0);
+        const c = await store.startRollout({ input: 'c' });
+        await store.updateRollout(c.rollout_id, { status: 'succeeded' });
+        const after = await store.queryCompletions({ after: before.next_after });
+        expect(after.items.map((e) => e.rollout_id)).toEqual([c.rollout_id]);
+        expect(after.items[0]?.seq).toBeGreaterThan(before.next_after);
       });
     }
   });

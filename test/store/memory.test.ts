@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { isStoreError } from '../../src/store/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { describeStoreContract, makeSpan } from './contract.js';
+import { describeLifecycleContract, describeStoreContract, makeSpan } from './contract.js';
 
-describeStoreContract('memory', {
-  async create(options) {
+const memoryFactory = {
+  async create(options: { watchdogIntervalMs: number }) {
     return new MemoryStore({ watchdogIntervalMs: options.watchdogIntervalMs });
   },
-});
+};
+describeStoreContract('memory', memoryFactory);
+describeLifecycleContract('memory', memoryFactory);
 
 describe('MemoryStore span memory', () => {
   it('evicts whole rollouts, oldest first, down to the safe threshold; queries then fail explicitly', async () => {

@@ -6,8 +6,9 @@ import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { SCHEMA_VERSION } from '../../src/store/sqlite-schema.js';
 import type { LightningStore } from '../../src/store/types.js';
-import { describeStoreContract, makeSpan } from './contract.js';
+import { describeLifecycleContract, describeStoreContract, makeSpan, type StoreContractFactory } from './contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rollgate-sqlite-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -15,7 +16,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 let counter = 0;
 let current: { path: string; store: LightningStore; watchdogIntervalMs: number } | undefined;
 
-describeStoreContract('sqlite', {
+const sqliteFactory: StoreContractFactory = {
   async create(options) {
     const path = join(root, `contract-${++counter}.db`);
     const store = new SqliteStore({ path, watchdogIntervalMs: options.watchdogIntervalMs });
@@ -29,6 +30,36 @@ describeStoreContract('sqlite', {
     current = { ...current, store };
     return store;
   },
+};
+describeStoreContract('sqlite', sqliteFactory);
+describeLifecycleContract('sqlite', sqliteFactory);
+
+describe('SqliteStore schema migration 1 -> 2', () => {
+  it('opens a version-1 file and logs the rollouts that were already terminal, once', async () => {
+    const path = join(root, 'v1-file.db');
+    const first = new SqliteStore({ path });
+    const done = await first.startRollout({ input: 1 });
+    await first.updateRollout(done.rollout_id, { status: 'succeeded' });
+    const open = await first.startRollout({ input: 2 });
+    await first.close();
+    const raw = new BetterSqlite3(path);
+    raw.exec('DROP TABLE completions; PRAGMA user_version = 1;');
+    raw.close();
+    const store = new SqliteStore({ path });
+    try {
+      const page = await store.queryCompletions();
+      expect(page.items.map((e) => [e.rollout_id, e.status])).toEqual([[done.rollout_id, 'succeeded']]);
+      expect((await store.getRolloutById(open.rollout_id))?.status).toBe('preparing');
+    } finally {
+      await store.close();
+    }
+    const reopened = new SqliteStore({ path });
+    try {
+      expect((await reopened.queryCompletions()).items).toHaveLength(1);
+    } finally {
+      await reopened.close();
+    }
+  });
 });
 
 describe('SqliteStore storage', () => {
@@ -55,7 +86,7 @@ describe('SqliteStore storage', () => {
       expect(row.data).not.toContain('prompt_token_ids');
       expect(row.packed.length).toBeLessThan(ids.length * 4 + 200);
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(db.pragma('user_version', { simple: true })).toBe(1);
+      expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
       expect(db.pragma('page_size', { simple: true })).toBe(16_384);
     } finally {
       db.close();
