@@ -17,7 +17,9 @@ import { createDashboardRoutes } from '../routes/dashboard.js';
 import { createMetricsRoutes } from '../routes/metrics.js';
 import { createOpenAiRoutes } from '../routes/openai.js';
 import { createOtlpRoutes } from '../routes/otlp.js';
+import { createRlRoutes } from '../routes/rl.js';
 import { createStoreApiRoutes } from '../routes/store-api.js';
+import { TrainerHub } from './algorithms/rl/trainer-hub.js';
 import { createKeyRing } from './auth/keys.js';
 import { GatewayError } from './errors.js';
 import { CallObserver } from './gateway/call-observer.js';
@@ -38,6 +40,8 @@ export interface Gateway {
   readonly store: LightningStore;
   readonly config: RollgateConfig;
   readonly logger: Logger;
+  /** Batches for RL trainers (/v1/rl/*); the `rl` plugin attaches to it. */
+  readonly rlHub: TrainerHub;
   /** Binds `config.server.host:port` (port 0 = any free port). Calling it again returns the same address. */
   listen(): Promise<{ url: string; port: number }>;
   /** Idempotent: stops accepting, drains in-flight requests (bounded by server.shutdownGraceMs), closes parts. */
@@ -106,6 +110,8 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
   // Closed before the proxy: calls held by a pause are refused rather than kept until the grace period ends.
   parts.push({ name: 'pause-gate', close: async () => gate.close() });
   const keys = createKeyRing(config.auth);
+  const rlHub = new TrainerHub();
+  parts.push({ name: 'rl-hub', close: async () => rlHub.close() });
   const ingester = createOtlpIngester({ store, autoCreate: config.rollouts.autoCreate, logger });
   metrics.bind({
     pools: () =>
@@ -171,6 +177,7 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
   );
   app.route('/', createAdminRoutes({ pools, gate, keys }));
   app.route('/', createMetricsRoutes({ metrics }));
+  app.route('/', createRlRoutes({ hub: rlHub, shutdown: shutdown.signal }));
   app.route('/', createDashboardRoutes());
   // ------------------------------------------------------------------------------------------------------------
 
@@ -182,6 +189,7 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
     store,
     config,
     logger,
+    rlHub,
     async listen() {
       if (closing !== null) throw new Error('rollgate: gateway is closed');
       listening ??= listen({

@@ -3,6 +3,7 @@
 // the same plugin runs inside `rollgate serve` (embedded store) or alone against a gateway's store API.
 import type { Logger } from '../logger.js';
 import type { JsonObject, JsonValue, LightningStore } from '../store/types.js';
+import type { TrainerHub } from './rl/trainer-hub.js';
 
 /** A served model pool as the gateway sees it. */
 export interface ModelPoolInfo {
@@ -26,6 +27,8 @@ export interface GatewayControl {
   resume?(): Promise<void>;
   /** Sets the version stamped on spans of `model`'s pool (after a weight update). */
   setModelVersion?(model: string, version: number): Promise<void>;
+  /** Where the `rl` plugin hands batches to a trainer (the gateway serves it at /v1/rl/*). */
+  readonly trainerHub?: TrainerHub;
 }
 
 export interface Datasets {

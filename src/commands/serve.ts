@@ -7,7 +7,9 @@ import type { RollgateConfig } from '../../config/schema.js';
 import { AlgorithmConfigError } from '../algorithms/errors.js';
 import { createStoreOnlyGatewayControl } from '../algorithms/gateway-control.js';
 import { validateAlgorithmConfigs } from '../algorithms/loader.js';
+import { createAdminGatewayControl } from '../algorithms/rl/admin-gateway-control.js';
 import { startAlgorithms } from '../algorithms/start.js';
+import type { GatewayControl } from '../algorithms/types.js';
 import type { Gateway } from '../app.js';
 
 export const EXIT_CONFIG_ERROR = 2;
@@ -35,6 +37,22 @@ export function registerServeCommand(program: Command): void {
     .action(async (options: ServeOptions) => {
       process.exitCode = await serve(options);
     });
+}
+
+/**
+ * What plugins next to the gateway may use: attempt URLs, and (through the admin API with the first admin
+ * key) pause/drain, pools and version bumps, plus the trainer hub behind /v1/rl/* for the `rl` plugin.
+ */
+function algorithmGatewayControl(gateway: Gateway, options: { gatewayUrl: string }): GatewayControl {
+  const admin = createAdminGatewayControl({
+    gatewayUrl: options.gatewayUrl,
+    adminKey: gateway.config.auth.adminKeys[0] ?? null,
+  });
+  return {
+    ...admin,
+    ...createStoreOnlyGatewayControl({ gatewayUrl: options.gatewayUrl }),
+    trainerHub: gateway.rlHub,
+  };
 }
 
 async function serve(options: ServeOptions): Promise<number> {
@@ -104,7 +122,7 @@ async function serve(options: ServeOptions): Promise<number> {
       ? null
       : startAlgorithms(config.algorithms, {
           store: gateway.store,
-          gateway: createStoreOnlyGatewayControl({ gatewayUrl: url }),
+          gateway: algorithmGatewayControl(gateway, { gatewayUrl: url }),
           logger: gateway.logger,
           baseDir: options.config === undefined ? process.cwd() : dirname(resolve(options.config)),
         });

@@ -7,10 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRlRoutes } from '../../routes/rl.js';
 import { createAdminGatewayControl } from '../../src/algorithms/rl/admin-gateway-control.js';
 import { createAlgorithm } from '../../src/algorithms/rl/index.js';
-import { TrainerHub } from '../../src/algorithms/rl/trainer-hub.js';
 import type { ProgressReporter } from '../../src/algorithms/types.js';
 import { silentLogger } from '../../src/logger.js';
 import { createRunner, type Runner } from '../../src/runner/index.js';
@@ -41,7 +39,6 @@ describe('rl: a policy trained through rollgate gets better', () => {
   let gw: TestGateway;
   let runner: Runner;
   let weightsDir: string;
-  const hub = new TrainerHub();
 
   beforeAll(async () => {
     policy = await startTinyPolicy({ model: MODEL, seed: 7 });
@@ -52,8 +49,6 @@ describe('rl: a policy trained through rollgate gets better', () => {
       // Calls that arrive during a weight swap wait for it instead of being refused.
       pause: { mode: 'hold' },
     });
-    // The gateway serves /v1/rl/* for the hub the plugin attaches to.
-    gw.gateway.app.route('/', createRlRoutes({ hub }));
     weightsDir = await mkdtemp(join(tmpdir(), 'rollgate-rl-e2e-'));
     runner = createRunner({
       store: gw.gateway.store,
@@ -83,7 +78,6 @@ describe('rl: a policy trained through rollgate gets better', () => {
   });
 
   afterAll(async () => {
-    hub.close();
     await runner?.close({ graceMs: 0 });
     await gw?.close();
     await policy?.close();
@@ -97,11 +91,12 @@ describe('rl: a policy trained through rollgate gets better', () => {
     const controller = new AbortController();
     const algorithm = createAlgorithm(
       { model: MODEL, groupSize: GROUP, tasksPerStep: TASKS, maxSteps: MAX_STEPS, rolloutTimeoutS: 60 },
-      { hub, control: createAdminGatewayControl({ gatewayUrl: gw.url }) },
+      { control: createAdminGatewayControl({ gatewayUrl: gw.url }) },
     );
+    // The plugin finds the gateway's trainer hub (served at /v1/rl/*) through its gateway control.
     const run = algorithm.run({
       store,
-      gateway: createAdminGatewayControl({ gatewayUrl: gw.url }),
+      gateway: { ...createAdminGatewayControl({ gatewayUrl: gw.url }), trainerHub: gw.gateway.rlHub },
       datasets: { train: Array.from({ length: TASKS }, (_, task) => ({ task })), val: null },
       logger: silentLogger,
       progress: quietProgress,
@@ -158,7 +153,7 @@ describe('rl: a policy trained through rollgate gets better', () => {
       // Two merged turns per row: the observation between them is masked out.
       expect(b.masksWithGap).toBe(b.samples);
     }
-    const hubStats = hub.stats();
+    const hubStats = gw.gateway.rlHub.stats();
     expect(hubStats.acknowledged).toBe(trained.batches.length);
     expect(policy.loads.length).toBe(trained.version);
   });

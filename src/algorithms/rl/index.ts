@@ -77,11 +77,11 @@ async function initialVersion(control: GatewayControl, model: string): Promise<n
 
 async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras): Promise<JsonObject> {
   const { store, logger, progress, signal } = ctx;
-  const hub = extras.hub;
+  const control = extras.control ?? ctx.gateway;
+  const hub = extras.hub ?? control.trainerHub ?? ctx.gateway.trainerHub;
   if (hub === undefined) {
     throw new AlgorithmConfigError('rl needs the gateway trainer hub: run it inside the gateway that serves /v1/rl/*');
   }
-  const control = extras.control ?? ctx.gateway;
   const tasks = ctx.datasets.train;
   if (tasks === null || tasks.length === 0) throw new AlgorithmConfigError('rl needs a non-empty data.train dataset');
 
