@@ -115,6 +115,27 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE spans ALTER COLUMN int_arrays SET STORAGE EXTERNAL;
     `,
   },
+  {
+    version: 3,
+    description: 'completion log for terminal transitions; resources that are not the latest',
+    sql: `
+      -- One row; its lock is held from a terminal transition to its commit, so completion seqs commit in order and
+      -- a reader's cursor never passes an entry that commits later.
+      CREATE TABLE completion_counter (only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row), last_seq bigint NOT NULL);
+      INSERT INTO completion_counter (last_seq) VALUES (0);
+      CREATE TABLE completions (
+        seq bigint PRIMARY KEY,
+        rollout_id text COLLATE "C" NOT NULL,
+        status text COLLATE "C" NOT NULL,
+        time double precision NOT NULL,
+        deleted boolean NOT NULL DEFAULT false
+      );
+      CREATE INDEX completions_by_rollout ON completions (rollout_id);
+      -- NULL: stored with latest=false and never made the latest since.
+      ALTER TABLE resources ALTER COLUMN touched DROP NOT NULL;
+      ALTER TABLE resources ALTER COLUMN touched DROP DEFAULT;
+    `,
+  },
 ];
 
 /** Quotes an SQL identifier (schema names come from configuration). */

@@ -192,12 +192,17 @@ export async function applyRolloutEvent(
     locked.attemptCount,
   ];
   if (next.releaseWaiters) {
-    // The notification rides on the UPDATE (one round trip); PostgreSQL delivers it only on commit.
-    await c.query(`WITH changed AS (${update} RETURNING 1) SELECT pg_notify($7, $8) FROM changed`, [
-      ...values,
-      NOTIFY_CHANNEL,
-      finishedPayload(ctx.schema, rollout.rollout_id),
-    ]);
+    // Entering a terminal status (the machine's releaseWaiters): the completion log entry and the notification
+    // ride on the UPDATE (one round trip). PostgreSQL delivers the notification only on commit; the counter row
+    // stays locked until then, so log entries commit in seq order.
+    await c.query(
+      `WITH changed AS (${update} RETURNING 1),
+         counter AS (UPDATE completion_counter SET last_seq = last_seq + 1 RETURNING last_seq),
+         logged AS (INSERT INTO completions (seq, rollout_id, status, time)
+                    SELECT last_seq, $1, $2, $9 FROM counter)
+       SELECT pg_notify($7, $8) FROM changed`,
+      [...values, NOTIFY_CHANNEL, finishedPayload(ctx.schema, rollout.rollout_id), ctx.now],
+    );
     ctx.effects.finished.push(rollout.rollout_id);
   } else {
     await c.query(update, values);

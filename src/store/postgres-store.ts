@@ -10,6 +10,7 @@ import type pg from 'pg';
 import type { Logger } from '../logger.js';
 import { silentLogger } from '../logger.js';
 import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js';
+import { validateCompletionQuery } from './completion-query.js';
 import { StoreError } from './errors.js';
 import { newResourcesId, newRolloutId } from './ids.js';
 import { clientConfigFor, createPool, queryOnce, validateSchemaName, withTransaction } from './postgres-db.js';
@@ -20,6 +21,7 @@ import {
   applyRolloutEvent,
   applyWorkerEvent,
   attemptKey,
+  finishedPayload,
   type LockedRollout,
   latestAttempt,
   lockAttempt,
@@ -82,13 +84,18 @@ import {
   type AttemptQuery,
   type AttemptStatus,
   type AttemptUpdate,
+  type CompletionEntry,
+  type CompletionPage,
+  type CompletionQuery,
   type EnqueueRolloutRequest,
   type LightningStore,
   type NamedResources,
   type PaginatedResult,
   type ResourcesQuery,
   type ResourcesUpdate,
+  type ResourcesWriteOptions,
   type Rollout,
+  type RolloutLifecycle,
   type RolloutQuery,
   type RolloutStatus,
   type RolloutUpdate,
@@ -223,7 +230,7 @@ function redactUrl(url: string): string {
   }
 }
 
-export class PostgresStore implements LightningStore {
+export class PostgresStore implements LightningStore, RolloutLifecycle {
   readonly capabilities: StoreCapabilities = {
     thread_safe: true,
     async_safe: true,
@@ -665,39 +672,98 @@ export class PostgresStore implements LightningStore {
     await this.ready;
     const res = await queryOnce<ResourcesRow>(
       this.#pool,
-      `SELECT ${RESOURCES_COLUMNS} FROM resources rs ORDER BY rs.touched DESC LIMIT 1`,
+      `SELECT ${RESOURCES_COLUMNS} FROM resources rs WHERE rs.touched IS NOT NULL ORDER BY rs.touched DESC LIMIT 1`,
     );
     const row = res.rows[0];
     return row === undefined ? null : rowToResources(row);
   }
 
-  async addResources(resources: NamedResources): Promise<ResourcesUpdate> {
+  async addResources(resources: NamedResources, options: ResourcesWriteOptions = {}): Promise<ResourcesUpdate> {
     await this.ready;
     validateResources(resources);
     const now = nowSeconds();
     const res = await queryOnce<ResourcesRow>(
       this.#pool,
-      `INSERT INTO resources AS rs (resources_id, create_time, update_time, version, resources)
-       VALUES ($1, $2, $2, 1, $3) RETURNING ${RESOURCES_COLUMNS}`,
-      [newResourcesId(), now, JSON.stringify(resources)],
+      `INSERT INTO resources AS rs (resources_id, create_time, update_time, version, resources, touched)
+       VALUES ($1, $2, $2, 1, $3, CASE WHEN $4::boolean THEN nextval('resources_touch') END)
+       RETURNING ${RESOURCES_COLUMNS}`,
+      [newResourcesId(), now, JSON.stringify(resources), options.latest !== false],
     );
     return rowToResources(res.rows[0] as ResourcesRow);
   }
 
-  async updateResources(resourcesId: string, resources: NamedResources): Promise<ResourcesUpdate> {
+  async updateResources(
+    resourcesId: string,
+    resources: NamedResources,
+    options: ResourcesWriteOptions = {},
+  ): Promise<ResourcesUpdate> {
     await this.ready;
     validateResources(resources);
-    // One statement: create with version 1, or replace and bump the version; either way it becomes the latest.
+    // One statement: create with version 1, or replace and bump the version; unless `latest: false`, it also
+    // becomes the latest (the highest `touched`).
     const res = await queryOnce<ResourcesRow>(
       this.#pool,
-      `INSERT INTO resources AS rs (resources_id, create_time, update_time, version, resources)
-       VALUES ($1, $2, $2, 1, $3)
+      `INSERT INTO resources AS rs (resources_id, create_time, update_time, version, resources, touched)
+       VALUES ($1, $2, $2, 1, $3, CASE WHEN $4::boolean THEN nextval('resources_touch') END)
        ON CONFLICT (resources_id) DO UPDATE SET update_time = excluded.update_time, version = rs.version + 1,
-         resources = excluded.resources, touched = nextval('resources_touch')
+         resources = excluded.resources,
+         touched = CASE WHEN $4::boolean THEN nextval('resources_touch') ELSE rs.touched END
        RETURNING ${RESOURCES_COLUMNS}`,
-      [resourcesId, nowSeconds(), JSON.stringify(resources)],
+      [resourcesId, nowSeconds(), JSON.stringify(resources), options.latest !== false],
     );
     return rowToResources(res.rows[0] as ResourcesRow);
+  }
+
+  // ---- deletion and the completion log ------------------------------------------------------------------
+
+  async deleteRollout(rolloutId: string): Promise<boolean> {
+    await this.ready;
+    return this.#tx(async (c, effects) => {
+      const locked = await lockRollout(c, rolloutId);
+      await c.query('DELETE FROM spans WHERE rollout_id = $1', [rolloutId]);
+      await c.query('DELETE FROM span_sequences WHERE rollout_id = $1', [rolloutId]);
+      // Tombstones: cursors over the log keep advancing over the deleted rollout's entries.
+      await c.query('UPDATE completions SET deleted = true WHERE rollout_id = $1 AND NOT deleted', [rolloutId]);
+      if (locked === null) return false;
+      // Attempts go with the rollout (ON DELETE CASCADE). Waiters stop waiting for it: it is absent from results.
+      await c.query(
+        'WITH gone AS (DELETE FROM rollouts WHERE rollout_id = $1 RETURNING 1) SELECT pg_notify($2, $3) FROM gone',
+        [rolloutId, NOTIFY_CHANNEL, finishedPayload(this.schema, rolloutId)],
+      );
+      effects.finished.push(rolloutId);
+      return true;
+    });
+  }
+
+  async queryCompletions(query: CompletionQuery = {}): Promise<CompletionPage> {
+    await this.ready;
+    const { after, limit } = validateCompletionQuery(query);
+    const res = await queryOnce<CompletionEntry & { live: number }>(
+      this.#pool,
+      `SELECT c.seq, c.rollout_id, c.status, c.time, c.deleted,
+         (SELECT count(*) FROM completions WHERE NOT deleted) AS live
+       FROM completions c WHERE c.seq > $1 ORDER BY c.seq LIMIT $2`,
+      [after, limit],
+    );
+    let total: number;
+    if (res.rows[0] !== undefined) {
+      total = res.rows[0].live;
+    } else {
+      const counted = await queryOnce<{ n: number }>(
+        this.#pool,
+        'SELECT count(*) AS n FROM completions WHERE NOT deleted',
+      );
+      total = counted.rows[0]?.n ?? 0;
+    }
+    const items: CompletionEntry[] = res.rows.map((r) => ({
+      seq: r.seq,
+      rollout_id: r.rollout_id,
+      status: r.status,
+      time: r.time,
+      deleted: r.deleted,
+    }));
+    const last = items[items.length - 1];
+    return { items, next_after: last === undefined ? after : last.seq, total };
   }
 
   // ---- workers ------------------------------------------------------------------------------------------
@@ -977,7 +1043,7 @@ export class PostgresStore implements LightningStore {
     const ords = seq.rows.map((r) => r.ord).sort((a, b) => a - b);
     const positions = seq.rows.map((r) => r.pos).sort((a, b) => a - b);
     const latest = await c.query<{ resources_id: string }>(
-      'SELECT resources_id FROM resources ORDER BY touched DESC LIMIT 1',
+      'SELECT resources_id FROM resources WHERE touched IS NOT NULL ORDER BY touched DESC LIMIT 1',
     );
     const defaultResources = latest.rows[0]?.resources_id ?? null;
     const rollouts: Rollout[] = requests.map((request) => ({

@@ -8,7 +8,7 @@ import { splitSchemaFromUrl, validateSchemaName } from '../../src/store/postgres
 import { migrate } from '../../src/store/postgres-migrations.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres-store.js';
 import type { LightningStore } from '../../src/store/types.js';
-import { describeStoreContract, makeSpan } from './contract.js';
+import { describeLifecycleContract, describeStoreContract, makeSpan, type StoreContractFactory } from './contract.js';
 
 const PG_URL = process.env.ROLLGATE_TEST_PG_URL;
 const prefix = `rollgate_test_${randomBytes(4).toString('hex')}`;
@@ -95,13 +95,15 @@ if (PG_URL === undefined) {
     if (!contractSchemaReady) return;
     await rawQuery(
       `TRUNCATE "${contractSchema}".rollouts, "${contractSchema}".attempts, "${contractSchema}".spans,
-         "${contractSchema}".span_sequences, "${contractSchema}".resources, "${contractSchema}".workers RESTART IDENTITY;
+         "${contractSchema}".span_sequences, "${contractSchema}".resources, "${contractSchema}".workers,
+         "${contractSchema}".completions RESTART IDENTITY;
+       UPDATE "${contractSchema}".completion_counter SET last_seq = 0;
        ALTER SEQUENCE "${contractSchema}".rollout_order RESTART; ALTER SEQUENCE "${contractSchema}".queue_order RESTART;
        ALTER SEQUENCE "${contractSchema}".resources_touch RESTART;`,
     );
   }
 
-  describeStoreContract('postgres', {
+  const postgresFactory: StoreContractFactory = {
     async create(options) {
       const schema = contractSchema;
       await emptyContractSchema();
@@ -127,7 +129,10 @@ if (PG_URL === undefined) {
       current = { ...current, store };
       return store;
     },
-  });
+  };
+
+  describeStoreContract('postgres', postgresFactory);
+  describeLifecycleContract('postgres', postgresFactory);
 
   describe('PostgreSQL store across replicas (two store instances, one database)', () => {
     async function pair(options: { watchdogIntervalMs?: number } = {}): Promise<[PostgresStore, PostgresStore]> {
@@ -145,9 +150,9 @@ if (PG_URL === undefined) {
       const pool = new pg.Pool({ connectionString: url, max: 6 });
       try {
         const results = await Promise.all(Array.from({ length: 6 }, () => migrate({ pool, schema })));
-        expect(results.flatMap((r) => r.applied)).toEqual([1, 2]);
+        expect(results.flatMap((r) => r.applied)).toEqual([1, 2, 3]);
         const versions = await pool.query(`SELECT version FROM "${schema}".rollgate_migrations ORDER BY version`);
-        expect(versions.rows).toEqual([{ version: 1 }, { version: 2 }]);
+        expect(versions.rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
       } finally {
         await pool.end();
       }
@@ -265,6 +270,54 @@ if (PG_URL === undefined) {
       const deadline = Date.now() + 5_000;
       while ((await count()) !== 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       expect(await count()).toBe(0);
+    });
+
+    it('logs each terminal transition once, in commit order, when replicas finish rollouts concurrently', async () => {
+      const [a, b] = await pair();
+      try {
+        const rollouts = await Promise.all(Array.from({ length: 30 }, (_, i) => a.startRollout({ input: i })));
+        // Both replicas race to finish every rollout: exactly one terminal transition each.
+        await Promise.all(
+          rollouts.flatMap((r) => [
+            a.updateRollout(r.rollout_id, { status: 'succeeded' }),
+            b.updateRollout(r.rollout_id, { status: 'succeeded' }),
+          ]),
+        );
+        const page = await b.queryCompletions({ after: 0, limit: 100 });
+        expect(page.total).toBe(30);
+        expect(page.items.map((e) => e.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+        expect(new Set(page.items.map((e) => e.rollout_id)).size).toBe(30);
+        const [first] = rollouts;
+        expect(await a.deleteRollout(first?.rollout_id ?? '')).toBe(true);
+        expect(await b.deleteRollout(first?.rollout_id ?? '')).toBe(false);
+        const after = await a.queryCompletions({ after: 0, limit: 100 });
+        expect(after.total).toBe(29);
+        expect(after.items.find((e) => e.rollout_id === first?.rollout_id)?.deleted).toBe(true);
+        expect(await b.getRolloutById(first?.rollout_id ?? '')).toBeNull();
+        expect((await b.queryCompletions({ after: 28, limit: 100 })).next_after).toBe(30);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('stores resources with latest=false without changing the latest', async () => {
+      const [a, b] = await pair();
+      try {
+        const main = await a.addResources({
+          p: { resource_type: 'prompt_template', template: 'x', engine: 'f-string' },
+        });
+        const side = await b.addResources(
+          { p: { resource_type: 'prompt_template', template: 'y', engine: 'f-string' } },
+          { latest: false },
+        );
+        expect((await b.getLatestResources())?.resources_id).toBe(main.resources_id);
+        await a.updateResources(side.resources_id, side.resources, { latest: false });
+        expect((await a.getLatestResources())?.resources_id).toBe(main.resources_id);
+        await a.updateResources(side.resources_id, side.resources);
+        expect((await b.getLatestResources())?.resources_id).toBe(side.resources_id);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
     });
 
     it('loses no update when heartbeats and a status change race from two replicas', async () => {
