@@ -290,3 +290,9 @@ export const SORT_FIELDS = {
   ],
 } as const satisfies Record<string, readonly string[]>;
 export type SortFieldsKey = keyof typeof SORT_FIELDS;
+
+/** GET /v1/agl/completions: cursor over the completion log. */
+export const completionsQuerySchema = z.object({ after: intParam.nullish(), limit: intParam.nullish() });
+
+/** `?latest=false` on resource writes stores a snapshot without making it the latest. */
+export const resourcesWriteQuerySchema = z.object({ latest: z.enum(['true', 'false']).nullish() });

@@ -23,12 +23,14 @@ import {
   ATTEMPT_UPDATE_KEYS,
   attemptQuerySchema,
   attemptUpdateSchema,
+  completionsQuerySchema,
   dequeueBodySchema,
   enqueueBodySchema,
   namedResourcesSchema,
   nextSequenceBodySchema,
   ROLLOUT_UPDATE_NON_NULLABLE,
   resourcesQuerySchema,
+  resourcesWriteQuerySchema,
   rewardBodySchema,
   rolloutQuerySchema,
   rolloutUpdateSchema,
@@ -124,6 +126,14 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   app.post(`${PREFIX}/rollouts/search`, async (c) => queryRollouts(c, await readJson(c, { optional: true })));
 
   app.get(`${PREFIX}/rollouts/:rid`, async (c) => c.json(await store.getRolloutById(c.req.param('rid'))));
+  // Idempotent: `deleted` says whether there was anything to delete.
+  app.delete(`${PREFIX}/rollouts/:rid`, async (c) =>
+    c.json({ deleted: await store.deleteRollout(c.req.param('rid')) }),
+  );
+  app.get(`${PREFIX}/completions`, async (c) => {
+    const q = parse(completionsQuerySchema, readQuery(c));
+    return c.json(await store.queryCompletions(definedOnly({ after: q.after, limit: q.limit })));
+  });
 
   app.post(`${PREFIX}/rollouts/:rid`, async (c) => {
     const raw = await readJson(c);
@@ -221,12 +231,18 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
     );
   });
   app.post(`${PREFIX}/resources`, async (c) =>
-    c.json(await store.addResources(parse(namedResourcesSchema, await readJson(c))), 201),
+    c.json(await store.addResources(parse(namedResourcesSchema, await readJson(c)), resourcesWriteOptions(c)), 201),
   );
   app.get(`${PREFIX}/resources/latest`, async (c) => c.json(await store.getLatestResources()));
   app.get(`${PREFIX}/resources/:id`, async (c) => c.json(await store.getResourcesById(c.req.param('id'))));
   app.post(`${PREFIX}/resources/:id`, async (c) =>
-    c.json(await store.updateResources(c.req.param('id'), parse(namedResourcesSchema, await readJson(c)))),
+    c.json(
+      await store.updateResources(
+        c.req.param('id'),
+        parse(namedResourcesSchema, await readJson(c)),
+        resourcesWriteOptions(c),
+      ),
+    ),
   );
 
   // --- spans ---
@@ -288,6 +304,10 @@ async function readJson(c: Context<AppEnv>, options?: { optional?: boolean }): P
   } catch (error) {
     throw new GatewayError('invalid_json', `Malformed JSON body: ${(error as Error).message}`, { cause: error });
   }
+}
+
+function resourcesWriteOptions(c: Context<AppEnv>): { latest: boolean } {
+  return { latest: parse(resourcesWriteQuerySchema, readQuery(c)).latest !== 'false' };
 }
 
 function readQuery(c: Context<AppEnv>): Record<string, string | string[]> {

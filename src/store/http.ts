@@ -11,12 +11,15 @@ import type {
   AttemptedRollout,
   AttemptQuery,
   AttemptUpdate,
+  CompletionPage,
+  CompletionQuery,
   EnqueueRolloutRequest,
   LightningStore,
   NamedResources,
   PaginatedResult,
   ResourcesQuery,
   ResourcesUpdate,
+  ResourcesWriteOptions,
   Rollout,
   RolloutQuery,
   RolloutUpdate,
@@ -72,7 +75,7 @@ const STATUS_TO_CODE: ReadonlyMap<number, StoreErrorCode> = new Map([
 ]);
 
 interface CallOptions {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   readonly path: string;
   readonly body?: unknown;
   /** Default true; dequeue sets false (a lost response already claimed a rollout). */
@@ -85,6 +88,10 @@ interface CallOptions {
 }
 
 type Attempted = { ok: true; value: unknown } | { ok: false; retryable: boolean; error: Error };
+
+function latestQuery(options: ResourcesWriteOptions): string {
+  return options.latest === false ? '?latest=false' : '';
+}
 
 export class HttpStore implements LightningStore {
   readonly capabilities: StoreCapabilities = {
@@ -234,12 +241,35 @@ export class HttpStore implements LightningStore {
     return this.#call({ method: 'GET', path: '/resources/latest' });
   }
 
-  addResources(resources: NamedResources): Promise<ResourcesUpdate> {
-    return this.#call({ method: 'POST', path: '/resources', body: resources });
+  addResources(resources: NamedResources, options: ResourcesWriteOptions = {}): Promise<ResourcesUpdate> {
+    return this.#call({ method: 'POST', path: `/resources${latestQuery(options)}`, body: resources });
   }
 
-  updateResources(resourcesId: string, resources: NamedResources): Promise<ResourcesUpdate> {
-    return this.#call({ method: 'POST', path: `/resources/${enc(resourcesId)}`, body: resources });
+  updateResources(
+    resourcesId: string,
+    resources: NamedResources,
+    options: ResourcesWriteOptions = {},
+  ): Promise<ResourcesUpdate> {
+    return this.#call({
+      method: 'POST',
+      path: `/resources/${enc(resourcesId)}${latestQuery(options)}`,
+      body: resources,
+    });
+  }
+
+  // ---- deletion and the completion log ----
+
+  async deleteRollout(rolloutId: string): Promise<boolean> {
+    const result = await this.#call<{ deleted: boolean }>({ method: 'DELETE', path: `/rollouts/${enc(rolloutId)}` });
+    return result.deleted;
+  }
+
+  queryCompletions(query: CompletionQuery = {}): Promise<CompletionPage> {
+    const params = new URLSearchParams();
+    if (query.after !== undefined) params.set('after', String(query.after));
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    const search = params.size === 0 ? '' : `?${params.toString()}`;
+    return this.#call({ method: 'GET', path: `/completions${search}` });
   }
 
   // ---- updates ----

@@ -334,7 +334,7 @@ export interface RolloutLifecycle {
 }
 
 /** The agent-lightning v0.3 LightningStore contract (contracts.md §3.7), async everywhere. */
-export interface LightningStore {
+export interface LightningStore extends RolloutLifecycle {
   readonly capabilities: StoreCapabilities;
 
   startRollout(request: StartRolloutRequest): Promise<AttemptedRollout>;

@@ -8,7 +8,7 @@ import { HttpStore, HttpStoreError } from '../../src/store/http.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { LightningStore } from '../../src/store/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { describeStoreContract } from './contract.js';
+import { describeLifecycleContract, describeStoreContract } from './contract.js';
 
 const FAST = { retryDelaysMs: [5, 5, 5], healthProbeDelaysMs: [5, 5, 5] };
 
@@ -27,6 +27,7 @@ async function httpStoreOverMemory(options: { watchdogIntervalMs: number }): Pro
 }
 
 describeStoreContract('http', { create: httpStoreOverMemory, restApi: true });
+describeLifecycleContract('http', { create: httpStoreOverMemory, restApi: true });
 
 describe('HttpStore retry rules (msw)', () => {
   const base = 'http://store.test';
