@@ -2,14 +2,14 @@
 // Everything long-lived is created here, registered as a part, and closed in reverse creation order.
 import { setMaxListeners } from 'node:events';
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { Keyv } from 'keyv';
 import type { RollgateConfig } from '../config/schema.js';
 import { createOtlpSpanProcessor } from '../exporters/otlp-exporter.js';
 import { StoreSpanProcessor } from '../exporters/store-span-exporter.js';
-import type { AppEnv } from '../middleware/env.js';
 import { auth } from '../middleware/auth.js';
+import { bodyLimitFast } from '../middleware/body-json.js';
+import type { AppEnv } from '../middleware/env.js';
 import { notFound, onError } from '../middleware/openai-errors.js';
 import { requestId } from '../middleware/request-id.js';
 import { createAdminRoutes } from '../routes/admin.js';
@@ -21,7 +21,6 @@ import { createRlRoutes } from '../routes/rl.js';
 import { createStoreApiRoutes } from '../routes/store-api.js';
 import { TrainerHub } from './algorithms/rl/trainer-hub.js';
 import { createKeyRing } from './auth/keys.js';
-import { GatewayError } from './errors.js';
 import { CallObserver } from './gateway/call-observer.js';
 import { gateGateway } from './gateway/gated-gateway.js';
 import { createPoolRegistry } from './gateway/model-pool.js';
@@ -62,8 +61,18 @@ interface Part {
 }
 
 export async function createGateway(config: RollgateConfig, options: CreateGatewayOptions = {}): Promise<Gateway> {
-  const logger = options.logger ?? createPinoLogger({ level: config.logging.level });
   const parts: Part[] = [];
+  try {
+    return await assembleGateway(config, options, parts);
+  } catch (error) {
+    // A part that fails to build must not leave the ones before it (store files, timers, sockets) open.
+    for (const part of parts.toReversed()) await part.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function assembleGateway(config: RollgateConfig, options: CreateGatewayOptions, parts: Part[]): Promise<Gateway> {
+  const logger = options.logger ?? createPinoLogger({ level: config.logging.level });
   const closeParts = async () => {
     for (const part of parts.toReversed()) {
       try {
@@ -75,17 +84,12 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
   };
 
   let store: LightningStore;
-  try {
-    if (options.store === undefined) {
-      store = await createStore(config.store, { logger });
-      const owned = store;
-      parts.push({ name: 'store', close: () => owned.close() });
-    } else {
-      store = options.store;
-    }
-  } catch (error) {
-    await closeParts();
-    throw error;
+  if (options.store === undefined) {
+    const owned = await createStore(config.store, { logger });
+    parts.push({ name: 'store', close: () => owned.close() });
+    store = owned;
+  } else {
+    store = options.store;
   }
   // Aborted first thing in close(): long polls answer at once instead of holding the drain until the grace ends.
   const shutdown = new AbortController();
@@ -134,23 +138,17 @@ export async function createGateway(config: RollgateConfig, options: CreateGatew
   app.onError(onError);
   app.notFound(notFound);
   app.use(requestId());
+  // Before auth: a browser's preflight carries no key, and a 401 must still be readable cross-origin.
+  if (config.server.corsOrigins.length > 0) {
+    const origins = config.server.corsOrigins;
+    app.use(cors({ origin: origins.includes('*') ? '*' : origins, exposeHeaders: ['x-request-id'] }));
+  }
   app.use(auth({ keys }));
   app.use(async function attachLogger(c, next) {
     c.set('logger', logger);
     await next();
   });
-  if (config.server.corsOrigins.length > 0) {
-    const origins = config.server.corsOrigins;
-    app.use(cors({ origin: origins.includes('*') ? '*' : origins, exposeHeaders: ['x-request-id'] }));
-  }
-  app.use(
-    bodyLimit({
-      maxSize: config.server.bodyLimitBytes,
-      onError: () => {
-        throw new GatewayError('body_too_large', `Request body exceeds ${config.server.bodyLimitBytes} bytes`);
-      },
-    }),
-  );
+  app.use(bodyLimitFast({ maxBytes: config.server.bodyLimitBytes }));
 
   app.get('/health', (c) => c.json({ status: 'ok' }));
   app.get('/healthz', (c) => c.json({ status: 'ok' }));

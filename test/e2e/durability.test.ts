@@ -167,10 +167,19 @@ describe('rollgate serve shutdown', () => {
     const socket = connect(Number(port), '127.0.0.1');
     socket.on('error', () => undefined);
     await new Promise((r) => socket.once('connect', r));
+    // `Expect: 100-continue` makes the server say when it has the headers and is waiting for the body.
+    const continued = new Promise<void>((resolveContinue) => {
+      let seen = '';
+      socket.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        if (seen.includes('100 Continue')) resolveContinue();
+      });
+    });
     socket.write(
-      'POST /v1/agl/rollouts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n{"in',
+      'POST /v1/agl/rollouts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 64\r\nExpect: 100-continue\r\n\r\n',
     );
-    await new Promise((r) => setTimeout(r, 200));
+    await continued;
+    socket.write('{"in');
     served.child.kill('SIGTERM');
     const early = await Promise.race([served.exited, new Promise((r) => setTimeout(() => r(null), 1_000))]);
     expect(early).toBeNull();

@@ -18,6 +18,26 @@ function get(url: string, agent: Agent): Promise<{ status: number; reused: boole
   });
 }
 
+/** Observes the store's waits: when the first one starts and whether any has settled. */
+function watchWaits(store: MemoryStore): { called: Promise<void>; settled: () => boolean } {
+  let settled = false;
+  let markCalled: () => void = () => undefined;
+  const called = new Promise<void>((resolve) => {
+    markCalled = resolve;
+  });
+  const wait = store.waitForRollouts.bind(store);
+  store.waitForRollouts = (ids, options) => {
+    markCalled();
+    const pending: Promise<Rollout[]> = wait(ids, options);
+    const done = () => {
+      settled = true;
+    };
+    void pending.then(done, done);
+    return pending;
+  };
+  return { called, settled: () => settled };
+}
+
 describe('listener', () => {
   it('keeps idle sockets >= 120 s with headersTimeout above keepAliveTimeout', async () => {
     const bound = await listen({
@@ -78,41 +98,35 @@ describe('lifecycle', () => {
   });
 
   it('answers pending long polls at once when the gateway closes, instead of holding the drain', async () => {
-    const gw = await startTestGateway({ server: { shutdownGraceMs: 60_000 } });
-    const started = await gw.gateway.store.startRollout({ input: 'held' });
-    const done = await gw.gateway.store.startRollout({ input: 'done' });
-    await gw.gateway.store.updateRollout(done.rollout_id, { status: 'succeeded' });
-    const pending = fetch(`${gw.url}/v1/agl/waits/rollouts`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ rollout_ids: [started.rollout_id, done.rollout_id], timeout: null }),
-    });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const t0 = performance.now();
-    await gw.close();
-    expect(performance.now() - t0).toBeLessThan(10_000);
-    const response = await pending;
-    expect(response.status).toBe(200);
-    const body = (await response.json()) as Array<{ rollout_id: string }>;
-    expect(body.map((r) => r.rollout_id)).toEqual([done.rollout_id]);
+    const store = new MemoryStore();
+    const waits = watchWaits(store);
+    const gw = await startTestGateway({ server: { shutdownGraceMs: 60_000 } }, { store });
+    try {
+      const started = await store.startRollout({ input: 'held' });
+      const done = await store.startRollout({ input: 'done' });
+      await store.updateRollout(done.rollout_id, { status: 'succeeded' });
+      const pending = fetch(`${gw.url}/v1/agl/waits/rollouts`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ rollout_ids: [started.rollout_id, done.rollout_id], timeout: null }),
+      });
+      await waits.called;
+      const t0 = performance.now();
+      await gw.close();
+      expect(performance.now() - t0).toBeLessThan(10_000);
+      const response = await pending;
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as Array<{ rollout_id: string }>;
+      expect(body.map((r) => r.rollout_id)).toEqual([done.rollout_id]);
+    } finally {
+      await gw.close();
+      await store.close();
+    }
   });
 
   it('cancels a server-side wait when the client disconnects', async () => {
     const store = new MemoryStore();
-    let settled = false;
-    const wait = store.waitForRollouts.bind(store);
-    store.waitForRollouts = (ids, options) => {
-      const pending: Promise<Rollout[]> = wait(ids, options);
-      void pending.then(
-        () => {
-          settled = true;
-        },
-        () => {
-          settled = true;
-        },
-      );
-      return pending;
-    };
+    const waits = watchWaits(store);
     const gw = await startTestGateway({ server: { shutdownGraceMs: 60_000 } }, { store });
     try {
       const started = await store.startRollout({ input: 'w' });
@@ -123,13 +137,15 @@ describe('lifecycle', () => {
         body: JSON.stringify({ rollout_ids: [started.rollout_id], timeout: null }),
         signal: controller.signal,
       });
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(settled).toBe(false);
+      // Abort only once the server is really waiting (a loaded machine can take a while to get there).
+      await waits.called;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(waits.settled()).toBe(false);
       controller.abort();
       await expect(pending).rejects.toThrow();
-      const deadline = Date.now() + 3_000;
-      while (!settled && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-      expect(settled).toBe(true);
+      const deadline = Date.now() + 10_000;
+      while (!waits.settled() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(waits.settled()).toBe(true);
     } finally {
       await gw.close();
       await store.close();

@@ -388,3 +388,34 @@ describe('waits (pitfall 40)', () => {
     expect(reply.body[0]).toMatchObject({ rollout_id: rid, status: 'failed' });
   });
 });
+
+describe('CORS with keys configured', () => {
+  it('answers preflights without a key and keeps 401s readable cross-origin', async () => {
+    const secured = await startTestGateway({
+      server: { corsOrigins: ['http://dash.example'] },
+      auth: { adminKeys: ['admin-key-0123456789abcdef'] },
+    });
+    try {
+      const preflight = await fetch(`${secured.url}/v1/agl/rollouts`, {
+        method: 'OPTIONS',
+        headers: { origin: 'http://dash.example', 'access-control-request-method': 'POST' },
+      });
+      await preflight.arrayBuffer();
+      expect(preflight.status).toBeLessThan(300);
+      expect(preflight.headers.get('access-control-allow-origin')).toBe('http://dash.example');
+
+      const denied = await fetch(`${secured.url}/v1/agl/rollouts`, { headers: { origin: 'http://dash.example' } });
+      expect(denied.status).toBe(401);
+      expect(denied.headers.get('access-control-allow-origin')).toBe('http://dash.example');
+      await denied.arrayBuffer();
+
+      const allowed = await fetch(`${secured.url}/v1/agl/rollouts`, {
+        headers: { authorization: 'Bearer admin-key-0123456789abcdef' },
+      });
+      expect(allowed.status).toBe(200);
+      expect(await allowed.json()).toMatchObject({ total: 0 });
+    } finally {
+      await secured.close();
+    }
+  });
+});
