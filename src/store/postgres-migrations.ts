@@ -131,6 +131,12 @@ export const MIGRATIONS: readonly Migration[] = [
         deleted boolean NOT NULL DEFAULT false
       );
       CREATE INDEX completions_by_rollout ON completions (rollout_id);
+      -- Rollouts that finished before the log existed enter it once, in the order they finished.
+      INSERT INTO completions (seq, rollout_id, status, time)
+        SELECT row_number() OVER (ORDER BY COALESCE(end_time, start_time), ord), rollout_id, status,
+               COALESCE(end_time, start_time)
+        FROM rollouts WHERE status IN ('failed', 'succeeded', 'cancelled');
+      UPDATE completion_counter SET last_seq = (SELECT count(*) FROM completions);
       -- NULL: stored with latest=false and never made the latest since.
       ALTER TABLE resources ALTER COLUMN touched DROP NOT NULL;
       ALTER TABLE resources ALTER COLUMN touched DROP DEFAULT;
@@ -150,8 +156,14 @@ const MIGRATION_LOCK_NAMESPACE = 0x726f6c6c; // "roll"
  * Creates the schema and applies missing migrations in one transaction under an advisory lock,
  * so replicas starting at the same moment apply each migration exactly once.
  */
-export async function migrate(options: { pool: Pool; schema: string }): Promise<{ applied: number[] }> {
+export async function migrate(options: {
+  pool: Pool;
+  schema: string;
+  /** Stop after this version (tests of a later migration on older data); default: all. */
+  upTo?: number;
+}): Promise<{ applied: number[] }> {
   const { pool, schema } = options;
+  const upTo = options.upTo ?? Number.POSITIVE_INFINITY;
   const q = quoteIdentifier(schema);
   const client = await pool.connect();
   const applied: number[] = [];
@@ -167,7 +179,7 @@ export async function migrate(options: { pool: Pool; schema: string }): Promise<
     const done = await client.query<{ version: number }>('SELECT version FROM rollgate_migrations');
     const have = new Set(done.rows.map((r) => r.version));
     for (const m of MIGRATIONS) {
-      if (have.has(m.version)) continue;
+      if (have.has(m.version) || m.version > upTo) continue;
       await client.query(m.sql);
       await client.query('INSERT INTO rollgate_migrations (version, description) VALUES ($1, $2)', [
         m.version,

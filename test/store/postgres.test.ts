@@ -158,6 +158,35 @@ if (PG_URL === undefined) {
       }
     });
 
+    it('migration 3 puts rollouts that finished earlier into the completion log, and seqs continue', async () => {
+      const schema = nextSchema();
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      try {
+        await migrate({ pool, schema, upTo: 2 });
+        await pool.query(
+          `INSERT INTO "${schema}".rollouts (rollout_id, input, start_time, end_time, status, config)
+           VALUES ('ro-done', 'null', 1, 5, 'succeeded', '{}'), ('ro-open', 'null', 2, NULL, 'running', '{}'),
+                  ('ro-early', 'null', 3, 4, 'failed', '{}')`,
+        );
+        expect((await migrate({ pool, schema })).applied).toEqual([3]);
+      } finally {
+        await pool.end();
+      }
+      const store = await openPostgresStore({ url, schema, poolSize: 2 });
+      try {
+        const log = await store.queryCompletions();
+        expect(log.items.map((e) => [e.seq, e.rollout_id, e.status])).toEqual([
+          [1, 'ro-early', 'failed'],
+          [2, 'ro-done', 'succeeded'],
+        ]);
+        const next = await store.startRollout({ input: 1 });
+        await store.updateRollout(next.rollout_id, { status: 'cancelled' });
+        expect((await store.queryCompletions({ after: 2 })).items.map((e) => e.seq)).toEqual([3]);
+      } finally {
+        await store.close();
+      }
+    });
+
     it('allocates unique, strictly increasing sequence ids per rollout across replicas', async () => {
       const [a, b] = await pair();
       try {
