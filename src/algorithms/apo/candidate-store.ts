@@ -1,7 +1,6 @@
 // Stores APO candidates as versioned resources without changing what "latest" means for anyone else while
-// the run is going (pitfalls.md 57). The store contract makes every write the latest snapshot, so each
-// candidate write is followed by re-asserting the snapshot that was latest when the run started (the
-// "anchor"); writes are serialised so the window in which a candidate is latest stays one store call wide.
+// the run is going (pitfalls.md 57): candidates are written with `latest: false`, so there is no window in which
+// an un-pinned rollout could pick one up.
 // Ids are namespaced per run (`apo-<run>-v<n>`), never the bare `v<n>` that can collide with other users'.
 import type { JsonObject, LightningStore, NamedResources, ResourcesUpdate } from '../../store/types.js';
 
@@ -28,8 +27,6 @@ export class CandidateStore {
   readonly #runId: string;
   readonly #resourceName: string;
   readonly #base: NamedResources;
-  #anchor: ResourcesUpdate | null = null;
-  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: CandidateStoreOptions) {
     this.#store = options.store;
@@ -43,29 +40,25 @@ export class CandidateStore {
   }
 
   /**
-   * Remembers the current latest snapshot. With none (a fresh store), the seed snapshot becomes the latest:
-   * it is what an un-pinned rollout would have used before the run anyway.
+   * With no latest snapshot (a fresh store), the seed snapshot becomes the latest: it is what an un-pinned
+   * rollout would have used before the run anyway.
    */
   async init(seedTemplate: string): Promise<void> {
-    this.#anchor = await this.#store.getLatestResources();
-    if (this.#anchor === null) {
-      this.#anchor = await this.#store.updateResources(`${this.#runId}-base`, this.#snapshot(seedTemplate, null));
+    if ((await this.#store.getLatestResources()) === null) {
+      await this.#store.updateResources(`${this.#runId}-base`, this.#snapshot(seedTemplate, null));
     }
   }
 
   /** Writes (or rewrites, bumping its version) one candidate's snapshot; returns its resources id. */
-  put(template: string, lineage: CandidateLineage): Promise<string> {
+  async put(template: string, lineage: CandidateLineage): Promise<string> {
     const id = this.resourcesIdFor(lineage.version);
-    return this.#serial(async () => {
-      await this.#store.updateResources(id, this.#snapshot(template, lineage));
-      await this.#restoreAnchor();
-      return id;
-    });
+    await this.#store.updateResources(id, this.#snapshot(template, lineage), { latest: false });
+    return id;
   }
 
   /** The run's result: the best prompt becomes the store's latest resources under `<run>-best`. */
   publishBest(template: string, lineage: CandidateLineage): Promise<ResourcesUpdate> {
-    return this.#serial(() => this.#store.updateResources(`${this.#runId}-best`, this.#snapshot(template, lineage)));
+    return this.#store.updateResources(`${this.#runId}-best`, this.#snapshot(template, lineage));
   }
 
   #snapshot(template: string, lineage: CandidateLineage | null): NamedResources {
@@ -88,17 +81,5 @@ export class CandidateStore {
           }),
     };
     return { ...this.#base, [this.#resourceName]: prompt };
-  }
-
-  async #restoreAnchor(): Promise<void> {
-    const anchor = this.#anchor;
-    if (anchor === null) return;
-    this.#anchor = await this.#store.updateResources(anchor.resources_id, anchor.resources);
-  }
-
-  #serial<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(task, task);
-    this.#queue = run.catch(() => {});
-    return run;
   }
 }
