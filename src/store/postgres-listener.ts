@@ -55,7 +55,9 @@ export function createPostgresListener(options: PostgresListenerOptions): Postgr
       if (client === c) client = null;
       c.removeAllListeners('notification');
       void c.end().catch(() => undefined);
-      if (!closed) {
+      // Before the first LISTEN succeeded the failure belongs to `ready` (the store does not open); after it,
+      // keep trying in the background.
+      if (!closed && hasConnectedOnce) {
         logger.warn('postgres listener connection lost', { channel, error: error?.message });
         scheduleReconnect();
       }
