@@ -42,6 +42,23 @@ it('answers a body over the limit with 413', async () => {
   await expectOpenAiError(await post('/v1/completions', big), 413, 'body_too_large');
 });
 
+it('answers a chunked body (no content-length) over the limit with 413 too', async () => {
+  const big = new TextEncoder().encode(JSON.stringify({ model: 'mock-model', prompt: 'x'.repeat(100 * 1024) }));
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (let i = 0; i < big.length; i += 8192) controller.enqueue(big.subarray(i, i + 8192));
+      controller.close();
+    },
+  });
+  const response = await fetch(`${h.gw.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+    duplex: 'half',
+  } as RequestInit);
+  await expectOpenAiError(response, 413, 'body_too_large');
+});
+
 it('answers an unknown path under the proxy prefix with 404 unsupported_path', async () => {
   await expectOpenAiError(
     await post(`/rollout/${rolloutId()}/attempt/a1/v1/embeddings`, '{}'),
