@@ -18,6 +18,8 @@ export interface RewriteOptions {
   readonly logprobs: LogprobsPolicy;
   /** The rollout's mode; `train` policy injects logprobs unless the rollout is explicitly val/test. */
   readonly mode: RolloutModeHint;
+  /** Keys a route forces on top of the standard rewrite (v1's mode routes set `temperature`); recorded too. */
+  readonly forced?: Readonly<Record<string, unknown>>;
 }
 
 export interface RewrittenBody {
@@ -61,6 +63,8 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
     if (typeof current !== 'number' || !Number.isInteger(current) || current < COMPLETIONS_LOGPROBS)
       set('logprobs', COMPLETIONS_LOGPROBS);
   }
+
+  for (const [key, value] of Object.entries(options.forced ?? {})) set(key, value);
 
   const isStream = body.stream === true;
   let clientAskedUsage = false;

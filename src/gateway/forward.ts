@@ -50,6 +50,8 @@ export interface ForwardCall {
   readonly body: Readonly<Record<string, unknown>>;
   readonly attribution: CallAttribution | null;
   readonly mode: RolloutModeHint;
+  /** Body keys forced after the standard rewrite, e.g. the v1 mode's temperature (see body-rewrite.ts). */
+  readonly forcedBody?: Readonly<Record<string, unknown>>;
   readonly requestId: string;
   /** X-Stainless-Retry-Count, when the client sent a valid one. */
   readonly clientRetryCount: number | null;
@@ -360,6 +362,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             tokenIds: route.model.tokenIds,
             logprobs: route.model.logprobs,
             mode: call.mode,
+            ...(call.forcedBody === undefined ? {} : { forced: call.forcedBody }),
           });
           const payload = Buffer.from(JSON.stringify(rewritten.body));
           return {
