@@ -4,6 +4,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { registerAlgorithmCommand } from './commands/algorithm.js';
+import { registerExportCommand } from './commands/export.js';
 import { registerRunnerCommand } from './commands/runner.js';
 import { registerServeCommand } from './commands/serve.js';
 
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
   registerServeCommand(program);
   registerRunnerCommand(program);
   registerAlgorithmCommand(program);
+  registerExportCommand(program);
   // ----------------------------------------------
 
   return program;

@@ -1,0 +1,296 @@
+// `rollgate export`: training data for offline trainers, straight from the store's token ids (never
+// re-tokenised). One row per trajectory (turns merged, gaps masked), per transition (one per call) or per
+// triplet, as JSON lines or Parquet. Reads a store file/database directly (--store) or a running
+// gateway's store API (--gateway).
+import { once } from 'node:events';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { ConfigError, parseStoreSpec } from '../../config/load.js';
+import { configSchema } from '../../config/schema.js';
+import { findFinalReward } from '../adapters/reward.js';
+import { sortSpansBySequence } from '../adapters/span-order.js';
+import { tripletsToTrajectories } from '../adapters/trajectories.js';
+import { spansToTriplets } from '../adapters/triplets.js';
+import { silentLogger } from '../logger.js';
+import { normalizeGatewayUrl } from '../runner/attempt-urls.js';
+import { createStore } from '../store/create-store.js';
+import { HttpStore } from '../store/http.js';
+import type { LightningStore, Rollout, RolloutStatus, Span } from '../store/types.js';
+import { ATTR_MODEL_VERSION } from '../tracing/attributes.js';
+
+export const EXIT_EXPORT_ERROR = 1;
+export const EXIT_USAGE_ERROR = 2;
+
+export type ExportFormat = 'jsonl' | 'parquet';
+export type ExportLevel = 'trajectory' | 'transition' | 'triplet';
+
+/** One exported row; `response_mask` and `logprobs` align with `response_ids`. */
+export interface ExportRow {
+  rollout_id: string;
+  attempt_id: string;
+  row_index: number;
+  prompt_ids: number[];
+  response_ids: number[];
+  response_mask: number[];
+  logprobs: number[] | null;
+  reward: number | null;
+  model_version: number | null;
+  sequence_ids: number[];
+  is_drop: boolean;
+}
+
+export interface ExportOptions {
+  readonly store: LightningStore;
+  readonly level: ExportLevel;
+  /** Only these rollouts (any status). */
+  readonly rolloutIds?: readonly string[];
+  /** Only rollouts started at or after this time (epoch seconds). */
+  readonly since?: number;
+  /** Status filter when rolloutIds is absent (default: succeeded). */
+  readonly statuses?: readonly RolloutStatus[];
+  readonly maxPromptLength?: number;
+  readonly maxResponseLength?: number;
+}
+
+const PAGE = 200;
+
+async function* selectedRollouts(options: ExportOptions): AsyncGenerator<Rollout> {
+  for (let offset = 0; ; offset += PAGE) {
+    const page = await options.store.queryRollouts({
+      ...(options.rolloutIds
+        ? { rollout_id_in: [...options.rolloutIds] }
+        : { status_in: [...(options.statuses ?? ['succeeded'])] }),
+      sort_by: 'start_time',
+      sort_order: 'asc',
+      limit: PAGE,
+      offset,
+    });
+    for (const rollout of page.items) {
+      if (options.since === undefined || rollout.start_time >= options.since) yield rollout;
+    }
+    if (page.items.length < PAGE) return;
+  }
+}
+
+function versionOf(spans: readonly Span[], sequenceIds: readonly number[]): number | null {
+  let oldest: number | null = null;
+  for (const span of spans) {
+    const v = span.attributes[ATTR_MODEL_VERSION];
+    if (typeof v === 'number' && sequenceIds.includes(span.sequence_id))
+      oldest = oldest === null ? v : Math.min(oldest, v);
+  }
+  return oldest;
+}
+
+function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions): ExportRow[] {
+  const sorted = sortSpansBySequence(spans);
+  const attemptId = sorted[0]?.attempt_id ?? '';
+  const triplets = spansToTriplets(sorted);
+  if (options.level === 'triplet') {
+    return triplets.map((t, i) => ({
+      rollout_id: rollout.rollout_id,
+      attempt_id: attemptId,
+      row_index: i,
+      prompt_ids: t.prompt.token_ids,
+      response_ids: t.response.token_ids,
+      response_mask: t.response.token_ids.map(() => 1),
+      logprobs: t.response.logprobs ?? null,
+      reward: t.reward,
+      model_version: versionOf(sorted, [t.metadata.sequence_id]),
+      sequence_ids: [t.metadata.sequence_id],
+      is_drop: false,
+    }));
+  }
+  const rows = tripletsToTrajectories(triplets, findFinalReward(sorted), {
+    level: options.level,
+    ...(options.maxPromptLength ? { maxPromptLength: options.maxPromptLength } : {}),
+    ...(options.maxResponseLength ? { maxResponseLength: options.maxResponseLength } : {}),
+  });
+  return rows.map((row, i) => ({
+    rollout_id: rollout.rollout_id,
+    attempt_id: attemptId,
+    row_index: i,
+    prompt_ids: row.promptIds,
+    response_ids: row.responseIds,
+    response_mask: row.responseMask,
+    logprobs: row.logprobs,
+    reward: row.reward,
+    model_version: versionOf(sorted, row.sequenceIds),
+    sequence_ids: row.sequenceIds,
+    is_drop: row.isDrop,
+  }));
+}
+
+/** Rows of every selected rollout, rollout by rollout (memory stays bounded by one rollout's spans). */
+export async function* exportRows(options: ExportOptions): AsyncGenerator<ExportRow> {
+  for await (const rollout of selectedRollouts(options)) {
+    const spans = (await options.store.querySpans(rollout.rollout_id, { attempt_id: 'latest' })).items;
+    yield* rowsOf(rollout, spans, options);
+  }
+}
+
+async function write(stream: WriteStream, text: string): Promise<void> {
+  if (!stream.write(text)) await once(stream, 'drain');
+}
+
+export async function writeJsonl(rows: AsyncIterable<ExportRow>, out: WriteStream): Promise<number> {
+  let count = 0;
+  for await (const row of rows) {
+    await write(out, `${JSON.stringify(row)}\n`);
+    count += 1;
+  }
+  return count;
+}
+
+export async function writeParquet(rows: AsyncIterable<ExportRow>, path: string): Promise<number> {
+  const columns = {
+    rollout_id: [] as string[],
+    attempt_id: [] as string[],
+    row_index: [] as number[],
+    prompt_ids: [] as number[][],
+    response_ids: [] as number[][],
+    response_mask: [] as number[][],
+    logprobs: [] as Array<number[] | null>,
+    reward: [] as Array<number | null>,
+    model_version: [] as Array<number | null>,
+    sequence_ids: [] as number[][],
+    is_drop: [] as boolean[],
+  };
+  for await (const row of rows) {
+    for (const key of Object.keys(columns) as Array<keyof typeof columns>) (columns[key] as unknown[]).push(row[key]);
+  }
+  const { parquetWriteBuffer } = await import('hyparquet-writer');
+  const buffer = parquetWriteBuffer({
+    columnData: [
+      { name: 'rollout_id', data: columns.rollout_id, type: 'STRING' },
+      { name: 'attempt_id', data: columns.attempt_id, type: 'STRING' },
+      { name: 'row_index', data: columns.row_index, type: 'INT32' },
+      { name: 'prompt_ids', data: columns.prompt_ids },
+      { name: 'response_ids', data: columns.response_ids },
+      { name: 'response_mask', data: columns.response_mask },
+      { name: 'logprobs', data: columns.logprobs },
+      { name: 'reward', data: columns.reward, type: 'DOUBLE' },
+      { name: 'model_version', data: columns.model_version, type: 'INT32' },
+      { name: 'sequence_ids', data: columns.sequence_ids },
+      { name: 'is_drop', data: columns.is_drop, type: 'BOOLEAN' },
+    ],
+  });
+  await writeFile(path, new Uint8Array(buffer));
+  return columns.rollout_id.length;
+}
+
+interface ExportCommandOptions {
+  readonly format: ExportFormat;
+  readonly level: ExportLevel;
+  readonly store?: string;
+  readonly gateway?: string;
+  readonly apiKey?: string;
+  readonly rollouts?: string[];
+  readonly since?: number;
+  readonly status?: RolloutStatus[];
+  readonly out?: string;
+}
+
+function parseSince(value: string): number {
+  const asNumber = Number(value);
+  if (value.trim() !== '' && Number.isFinite(asNumber)) return asNumber > 1e12 ? asNumber / 1000 : asNumber;
+  const date = Date.parse(value);
+  if (Number.isNaN(date))
+    throw new InvalidArgumentError('expected epoch seconds or an ISO date, e.g. 2026-01-31T12:00Z');
+  return date / 1000;
+}
+
+function parseList(value: string, previous: string[] = []): string[] {
+  return [
+    ...previous,
+    ...value
+      .split(',')
+      .map((v) => v.trim())
+      .filter((v) => v !== ''),
+  ];
+}
+
+export function registerExportCommand(program: Command): void {
+  program
+    .command('export')
+    .description('Write training data (token ids, masks, logprobs, rewards) for offline trainers')
+    .addOption(new Option('-f, --format <format>', 'output format').choices(['jsonl', 'parquet']).default('jsonl'))
+    .addOption(
+      new Option('--level <level>', 'row per merged trajectory, per call (transition), or per triplet')
+        .choices(['trajectory', 'transition', 'triplet'])
+        .default('trajectory'),
+    )
+    .option('--store <spec>', 'read this store directly: sqlite:PATH or postgres://URL')
+    .option('-g, --gateway <url>', "read a running gateway's store API instead")
+    .option('--api-key <key>', 'admin key for --gateway (default: ROLLGATE_API_KEY)')
+    .option('--rollouts <ids>', 'only these rollout ids (comma-separated, repeatable)', parseList)
+    .option('--since <time>', 'only rollouts started at or after this time (epoch seconds or ISO date)', parseSince)
+    .option('--status <statuses>', 'rollout statuses to export (default: succeeded)', parseList)
+    .option('-o, --out <file>', 'output file (jsonl: default stdout; parquet: required)')
+    .action(async (options: ExportCommandOptions) => {
+      process.exitCode = await runExport(options);
+    });
+}
+
+async function openStore(options: ExportCommandOptions): Promise<LightningStore> {
+  if (options.gateway !== undefined) {
+    const apiKey = options.apiKey ?? process.env.ROLLGATE_API_KEY;
+    return new HttpStore({ baseUrl: normalizeGatewayUrl(options.gateway), ...(apiKey ? { apiKey } : {}) });
+  }
+  const config = configSchema.parse({ store: parseStoreSpec(options.store ?? '') });
+  return createStore(config.store, { logger: silentLogger });
+}
+
+async function runExport(options: ExportCommandOptions): Promise<number> {
+  if ((options.store === undefined) === (options.gateway === undefined)) {
+    process.stderr.write('rollgate: export needs exactly one of --store <spec> or --gateway <url>\n');
+    return EXIT_USAGE_ERROR;
+  }
+  if (options.format === 'parquet' && options.out === undefined) {
+    process.stderr.write('rollgate: --format parquet needs --out <file>\n');
+    return EXIT_USAGE_ERROR;
+  }
+  let store: LightningStore;
+  try {
+    store = await openStore(options);
+  } catch (error) {
+    const message = error instanceof ConfigError || error instanceof Error ? error.message : String(error);
+    process.stderr.write(`rollgate: cannot open the store: ${message}\n`);
+    return EXIT_USAGE_ERROR;
+  }
+  try {
+    const rows = exportRows({
+      store,
+      level: options.level,
+      ...(options.rollouts ? { rolloutIds: options.rollouts } : {}),
+      ...(options.since !== undefined ? { since: options.since } : {}),
+      ...(options.status ? { statuses: options.status } : {}),
+    });
+    let count: number;
+    if (options.format === 'parquet') {
+      count = await writeParquet(rows, options.out ?? '');
+    } else if (options.out === undefined) {
+      count = 0;
+      for await (const row of rows) {
+        if (!process.stdout.write(`${JSON.stringify(row)}\n`)) await once(process.stdout, 'drain');
+        count += 1;
+      }
+    } else {
+      const out = createWriteStream(options.out);
+      try {
+        count = await writeJsonl(rows, out);
+      } finally {
+        out.end();
+        await once(out, 'close');
+      }
+    }
+    process.stderr.write(`rollgate: exported ${count} ${options.level} rows\n`);
+    return 0;
+  } catch (error) {
+    process.stderr.write(`rollgate: export failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    return EXIT_EXPORT_ERROR;
+  } finally {
+    await store.close();
+  }
+}
