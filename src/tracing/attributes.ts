@@ -104,3 +104,9 @@ export const ATTR_LEGACY_VLLM_PROMPT_TOKEN_IDS = 'llm.hosted_vllm.prompt_token_i
 export const ATTR_LEGACY_VLLM_RESPONSE_TOKEN_IDS = 'llm.hosted_vllm.response_token_ids' as const;
 export const ATTR_LEGACY_VLLM_CHOICES = 'llm.hosted_vllm.choices' as const;
 export const ATTR_LEGACY_VLLM_ID = 'llm.hosted_vllm.id' as const;
+
+// --- agent-lightning v1 events posted to /api/rollouts/{rid}/attempt/{aid}/events (contracts.md §7.8) ---
+/** The v1 `event_type` of a span stored for a posted event (reward events also carry the v0.3 reward keys). */
+export const ATTR_AGL_V1_EVENT_TYPE = 'rollgate.agl_v1.event_type' as const;
+/** The posted event's `data`, as JSON. */
+export const ATTR_AGL_V1_EVENT_DATA = 'rollgate.agl_v1.event_data' as const;
