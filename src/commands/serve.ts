@@ -47,6 +47,8 @@ function algorithmGatewayControl(gateway: Gateway, options: { gatewayUrl: string
   const admin = createAdminGatewayControl({
     gatewayUrl: options.gatewayUrl,
     adminKey: gateway.config.auth.adminKeys[0] ?? null,
+    backendApiKey: ({ model, url }) =>
+      gateway.config.models.find((m) => m.name === model)?.backends.find((b) => b.url === url)?.apiKey,
   });
   return {
     ...admin,

@@ -11,6 +11,11 @@ export interface AdminGatewayControlOptions {
   readonly adminKey?: string | null;
   /** Longest wait for in-flight calls to drain after a pause (default 600 s). */
   readonly drainTimeoutS?: number;
+  /**
+   * The API key of a backend, for the version bump: the pool listing never shows keys, and a replace
+   * without them would strip them from the pool.
+   */
+  readonly backendApiKey?: (options: { model: string; url: string }) => string | undefined;
   readonly fetch?: typeof fetch;
 }
 
@@ -71,7 +76,10 @@ export function createAdminGatewayControl(options: AdminGatewayControlOptions): 
       if (pool === undefined) throw new Error(`model pool ${model} not found`);
       await call('PUT', `/admin/pools/${encodeURIComponent(model)}`, {
         version,
-        backends: pool.backends.map((b) => ({ url: b.url, type: b.type })),
+        backends: pool.backends.map((b) => {
+          const apiKey = options.backendApiKey?.({ model, url: b.url });
+          return { url: b.url, type: b.type, ...(apiKey === undefined ? {} : { apiKey }) };
+        }),
       });
     },
   };
