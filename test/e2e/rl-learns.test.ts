@@ -109,7 +109,7 @@ describe('rl: a policy trained through rollgate gets better', () => {
     const trained = await runReferenceTrainer({
       gatewayUrl: gw.url,
       weightsDir,
-      learningRate: 8,
+      learningRate: 16,
       maxBatches: MAX_STEPS,
       stopAtReward: 0.9,
       // The trainer "crashes" once, on the second batch, before acknowledging it: it must come back.
