@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { AlgorithmConfigError } from '../../../src/algorithms/errors.js';
+import { createAlgorithmFromConfig, validateAlgorithmConfigs } from '../../../src/algorithms/loader.js';
+import { rlOptionsSchema } from '../../../src/algorithms/rl/options.js';
+import type { ProgressReporter } from '../../../src/algorithms/types.js';
+import { silentLogger } from '../../../src/logger.js';
+import { MemoryStore } from '../../../src/store/memory.js';
+
+const quiet: ProgressReporter = { phase() {}, advance() {}, note() {}, close() {} };
+
+describe('rl plugin', () => {
+  it('loads as a built-in and names a bad option key', async () => {
+    await expect(validateAlgorithmConfigs([{ use: 'rl', options: { model: 'm' }, data: {} }])).resolves.toBeUndefined();
+    await expect(
+      validateAlgorithmConfigs([{ use: 'rl', options: { model: 'm', groupSize: 0 }, data: {} }]),
+    ).rejects.toThrow(/options\.groupSize/);
+    await expect(validateAlgorithmConfigs([{ use: 'rl', options: {}, data: {} }])).rejects.toThrow(/options\.model/);
+    await expect(
+      validateAlgorithmConfigs([
+        { use: 'rl', options: { model: 'm', weightLoad: { type: 'command', command: [] } }, data: {} },
+      ]),
+    ).rejects.toBeInstanceOf(AlgorithmConfigError);
+  });
+
+  it('defaults: on-policy GRPO groups of 8, vLLM LoRA loading', () => {
+    const options = rlOptionsSchema.parse({ model: 'm' });
+    expect(options).toMatchObject({ groupSize: 8, advantage: 'grpo', maxStaleness: 0, maxQueuedBatches: 1 });
+    expect(options.weightLoad).toMatchObject({ type: 'http', path: '/load_lora_adapter' });
+  });
+
+  it('refuses to run without a trainer hub or without training tasks', async () => {
+    const store = new MemoryStore();
+    const algorithm = await createAlgorithmFromConfig(
+      { use: 'rl', options: { model: 'm' }, data: {} },
+      { index: 0, baseDir: process.cwd() },
+    );
+    const ctx = {
+      store,
+      gateway: { attemptBaseUrl: () => null },
+      datasets: { train: [{ task: 1 }], val: null },
+      logger: silentLogger,
+      progress: quiet,
+      signal: new AbortController().signal,
+      reportPath: '/dev/null',
+    };
+    await expect(algorithm.run(ctx)).rejects.toThrow(/trainer hub/);
+    const { TrainerHub } = await import('../../../src/algorithms/rl/trainer-hub.js');
+    await expect(
+      algorithm.run({
+        ...ctx,
+        gateway: { ...ctx.gateway, trainerHub: new TrainerHub() },
+        datasets: { train: [], val: null },
+      }),
+    ).rejects.toThrow(/data\.train/);
+    await store.close();
+  });
+});
