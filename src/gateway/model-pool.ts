@@ -133,8 +133,10 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
   let started = false;
   let closing: Promise<void> | null = null;
 
-  function probeFor(entry: PoolEntry) {
+  function probeFor(modelName: string) {
     return async (url: string, signal: AbortSignal): Promise<boolean> => {
+      const entry = entries.get(modelName);
+      if (entry === undefined) return false;
       const member = [...entry.members, ...entry.retiring].find((m) => m.backend.url === url);
       // OpenAI-style backends have no /health; only real traffic judges them.
       if (member === undefined || member.backend.type !== 'vllm') return true;
@@ -157,24 +159,13 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       draining: false,
       retired: false,
     }));
-    const entry: PoolEntry = {
-      config: model,
-      retry: createRetryPolicy(model.retry),
-      policy: policyOf(model, model.version),
-      members,
-      retiring: new Set(),
-      byBackend: new Map(members.map((m) => [m.backend, m])),
-      // Replaced below: the probe needs the entry it belongs to.
-      health: undefined as unknown as BackendHealth,
-      next: 0,
-    };
-    (entry as { health: BackendHealth }).health = new BackendHealth(
+    const health = new BackendHealth(
       members.map((m) => m.backend.url),
       {
         intervalMs: model.health.intervalMs,
         ejectAfterFailures: model.health.ejectAfterFailures,
         recoverAfterMs: model.health.recoverAfterMs,
-        probe: probeFor(entry),
+        probe: probeFor(model.name),
         onChange: (url, healthy) =>
           logger[healthy ? 'info' : 'warn'](healthy ? 'backend recovered' : 'backend ejected', {
             model: model.name,
@@ -182,6 +173,16 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
           }),
       },
     );
+    const entry: PoolEntry = {
+      config: model,
+      retry: createRetryPolicy(model.retry),
+      policy: policyOf(model, model.version),
+      members,
+      retiring: new Set(),
+      byBackend: new Map(members.map((m) => [m.backend, m])),
+      health,
+      next: 0,
+    };
     entries.set(model.name, entry);
   }
 
@@ -225,8 +226,9 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       const fresh = candidates.filter((m) => !tried.has(m.backend.url));
       if (fresh.length > 0) candidates = fresh;
     }
-    // The sticky choice is made over the healthy set, so every replica agrees while health agrees.
-    if (context.rolloutId !== null && (tried === undefined || tried.size === 0)) {
+    // The sticky choice is made over the healthy set, so every replica agrees while health agrees. A retry stays
+    // sticky over what is left, which is where the rollout's later calls go once the failed backend is ejected.
+    if (context.rolloutId !== null) {
       return pickSticky(context.rolloutId, candidates, byUrl);
     }
     return leastLoaded(entry, candidates);

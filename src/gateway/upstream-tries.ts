@@ -3,6 +3,7 @@
 // there is one, after an exponential, jittered backoff that honours Retry-After. Nothing is retried once a
 // response is handed back (the caller has not written a byte before that). Each try is a child span.
 import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import * as A from '../tracing/attributes.js';
@@ -73,6 +74,18 @@ function headerValue(value: string | string[] | undefined): string | null {
   return (Array.isArray(value) ? value[0] : value) ?? null;
 }
 
+/**
+ * The pool's total timeout passed while the answer was still arriving. It carries undici's body-timeout code so
+ * the forward path reports it exactly like a stalled body: a 504 before any byte, an SSE error event after.
+ */
+export class TotalTimeoutError extends Error {
+  readonly code = 'UND_ERR_BODY_TIMEOUT';
+  constructor(totalMs: number) {
+    super(`The call exceeded the pool's total timeout of ${totalMs} ms`);
+    this.name = 'TotalTimeoutError';
+  }
+}
+
 class BackoffAborted extends Error {
   constructor() {
     super('aborted during retry backoff');
@@ -102,6 +115,7 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
   const { registry, tracer, signal } = options;
   const parentContext = trace.setSpan(ROOT_CONTEXT, options.parent);
   const tried = new Set<string>();
+  const startedMs = performance.now();
   let retries = 0;
   for (;;) {
     // Resolved afresh per try: a replaced pool or an ejected backend is seen at once.
@@ -125,7 +139,10 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       parentContext,
     );
     tried.add(route.backend.url);
+    const totalMs = route.model.totalTimeoutMs;
     const lastTry = retries + 1 >= maxTries;
+    // No retry may start past the total budget: its wait alone would overrun it.
+    const budgetAllows = (delayMs: number) => performance.now() - startedMs + delayMs < totalMs;
     let response: Dispatcher.ResponseData;
     try {
       response = await route.backend.pool.request({
@@ -146,7 +163,9 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       // First-byte timeouts count too: with generation-sized limits, a backend that stays silent that long is stalled.
       registry.report?.(route, { ok: false, reason: code || 'transport' });
       if (!retryable || lastTry || policy === null) throw new UpstreamTriesFailed(error, retries);
-      await sleep(retryDelayMs(policy, { retry: retries }), signal, options.aborted);
+      const delayMs = retryDelayMs(policy, { retry: retries });
+      if (!budgetAllows(delayMs)) throw new UpstreamTriesFailed(error, retries);
+      await sleep(delayMs, signal, options.aborted);
       retries += 1;
       continue;
     }
@@ -163,24 +182,36 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
         retryAfterMs: headerValue(response.headers[HEADER_RETRY_AFTER_MS]),
         retryAfter: headerValue(response.headers[HEADER_RETRY_AFTER]),
       });
+      const delayMs = retryDelayMs(policy, {
+        retry: retries,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      });
       // A server asking for a longer pause than we would wait gets its answer passed on: the agent's SDK waits.
-      if (retryAfterMs === undefined || retryAfterMs <= policy.maxDelayMs) {
+      if ((retryAfterMs === undefined || retryAfterMs <= policy.maxDelayMs) && budgetAllows(delayMs)) {
         trySpan.setStatus({ code: SpanStatusCode.ERROR, message: String(status) });
         trySpan.setAttribute(A.ATTR_ERROR_TYPE, String(status));
         trySpan.end();
         await response.body.dump().catch(() => undefined);
         release();
-        await sleep(
-          retryDelayMs(policy, { retry: retries, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
-          signal,
-          options.aborted,
-        );
+        await sleep(delayMs, signal, options.aborted);
         retries += 1;
         continue;
       }
     }
     if (status >= 400) trySpan.setStatus({ code: SpanStatusCode.ERROR, message: String(status) });
     trySpan.end();
-    return { route, response, data, retries, release };
+    const remainingMs = Math.max(0, totalMs - (performance.now() - startedMs));
+    const deadline = setTimeout(() => response.body.destroy(new TotalTimeoutError(totalMs)), remainingMs);
+    deadline.unref();
+    return {
+      route,
+      response,
+      data,
+      retries,
+      release: () => {
+        clearTimeout(deadline);
+        release();
+      },
+    };
   }
 }

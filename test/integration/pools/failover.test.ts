@@ -176,6 +176,43 @@ describe('fail-over', () => {
   });
 });
 
+describe('total timeout', () => {
+  it('cuts a stream that outlives timeouts.totalMs with an SSE error and records upstream_timeout', async () => {
+    fleet = await startFleet({
+      live: 1,
+      mock: { interTokenMs: 50, respond: () => 'word '.repeat(200) },
+      model: { retry: FAST_RETRY, timeouts: { totalMs: 400 } },
+    });
+    const f = fleet;
+    const rid = rolloutId();
+    const started = Date.now();
+    const stream = await f
+      .client(rid, { maxRetries: 0 })
+      .chat.completions.create({ model: MODEL, messages, stream: true, max_tokens: 100 });
+    const error = await (async () => {
+      for await (const _ of stream) void _;
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APIError);
+    expect(Date.now() - started).toBeLessThan(4_000);
+    const [span] = await f.spans(rid);
+    expect(span?.attributes[A.ATTR_STREAM_STATUS]).toBe('stream_error');
+    expect(span?.attributes[A.ATTR_ERROR_TYPE]).toBe('upstream_timeout');
+  });
+
+  it('answers 504 when a non-stream answer outlives timeouts.totalMs', async () => {
+    fleet = await startFleet({
+      live: 1,
+      mock: { latencyMs: 2_000 },
+      model: { retry: FAST_RETRY, timeouts: { totalMs: 300, firstByteMs: 250 } },
+    });
+    const error = await fleet
+      .client(undefined, { maxRetries: 0 })
+      .chat.completions.create({ model: MODEL, messages })
+      .catch((e: unknown) => e);
+    expect((error as APIError).status).toBe(504);
+  });
+});
+
 describe('backend choice', () => {
   it('keeps a rollout on its sticky backend (v1 hash over sorted URLs) and moves it only when that one dies', async () => {
     fleet = await startFleet({
