@@ -30,9 +30,9 @@ import {
   HEADER_SHOULD_RETRY,
 } from './headers.js';
 import type { ModelListing, ModelRegistry, ResolvedRoute } from './model-registry.js';
-import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from './upstream-tries.js';
 import { StreamRelay, sseErrorEvent } from './stream-relay.js';
 import { errorTypeOf, normaliseErrorJson } from './upstream-error.js';
+import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from './upstream-tries.js';
 
 const UPSTREAM_PATHS: Record<Endpoint, string> = { chat: '/chat/completions', completions: '/completions' };
 const JSON_CONTENT_TYPE = 'application/json';
