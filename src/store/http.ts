@@ -85,6 +85,8 @@ interface CallOptions {
   readonly timeoutMs?: number | null;
   /** Strips the wire's body path from an error's `param` so it names the request field, as a local store does. */
   readonly paramPrefix?: RegExp;
+  /** Called before each retry. */
+  readonly onRetry?: () => void;
 }
 
 type Attempted = { ok: true; value: unknown } | { ok: false; retryable: boolean; error: Error };
@@ -173,8 +175,20 @@ export class HttpStore implements LightningStore {
 
   // ---- spans ----
 
-  addSpan(span: SpanInput): Promise<Span | null> {
-    return this.#call({ method: 'POST', path: '/spans', body: span });
+  async addSpan(span: SpanInput): Promise<Span | null> {
+    let retried = false;
+    const stored = await this.#call<Span | null>({
+      method: 'POST',
+      path: '/spans',
+      body: span,
+      onRetry: () => {
+        retried = true;
+      },
+    });
+    if (stored !== null || !retried) return stored;
+    // A "duplicate" answer to a retry is usually our own first try, stored before its answer was lost.
+    const found = await this.querySpans(span.rollout_id, { attempt_id: span.attempt_id, span_id: span.span_id });
+    return found.items[0] ?? null;
   }
 
   async addManySpans(spans: SpanInput[]): Promise<Span[]> {
@@ -343,6 +357,7 @@ export class HttpStore implements LightningStore {
         throw outcome.error;
       });
       if (!(await this.#waitHealthy(signal))) throw outcome.error;
+      options.onRetry?.();
     }
   }
 

@@ -8,7 +8,7 @@ import { HttpStore, HttpStoreError } from '../../src/store/http.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { LightningStore } from '../../src/store/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { describeLifecycleContract, describeStoreContract } from './contract.js';
+import { describeLifecycleContract, describeStoreContract, makeSpan } from './contract.js';
 
 const FAST = { retryDelaysMs: [5, 5, 5], healthProbeDelaysMs: [5, 5, 5] };
 
@@ -195,6 +195,31 @@ describe('HttpStore retry rules (msw)', () => {
       const all = await gw.gateway.store.queryRollouts({});
       const matching = all.items.filter((r) => r.input === marker);
       expect(matching.map((r) => r.rollout_id)).toEqual([rollout.rollout_id]);
+      await store.close();
+    });
+
+    it('a span whose first answer is lost is stored once and still returned to the caller', async () => {
+      let dropped = false;
+      msw.use(
+        http.post(`${gw.url}/v1/agl/spans`, async ({ request }) => {
+          const real = await fetch(bypass(request));
+          if (!dropped) {
+            dropped = true;
+            await real.arrayBuffer();
+            return HttpResponse.error();
+          }
+          return real;
+        }),
+      );
+      const store = new HttpStore({ baseUrl: gw.url, ...FAST });
+      const started = await store.startRollout({ input: 'span-once' });
+      const span = makeSpan(started.rollout_id, started.attempt.attempt_id);
+      const stored = await store.addSpan(span);
+      expect(dropped).toBe(true);
+      expect(stored).toMatchObject({ span_id: span.span_id, sequence_id: 1 });
+      const all = await gw.gateway.store.querySpans(started.rollout_id);
+      expect(all.items.map((s) => s.span_id)).toEqual([span.span_id]);
+      expect(await store.addSpan(span)).toBeNull();
       await store.close();
     });
 
