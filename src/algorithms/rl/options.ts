@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: `${field}` is the weight-load hook's placeholder syntax, not a template literal
 // Options of the built-in `rl` plugin (issue "RL module"). Every default is chosen so that a trainer
 // speaking the protocol gets strictly on-policy GRPO batches without configuring anything but the model.
 import { z } from 'zod';
