@@ -1,9 +1,10 @@
 // Scale-out benchmark (`npx tsx bench/proxy-replicas.ts [--pg URL]`, or ROLLGATE_TEST_PG_URL): the same agent
-// load through one `rollgate serve` process, then through two replicas sharing one PostgreSQL store, against the
-// vLLM stand-in. Agents are the official openai SDK, spread round-robin over the replicas (what a load balancer
-// does), half of the calls streaming. Reports calls/s and the agent-side latency p50/p99 of a whole call, which
-// includes the span write the gateway awaits before the last byte.
-// Knobs: ROLLGATE_BENCH_AGENTS (default 64), ROLLGATE_BENCH_SECONDS (default 10), ROLLGATE_BENCH_CLI (see serve()).
+// load through one `rollgate serve` process on the in-memory store (baseline), one on PostgreSQL, then two
+// replicas sharing the PostgreSQL store, against the vLLM stand-in. Agents are the official openai SDK, spread
+// round-robin over the replicas (what a load balancer does), half of the calls streaming. Reports calls/s and the
+// agent-side latency p50/p99 of a whole call, which includes the span write the gateway awaits before the last
+// byte. Knobs: ROLLGATE_BENCH_AGENTS (default 64), ROLLGATE_BENCH_SECONDS (default 10), ROLLGATE_BENCH_CLI (see
+// serve()).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -115,18 +116,30 @@ async function main(): Promise<void> {
   const mock = await startMockVllm({ model: 'mock-model', anyModel: true, latencyMs: 5, ttftMs: 5, interTokenMs: 1 });
   const replicas: Replica[] = [];
   const rows = [
-    '| replicas | agents | calls | calls/s | call p50 (ms) | call p99 (ms) |',
-    '|---:|---:|---:|---:|---:|---:|',
+    '| store | replicas | agents | calls | calls/s | call p50 (ms) | call p99 (ms) |',
+    '|---|---:|---:|---:|---:|---:|---:|',
   ];
   try {
-    replicas.push(...(await Promise.all([0, 1].map(() => serve({ cwd, storeUrl, backend: mock.url })))));
+    // Two replicas on PostgreSQL, plus one on the in-memory store as the baseline without any database.
+    replicas.push(
+      ...(await Promise.all([
+        serve({ cwd, storeUrl, backend: mock.url }),
+        serve({ cwd, storeUrl, backend: mock.url }),
+        serve({ cwd, storeUrl: 'memory', backend: mock.url }),
+      ])),
+    );
+    const [first, second, baseline] = replicas as [Replica, Replica, Replica];
     // Warm-up: JIT, connection pools, the schema's first pages.
-    await load({ urls: replicas.map((r) => r.url), agents: 8, seconds: 2, tag: 'warm' });
-    for (const count of [1, 2]) {
-      const urls = replicas.slice(0, count).map((r) => r.url);
-      const result = await load({ urls, agents, seconds, tag: `r${count}` });
+    await load({ urls: replicas.map((r) => r.url), agents: 12, seconds: 2, tag: 'warm' });
+    const runs = [
+      { store: 'memory', urls: [baseline.url] },
+      { store: 'postgres', urls: [first.url] },
+      { store: 'postgres', urls: [first.url, second.url] },
+    ];
+    for (const [i, run] of runs.entries()) {
+      const result = await load({ urls: run.urls, agents, seconds, tag: `run${i}` });
       rows.push(
-        `| ${count} | ${agents} | ${result.calls} | ${Math.round(result.callsPerSecond)} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} |`,
+        `| ${run.store} | ${run.urls.length} | ${agents} | ${result.calls} | ${Math.round(result.callsPerSecond)} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} |`,
       );
     }
   } finally {
