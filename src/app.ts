@@ -130,6 +130,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
         })),
       })),
     paused: () => gate.paused,
+    pausedSince: () => gate.state().paused_since,
     storeStatistics: () => store.statistics(),
     otlpIngest: () => ({ ...ingester.stats() }),
   });

@@ -14,6 +14,8 @@ export interface MetricsSources {
   storeStatistics?: () => Promise<{ total_rollouts: number; total_attempts: number; total_spans: number }>;
   pools?: () => readonly PoolSnapshotForMetrics[];
   paused?: () => boolean;
+  /** Epoch seconds when the current pause began, null while running (pitfall 47: alert on long pauses). */
+  pausedSince?: () => number | null;
   /** Cumulative OTLP ingest counters (spans received, stored, skipped by reason), read at scrape time. */
   otlpIngest?: () => Readonly<Record<string, number>>;
 }
@@ -156,6 +158,15 @@ export class GatewayMetrics {
         if (stats === undefined) return;
         this.reset();
         for (const [outcome, value] of Object.entries(stats)) this.inc({ outcome }, value);
+      },
+    });
+    new Gauge({
+      name: `${p}paused_seconds`,
+      help: 'Seconds since the current pause began (0 while running); alert when above the weight-update budget',
+      registers,
+      collect() {
+        const since = sources().pausedSince?.() ?? null;
+        this.set(since === null ? 0 : Math.max(0, Date.now() / 1000 - since));
       },
     });
     new Gauge({
