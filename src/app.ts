@@ -13,6 +13,7 @@ import type { AppEnv } from '../middleware/env.js';
 import { notFound, onError } from '../middleware/openai-errors.js';
 import { requestId } from '../middleware/request-id.js';
 import { createAdminRoutes } from '../routes/admin.js';
+import { createAglV1Routes } from '../routes/agl-v1.js';
 import { createDashboardRoutes } from '../routes/dashboard.js';
 import { createMetricsRoutes } from '../routes/metrics.js';
 import { createOpenAiRoutes } from '../routes/openai.js';
@@ -175,6 +176,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     }),
   );
   app.route('/', createAdminRoutes({ pools, gate, keys }));
+  app.route('/', createAglV1Routes({ store, gateway: gateGateway(proxy.gateway, gate), gate, pools }));
   app.route('/', createMetricsRoutes({ metrics }));
   app.route('/', createRlRoutes({ hub: rlHub, shutdown: shutdown.signal }));
   app.route('/', createDashboardRoutes());

@@ -52,6 +52,8 @@ export interface ForwardCall {
   readonly mode: RolloutModeHint;
   /** Body keys forced after the standard rewrite, e.g. the v1 mode's temperature (see body-rewrite.ts). */
   readonly forcedBody?: Readonly<Record<string, unknown>>;
+  /** The pool to route to when it is not the body's `model` (v1 sends every call to its one pool). */
+  readonly poolModel?: string;
   readonly requestId: string;
   /** X-Stainless-Retry-Count, when the client sent a valid one. */
   readonly clientRetryCount: number | null;
@@ -352,7 +354,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     try {
       sent = await sendUpstream({
         registry,
-        modelName: call.body.model,
+        modelName: call.poolModel ?? call.body.model,
         context: { rolloutId: attribution?.rid ?? null },
         build: (route) => {
           const rewritten = rewriteBody(call.body, {
