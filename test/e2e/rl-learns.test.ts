@@ -2,21 +2,28 @@
 // format, a two-turn toy agent run by the in-process runner through the real gateway, the `rl` plugin
 // assembling GRPO batches from the recorded spans, and a reference trainer that trains over the /v1/rl/*
 // protocol and posts weights that the policy server loads through the weight-load hook.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminGatewayControl } from '../../src/algorithms/rl/admin-gateway-control.js';
 import { createAlgorithm } from '../../src/algorithms/rl/index.js';
 import type { ProgressReporter } from '../../src/algorithms/types.js';
 import { silentLogger } from '../../src/logger.js';
-import { createRunner, type Runner } from '../../src/runner/index.js';
+import { type AgentFunction, createRunner, type Runner } from '../../src/runner/index.js';
+import { HttpStore } from '../../src/store/http.js';
 import type { JsonObject, JsonValue } from '../../src/store/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { runReferenceTrainer } from '../servers/reference-trainer.js';
 import { ACTIONS, startTinyPolicy, type TinyPolicy } from '../servers/tiny-policy.js';
 
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+const CLI = join(ROOT, 'src/cli.ts');
 const MODEL = 'tiny-policy';
 const TASKS = 4;
 const GROUP = 8;
@@ -31,6 +38,25 @@ function taskOf(input: JsonValue): number {
   if (typeof value !== 'number') throw new Error('task input without a task number');
   return value;
 }
+
+/** Two turns: the second prompt continues the first token for token, so the trajectory merges and the
+ * observation between the turns is masked out. Reward: half a point per turn that picks the task's letter. */
+const twoTurnAgent: AgentFunction = async (input, ctx) => {
+  const task = taskOf(input);
+  const client = new OpenAI({ baseURL: ctx.baseUrl, apiKey: ctx.apiKey, maxRetries: 0 });
+  const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: `task ${task}` }];
+  let score = 0;
+  for (let turn = 0; turn < 2; turn++) {
+    const answer = await client.chat.completions.create(
+      { model: MODEL, messages, max_tokens: 4 },
+      { signal: ctx.signal },
+    );
+    const content = answer.choices[0]?.message.content ?? '';
+    if (content === target(task, turn)) score += 0.5;
+    messages.push({ role: 'assistant', content }, { role: 'user', content: `observation ${turn}` });
+  }
+  return score;
+};
 
 const quietProgress: ProgressReporter = { phase() {}, advance() {}, note() {}, close() {} };
 
@@ -56,24 +82,7 @@ describe('rl: a policy trained through rollgate gets better', () => {
       concurrency: 16,
       backoff: { initialMs: 5, maxMs: 20 },
       logger: silentLogger,
-      // Two turns: the second prompt continues the first token for token, so the trajectory merges and the
-      // observation between the turns is masked out.
-      agent: async (input, ctx) => {
-        const task = taskOf(input);
-        const client = new OpenAI({ baseURL: ctx.baseUrl, apiKey: ctx.apiKey, maxRetries: 0 });
-        const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: `task ${task}` }];
-        let score = 0;
-        for (let turn = 0; turn < 2; turn++) {
-          const answer = await client.chat.completions.create(
-            { model: MODEL, messages, max_tokens: 4 },
-            { signal: ctx.signal },
-          );
-          const content = answer.choices[0]?.message.content ?? '';
-          if (content === target(task, turn)) score += 0.5;
-          messages.push({ role: 'assistant', content }, { role: 'user', content: `observation ${turn}` });
-        }
-        return score;
-      },
+      agent: twoTurnAgent,
     });
   });
 
@@ -156,5 +165,104 @@ describe('rl: a policy trained through rollgate gets better', () => {
     const hubStats = gw.gateway.rlHub.stats();
     expect(hubStats.acknowledged).toBe(trained.batches.length);
     expect(policy.loads.length).toBe(trained.version);
+  });
+});
+
+describe('rl inside rollgate serve (config-loaded plugin, auth on)', () => {
+  const ADMIN = 'admin-key-for-rl-e2e-0123456789';
+  let policy: TinyPolicy;
+  let dir: string;
+  let child: ChildProcess | null = null;
+  let runner: Runner | null = null;
+  let store: HttpStore | null = null;
+
+  afterAll(async () => {
+    await runner?.close({ graceMs: 0 });
+    await store?.close();
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await policy?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('runs the plugin next to the gateway: batches over /v1/rl/*, weights loaded, pool version bumped', {
+    timeout: 120_000,
+  }, async () => {
+    policy = await startTinyPolicy({ model: MODEL, seed: 11 });
+    dir = await mkdtemp(join(tmpdir(), 'rollgate-rl-serve-'));
+    await writeFile(join(dir, 'train.jsonl'), `${[0, 1].map((task) => JSON.stringify({ task })).join('\n')}\n`);
+    const config = join(dir, 'rl.config.json');
+    await writeFile(
+      config,
+      JSON.stringify({
+        server: { port: 0 },
+        store: { kind: 'memory' },
+        auth: { adminKeys: [ADMIN] },
+        models: [
+          { name: MODEL, backends: [{ url: policy.url, type: 'vllm' }], logprobs: 'always', health: { intervalMs: 0 } },
+        ],
+        pause: { mode: 'hold' },
+        logging: { level: 'info' },
+        algorithms: [
+          {
+            use: 'rl',
+            options: { model: MODEL, groupSize: 4, tasksPerStep: 2, maxSteps: 2 },
+            data: { train: 'train.jsonl' },
+          },
+        ],
+      }),
+    );
+    const spawned = spawn(process.execPath, ['--import', TSX_LOADER, CLI, 'serve', '-c', config], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child = spawned;
+    let out = '';
+    const url = await new Promise<string>((found, fail) => {
+      const onData = (chunk: Buffer) => {
+        out += chunk.toString();
+        const match =
+          /"msg":"listening"[^\n]*"url":"([^"]+)"/.exec(out) ?? /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
+        if (match?.[1] !== undefined) found(match[1]);
+      };
+      spawned.stdout?.on('data', onData);
+      spawned.stderr?.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      spawned.on('exit', (code) => fail(new Error(`serve exited early (${code}):\n${out}`)));
+    });
+
+    store = new HttpStore({ baseUrl: url, apiKey: ADMIN });
+    runner = createRunner({
+      store,
+      gatewayUrl: url,
+      agentKey: ADMIN,
+      concurrency: 8,
+      backoff: { initialMs: 5, maxMs: 50 },
+      logger: silentLogger,
+      agent: twoTurnAgent,
+    });
+    const weightsDir = join(dir, 'weights');
+    await mkdir(weightsDir);
+    const trained = await runReferenceTrainer({
+      gatewayUrl: url,
+      apiKey: ADMIN,
+      weightsDir,
+      learningRate: 16,
+      maxBatches: 2,
+    });
+    expect(trained.batches).toHaveLength(2);
+    expect(trained.batches.every((b) => b.rollouts === 8)).toBe(true);
+    expect(trained.maxLogprobError).toBeLessThanOrEqual(1e-5);
+    expect(policy.loads.length).toBe(trained.version);
+    const pools = (await (
+      await fetch(`${url}/admin/pools`, { headers: { authorization: `Bearer ${ADMIN}` } })
+    ).json()) as { pools: Array<{ model: string; version: number }> };
+    expect(pools.pools.find((p) => p.model === MODEL)?.version).toBe(trained.version);
+    // Without the admin key the trainer routes are refused.
+    expect((await fetch(`${url}/v1/rl/state`)).status).toBe(401);
   });
 });

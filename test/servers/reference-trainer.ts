@@ -10,6 +10,8 @@ import { ACTION_IDS, actionState, nextTokenDistribution, type TinyPolicyWeights 
 
 export interface ReferenceTrainerOptions {
   readonly gatewayUrl: string;
+  /** Admin key when the gateway has auth on (/v1/rl/* needs admin scope). */
+  readonly apiKey?: string;
   /** Folder for the weight files the policy server loads. */
   readonly weightsDir: string;
   readonly learningRate: number;
@@ -56,8 +58,13 @@ export interface ReferenceTrainerResult {
   readonly version: number;
 }
 
+function authHeaders(options: ReferenceTrainerOptions): Record<string, string> {
+  return options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` };
+}
+
 async function nextBatch(options: ReferenceTrainerOptions): Promise<{ batch: Batch; delivery: number } | null> {
   const response = await fetch(`${options.gatewayUrl}/v1/rl/batches/next?timeout_s=60`, {
+    headers: authHeaders(options),
     ...(options.signal ? { signal: options.signal } : {}),
   });
   if (response.status === 204) return null;
@@ -132,6 +139,7 @@ export async function runReferenceTrainer(options: ReferenceTrainerOptions): Pro
       // Nothing to learn from (every group had equal rewards): acknowledge without new weights.
       const ack = await fetch(`${options.gatewayUrl}/v1/rl/batches/${encodeURIComponent(batch.batch_id)}/ack`, {
         method: 'POST',
+        headers: authHeaders(options),
       });
       if (!ack.ok) throw new Error(`POST ack: HTTP ${ack.status} ${await ack.text()}`);
       batches.push(record);
@@ -147,7 +155,7 @@ export async function runReferenceTrainer(options: ReferenceTrainerOptions): Pro
     await writeFile(path, JSON.stringify(weights));
     const response = await fetch(`${options.gatewayUrl}/v1/rl/weights`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...authHeaders(options) },
       body: JSON.stringify({ version, batch_ids: [batch.batch_id], lora_path: path, lora_name: 'policy' }),
     });
     if (!response.ok) throw new Error(`POST /v1/rl/weights: HTTP ${response.status} ${await response.text()}`);
