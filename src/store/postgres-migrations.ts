@@ -165,8 +165,20 @@ export async function migrate(options: {
   const { pool, schema } = options;
   const upTo = options.upTo ?? Number.POSITIVE_INFINITY;
   const q = quoteIdentifier(schema);
+  const latest = Math.max(...MIGRATIONS.map((m) => m.version));
   const client = await pool.connect();
   const applied: number[] = [];
+  // Fast path for the usual restart: already at the latest version, no lock and no DDL needed. A schema newer
+  // than this build (a rolling upgrade in progress) is used as is: migrations only ever add.
+  if (upTo >= latest) {
+    const current = await client
+      .query<{ v: number }>(`SELECT coalesce(max(version), 0)::int AS v FROM ${q}.rollgate_migrations`)
+      .catch(() => null);
+    if (current !== null && (current.rows[0]?.v ?? 0) >= latest) {
+      client.release();
+      return { applied };
+    }
+  }
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATION_LOCK_NAMESPACE, schema]);
