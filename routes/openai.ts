@@ -11,6 +11,7 @@ import { GatewayError } from '../src/errors.js';
 import type { Endpoint } from '../src/gateway/call-capture.js';
 import type { Gateway } from '../src/gateway/forward.js';
 import { HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/headers.js';
+import { WebResponseSink } from '../src/gateway/web-sink.js';
 
 type OpenAiEnv = {
   Bindings: Partial<HttpBindings>;
@@ -47,10 +48,10 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
 
   const call = (endpoint: Endpoint) =>
     async function proxyCall(c: Context<OpenAiEnv>): Promise<Response> {
-      const sink = c.env.outgoing;
-      if (sink === undefined) throw new GatewayError('internal_error', 'The proxy needs a node HTTP server');
+      const outgoing = c.env?.outgoing;
+      const sink = outgoing ?? new WebResponseSink();
       const attributed = c.get('attribution');
-      await gateway.forward({
+      const forwarding = gateway.forward({
         endpoint,
         body: c.get('jsonBody'),
         attribution: attributed === null ? null : { rid: attributed.rid, aid: attributed.aid, seq: attributed.seq },
@@ -59,6 +60,17 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
         clientRetryCount: retryCount(c),
         sink,
       });
+      if (sink instanceof WebResponseSink) {
+        // Without node's server (app.request in process): answer as soon as the head is written.
+        return Promise.race([
+          sink.response,
+          forwarding.then(() => {
+            if (!sink.headersSent) throw new GatewayError('internal_error', 'The call ended without an answer');
+            return sink.response;
+          }),
+        ]);
+      }
+      await forwarding;
       return RESPONSE_ALREADY_SENT;
     };
 
