@@ -49,6 +49,12 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
   const call = (endpoint: Endpoint) =>
     async function proxyCall(c: Context<OpenAiEnv>): Promise<Response> {
       const outgoing = c.env?.outgoing;
+      // Only browsers send Origin; reading the prepared headers costs a Response object, so SDK agents skip it.
+      let extraHeaders: Record<string, string> | undefined;
+      if (outgoing !== undefined && c.req.header('origin') !== undefined) {
+        extraHeaders = {};
+        for (const [name, value] of c.res.headers) extraHeaders[name] = value;
+      }
       const sink = outgoing ?? new WebResponseSink();
       const attributed = c.get('attribution');
       const forwarding = gateway.forward({
@@ -59,6 +65,7 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
         requestId: c.get('requestId'),
         clientRetryCount: retryCount(c),
         sink,
+        extraHeaders,
       });
       if (sink instanceof WebResponseSink) {
         // Without node's server (app.request in process): answer as soon as the head is written.

@@ -58,6 +58,8 @@ export interface ForwardCall {
   /** X-Stainless-Retry-Count, when the client sent a valid one. */
   readonly clientRetryCount: number | null;
   readonly sink: AgentSink;
+  /** Headers earlier middleware prepared for the answer (CORS for browser agents); sent with ours. */
+  readonly extraHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface GatewayOptions {
@@ -176,7 +178,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   function agentHeaders(call: ForwardCall, contentType: string | undefined): OutgoingHttpHeaders {
-    const headers: OutgoingHttpHeaders = { [HEADER_REQUEST_ID]: call.requestId };
+    const headers: OutgoingHttpHeaders = { ...call.extraHeaders, [HEADER_REQUEST_ID]: call.requestId };
     if (contentType !== undefined) headers['content-type'] = contentType;
     return headers;
   }
