@@ -5,7 +5,14 @@
 // With maxQueuedBatches = 1 the next step starts only after the trainer acknowledged the previous batch,
 // i.e. every sample comes from the weights the trainer has just posted (strictly on-policy).
 import { randomUUID } from 'node:crypto';
-import type { JsonObject, JsonValue, NamedResources, Rollout } from '../../store/types.js';
+import {
+  type JsonObject,
+  type JsonValue,
+  type LightningStore,
+  type NamedResources,
+  type Rollout,
+  TERMINAL_STATUSES,
+} from '../../store/types.js';
 import { AlgorithmAbortedError, AlgorithmConfigError, throwIfAborted } from '../errors.js';
 import { parseAlgorithmOptions } from '../options.js';
 import type { Algorithm, AlgorithmContext, GatewayControl } from '../types.js';
@@ -68,6 +75,17 @@ class AckSignal {
       this.#waiters.add(done);
     });
   }
+}
+
+/** Cancels rollouts that have not ended, so they stop occupying runners and never finish on old weights. */
+async function cancelUnfinished(store: LightningStore, ids: readonly string[]): Promise<void> {
+  await Promise.all(
+    ids.map(async (id) => {
+      const rollout = await store.getRolloutById(id);
+      if (rollout && !TERMINAL_STATUSES.includes(rollout.status))
+        await store.updateRollout(id, { status: 'cancelled' });
+    }),
+  );
 }
 
 async function initialVersion(control: GatewayControl, model: string): Promise<number> {
@@ -151,8 +169,24 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
       }
       const ids = stepRollouts.map((r) => r.rolloutId);
       // The store's own timeout handling ends each rollout; the extra minute only guards a stuck watchdog.
-      const done = await store.waitForRollouts(ids, { timeout: options.rolloutTimeoutS + 60, signal });
-      throwIfAborted(signal);
+      let done: Rollout[];
+      try {
+        done = await store.waitForRollouts(ids, { timeout: options.rolloutTimeoutS + 60, signal });
+      } catch (error) {
+        await cancelUnfinished(store, ids).catch(() => {});
+        throw error;
+      }
+      if (signal.aborted) {
+        await cancelUnfinished(store, ids).catch(() => {});
+        throwIfAborted(signal);
+      }
+      const stragglers = ids.filter((id) => !done.some((r) => r.rollout_id === id));
+      if (stragglers.length > 0) {
+        logger.warn('rl rollouts did not finish in time; cancelled and counted as failed', {
+          count: stragglers.length,
+        });
+        await cancelUnfinished(store, stragglers);
+      }
       progress.advance(done.length);
       const finished = new Map<string, Rollout>(done.map((r) => [r.rollout_id, r]));
       const batch = await buildBatch({

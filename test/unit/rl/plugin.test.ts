@@ -54,4 +54,47 @@ describe('rl plugin', () => {
     ).rejects.toThrow(/data\.train/);
     await store.close();
   });
+
+  it('on shutdown cancels the rollouts of the step in progress', async () => {
+    const store = new MemoryStore();
+    const { TrainerHub } = await import('../../../src/algorithms/rl/trainer-hub.js');
+    let enqueued: (ids: string[]) => void = () => {};
+    const enqueuedIds = new Promise<string[]>((resolve) => {
+      enqueued = resolve;
+    });
+    const watched = new Proxy(store, {
+      get(target, key, receiver) {
+        if (key === 'enqueueManyRollouts') {
+          return async (...args: Parameters<MemoryStore['enqueueManyRollouts']>) => {
+            const rollouts = await target.enqueueManyRollouts(...args);
+            enqueued(rollouts.map((r) => r.rollout_id));
+            return rollouts;
+          };
+        }
+        const value: unknown = Reflect.get(target, key, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const algorithm = await createAlgorithmFromConfig(
+      { use: 'rl', options: { model: 'm', groupSize: 2, tasksPerStep: 2 }, data: {} },
+      { index: 0, baseDir: process.cwd() },
+    );
+    const controller = new AbortController();
+    const run = algorithm.run({
+      store: watched,
+      gateway: { attemptBaseUrl: () => null, trainerHub: new TrainerHub() },
+      datasets: { train: [{ task: 1 }, { task: 2 }], val: null },
+      logger: silentLogger,
+      progress: quiet,
+      signal: controller.signal,
+      reportPath: '/dev/null',
+    });
+    const ids = await enqueuedIds;
+    expect(ids).toHaveLength(4);
+    controller.abort();
+    await expect(run).rejects.toThrow(/abort/i);
+    const statuses = await Promise.all(ids.map(async (id) => (await store.getRolloutById(id))?.status));
+    expect(statuses).toEqual(['cancelled', 'cancelled', 'cancelled', 'cancelled']);
+    await store.close();
+  });
 });
