@@ -165,8 +165,60 @@ describe('v1 proxy route', () => {
       expect((await api('/api/models', { method: 'DELETE' })).body).toEqual({ status: 'ok' });
       expect((await api('/api/models')).body).toEqual([]);
     } finally {
+      await api('/api/models', { method: 'DELETE' });
       await api('/api/models', { body: [{ model: MODEL, endpoint: mock.url, version: 4 }] });
       await second.close();
+    }
+  });
+
+  it('a rollout deleted while its call is generating: the agent still gets the answer (pitfall 50)', async () => {
+    const slow = await startMockVllm({ model: MODEL, latencyMs: 400 });
+    await api('/api/models', { method: 'DELETE' });
+    await api('/api/models', { body: [{ model: MODEL, endpoint: slow.url, version: 5 }] });
+    try {
+      const rid = 'v1-deleted-mid-call';
+      await createRollout(rid);
+      const call = agent(rid, 'train').chat.completions.create({ model: 'auto', messages });
+      await slow.waitFor((r) => r.path.endsWith('/chat/completions'), 5_000);
+      expect((await api(`/api/rollouts/${rid}`, { method: 'DELETE' })).status).toBe(204);
+      const reply = await call;
+      expect(reply.choices[0]?.message.content).toBeTypeOf('string');
+      expect(await gw.gateway.store.getRolloutById(rid)).toBeNull();
+      expect((await gw.gateway.store.querySpans(rid)).total).toBe(0);
+    } finally {
+      await api('/api/models', { method: 'DELETE' });
+      await api('/api/models', { body: [{ model: MODEL, endpoint: mock.url, version: 6 }] });
+      await slow.close();
+    }
+  });
+
+  it('a streaming call holds its in-flight slot until the upstream stream closes (pitfall 46)', async () => {
+    const slow = await startMockVllm({ model: MODEL, interTokenMs: 30 });
+    await api('/api/models', { method: 'DELETE' });
+    await api('/api/models', { body: [{ model: MODEL, endpoint: slow.url, version: 7 }] });
+    try {
+      const rid = 'v1-stream-inflight';
+      await createRollout(rid);
+      const stream = await agent(rid, 'train').chat.completions.create({
+        model: 'auto',
+        messages,
+        stream: true,
+        max_tokens: 12,
+      });
+      let during = -1;
+      for await (const chunk of stream) {
+        if (during < 0 && chunk.choices[0]?.delta.content) {
+          during = ((await api('/proxy/state')).body as { inflight: number }).inflight;
+        }
+      }
+      expect(during).toBe(1);
+      expect((await api('/proxy/state')).body).toMatchObject({ inflight: 0 });
+      const spans = await gw.gateway.store.querySpans(rid);
+      expect(spans.items[0]?.attributes[A.ATTR_STREAM_STATUS]).toBe('ok');
+    } finally {
+      await api('/api/models', { method: 'DELETE' });
+      await api('/api/models', { body: [{ model: MODEL, endpoint: mock.url, version: 8 }] });
+      await slow.close();
     }
   });
 });
