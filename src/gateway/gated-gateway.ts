@@ -8,7 +8,24 @@ import type { PauseGate } from './pause-gate.js';
 export function gateGateway(inner: Gateway, gate: PauseGate): Gateway {
   return {
     async forward(call) {
-      const release = await gate.enter();
+      let release: () => void;
+      if (!gate.paused) {
+        release = await gate.enter();
+      } else {
+        // A held agent that hangs up must not be forwarded at resume: that would be GPU work nobody reads.
+        const left = new AbortController();
+        const onClose = () => left.abort(new Error('agent left while the gateway was paused'));
+        call.sink.on('close', onClose);
+        try {
+          release = await gate.enter(left.signal);
+        } catch (error) {
+          // Nobody is left to answer; a refusal (429) still goes to an agent that is there.
+          if (left.signal.aborted) return;
+          throw error;
+        } finally {
+          call.sink.removeListener('close', onClose);
+        }
+      }
       try {
         await inner.forward(call);
       } finally {

@@ -108,6 +108,25 @@ describe('pause, resume, drain', () => {
     expect((await call).choices[0]?.message.content).toBeTruthy();
   });
 
+  it('hold mode does not forward a held call whose agent hung up', async () => {
+    const f = await fleetOf({ live: 1, overrides: { pause: { mode: 'hold', maxHoldMs: 10_000 } } });
+    const before = f.callsOn(f.mocks[0] as MockVllm);
+    await admin(f.gw.url, '/admin/pause', { body: {} });
+    const controller = new AbortController();
+    const call = f
+      .client(rolloutId(), { maxRetries: 0 })
+      .chat.completions.create({ model: MODEL, messages }, { signal: controller.signal })
+      .catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 200));
+    controller.abort();
+    await call;
+    await new Promise((r) => setTimeout(r, 100));
+    await admin(f.gw.url, '/admin/resume', { body: {} });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(f.callsOn(f.mocks[0] as MockVllm)).toBe(before);
+    expect((await admin(f.gw.url, '/admin/state')).body.inflight).toBe(0);
+  });
+
   it('validates admin bodies with OpenAI-shaped errors', async () => {
     const f = await fleetOf({ live: 1 });
     const bad = await admin(f.gw.url, '/admin/pause', { body: { retry_after_seconds: 'soon' } });
