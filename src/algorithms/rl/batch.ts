@@ -4,6 +4,7 @@
 import { spansToTrajectories, type TrajectoryRow } from '../../adapters/trajectories.js';
 import type { LightningStore, Rollout, Span } from '../../store/types.js';
 import { ATTR_MODEL_VERSION } from '../../tracing/attributes.js';
+import { createLimiter } from '../concurrency.js';
 import { type AdvantageEstimator, groupAdvantages } from './advantages.js';
 
 export interface BatchSample {
@@ -115,43 +116,64 @@ interface SampleDraft {
   readonly version: number;
 }
 
+/** Span reads in flight at once: a remote store (HTTP, PostgreSQL) answers them concurrently. */
+const READ_CONCURRENCY = 8;
+
+interface RolloutRows {
+  readonly outcome: 'failed' | 'no_tokens' | 'ok';
+  readonly rows: Array<{ row: TrajectoryRow; version: number }>;
+  readonly mismatches: number;
+}
+
+async function readRollout(options: BuildBatchOptions, rolloutId: string): Promise<RolloutRows> {
+  const rollout = options.finished.get(rolloutId);
+  if (rollout === undefined || rollout.status !== 'succeeded') return { outcome: 'failed', rows: [], mismatches: 0 };
+  const spans = await allSpans(options.store, rolloutId);
+  let mismatches = 0;
+  const rows = spansToTrajectories(spans, {
+    level: options.level,
+    maxPromptLength: options.maxPromptLength,
+    maxResponseLength: options.maxResponseLength,
+    rewardFillna: options.rewardFillna,
+    onMergeMismatch: () => {
+      mismatches += 1;
+    },
+  });
+  if (rows.length === 0) return { outcome: 'no_tokens', rows: [], mismatches };
+  const versions = versionsBySequence(spans);
+  return { outcome: 'ok', rows: rows.map((row) => ({ row, version: rowVersion(row, versions) })), mismatches };
+}
+
 export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
   const dropped = emptyDropCounts();
   const groups = new Map<string, { rewards: Map<string, number>; drafts: SampleDraft[] }>();
-  for (const { rolloutId, groupId } of options.rollouts) {
-    const rollout = options.finished.get(rolloutId);
-    if (rollout === undefined || rollout.status !== 'succeeded') {
+  const limiter = createLimiter(READ_CONCURRENCY);
+  // Only rows are kept per rollout (never its spans), so memory stays near the batch's own size.
+  const read = await Promise.all(options.rollouts.map((r) => limiter.run(() => readRollout(options, r.rolloutId))));
+  for (const [i, { rolloutId, groupId }] of options.rollouts.entries()) {
+    const result = read[i];
+    if (result === undefined) continue;
+    dropped.merge_mismatches += result.mismatches;
+    if (result.outcome === 'failed') {
       dropped.failed_rollouts += 1;
       continue;
     }
-    const spans = await allSpans(options.store, rolloutId);
-    const rows = spansToTrajectories(spans, {
-      level: options.level,
-      maxPromptLength: options.maxPromptLength,
-      maxResponseLength: options.maxResponseLength,
-      rewardFillna: options.rewardFillna,
-      onMergeMismatch: () => {
-        dropped.merge_mismatches += 1;
-      },
-    });
-    if (rows.length === 0) {
+    if (result.outcome === 'no_tokens') {
       dropped.no_tokens += 1;
       continue;
     }
-    const versions = versionsBySequence(spans);
     let group = groups.get(groupId);
     if (group === undefined) {
       group = { rewards: new Map(), drafts: [] };
       groups.set(groupId, group);
     }
     // Every row of a rollout carries the rollout's final reward: the group compares rollouts, not rows.
-    group.rewards.set(rolloutId, rows[0]?.reward ?? options.rewardFillna);
-    for (const row of rows) {
+    group.rewards.set(rolloutId, result.rows[0]?.row.reward ?? options.rewardFillna);
+    for (const { row, version } of result.rows) {
       if (row.isDrop || row.isResponseTruncated) {
         dropped.overlong += 1;
         continue;
       }
-      const version = rowVersion(row, versions);
       if (options.currentVersion - version > options.maxStaleness) {
         dropped.stale += 1;
         continue;
