@@ -109,6 +109,14 @@ export const configSchema = z
       .strict()
       .prefault({}),
     auth: authSchema.prefault({}),
+    aglV1: z
+      .object({
+        trainTemperature: z.number().min(0).default(1).describe('Temperature of v1 mode/train proxy calls'),
+        valTemperature: z.number().min(0).default(0.7).describe('Temperature of v1 mode/val proxy calls'),
+      })
+      .strict()
+      .prefault({})
+      .describe('agent-lightning v1 compatibility routes (/proxy/rollout/…/mode/…, /api/*)'),
     tracing: z
       .object({
         captureContent: z.boolean().default(true),

@@ -176,7 +176,17 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     }),
   );
   app.route('/', createAdminRoutes({ pools, gate, keys }));
-  app.route('/', createAglV1Routes({ store, gateway: gateGateway(proxy.gateway, gate), gate, pools }));
+  app.route(
+    '/',
+    createAglV1Routes({
+      store,
+      gateway: gateGateway(proxy.gateway, gate),
+      gate,
+      pools,
+      trainTemperature: config.aglV1.trainTemperature,
+      valTemperature: config.aglV1.valTemperature,
+    }),
+  );
   app.route('/', createMetricsRoutes({ metrics }));
   app.route('/', createRlRoutes({ hub: rlHub, shutdown: shutdown.signal }));
   app.route('/', createDashboardRoutes());

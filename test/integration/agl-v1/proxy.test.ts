@@ -221,4 +221,31 @@ describe('v1 proxy route', () => {
       await slow.close();
     }
   });
+
+  it('takes the mode temperatures from config (aglV1.trainTemperature / valTemperature)', async () => {
+    const other = await startTestGateway({
+      models: [{ name: MODEL, backends: [{ url: mock.url }] }],
+      aglV1: { trainTemperature: 0.3, valTemperature: 0 },
+    });
+    try {
+      await fetch(`${other.url}/api/rollouts`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify([{ rollout_id: 'cfg', input: 1 }]),
+      });
+      const before = mock.requests.length;
+      for (const mode of ['train', 'val']) {
+        const client = new OpenAI({
+          baseURL: `${other.url}/proxy/rollout/cfg/attempt/0/mode/${mode}/openai/v1`,
+          apiKey: 'unused',
+          maxRetries: 0,
+        });
+        await client.chat.completions.create({ model: 'auto', messages });
+      }
+      const sent = mock.requests.slice(before).map((r) => (r.body as { temperature?: number }).temperature);
+      expect(sent).toEqual([0.3, 0]);
+    } finally {
+      await other.close();
+    }
+  });
 });
