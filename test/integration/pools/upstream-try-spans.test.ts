@@ -1,0 +1,76 @@
+// Each upstream try is a child span of the call span, with its backend, version and outcome; the call span counts
+// the retries. Driven through sendUpstream with a real pool registry and the vLLM stand-in.
+import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { configSchema } from '../../../config/schema.js';
+import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/model-pool.js';
+import { sendUpstream } from '../../../src/gateway/upstream-tries.js';
+import { silentLogger } from '../../../src/logger.js';
+import * as A from '../../../src/tracing/attributes.js';
+import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
+
+let mocks: MockVllm[] = [];
+let pools: PoolRegistry;
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+
+beforeAll(async () => {
+  mocks = await Promise.all([startMockVllm(), startMockVllm()]);
+  const { models } = configSchema.parse({
+    models: [
+      {
+        name: 'mock-model',
+        version: 7,
+        backends: mocks.map((m) => ({ url: m.url })),
+        retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
+        health: { intervalMs: 0, recoverAfterMs: 60_000 },
+      },
+    ],
+  });
+  pools = createPoolRegistry({ models, logger: silentLogger });
+});
+
+afterAll(async () => {
+  await pools?.close();
+  await provider.shutdown();
+  await Promise.all(mocks.map((m) => m.close()));
+});
+
+it('records one child span per try and fails over to the other backend', async () => {
+  for (const mock of mocks) mock.setFault('status=503', { times: 1 });
+  const tracer = provider.getTracer('test');
+  const parent = tracer.startSpan('chat mock-model', { kind: SpanKind.CLIENT }, ROOT_CONTEXT);
+  const body = Buffer.from(JSON.stringify({ model: 'mock-model', messages: [{ role: 'user', content: 'hi' }] }));
+  const sent = await sendUpstream({
+    registry: pools,
+    modelName: 'mock-model',
+    context: { rolloutId: 'ro-spans' },
+    build: () => ({
+      request: { path: '/chat/completions', headers: { 'content-type': 'application/json' }, body },
+      data: null,
+    }),
+    signal: new AbortController().signal,
+    aborted: () => false,
+    tracer,
+    parent,
+  });
+  await sent.response.body.dump();
+  sent.release();
+  parent.end();
+  expect(sent.response.statusCode).toBe(200);
+  // Both backends answered 503 once: first try, fail-over try, then back to a recovered one.
+  expect(sent.retries).toBe(2);
+  const tries = exporter.getFinishedSpans().filter((s) => s.name === 'upstream try');
+  expect(tries).toHaveLength(3);
+  const parentId = parent.spanContext().spanId;
+  for (const span of tries) {
+    expect(span.parentSpanContext?.spanId).toBe(parentId);
+    expect(span.spanContext().traceId).toBe(parent.spanContext().traceId);
+    expect(span.attributes[A.ATTR_MODEL_VERSION]).toBe(7);
+  }
+  expect(tries.map((s) => s.attributes[A.ATTR_UPSTREAM_STATUS_CODE])).toEqual([503, 503, 200]);
+  expect(tries.map((s) => s.attributes[A.ATTR_UPSTREAM_TRY])).toEqual([0, 1, 2]);
+  // The first two tries went to different backends.
+  expect(tries[0]?.attributes[A.ATTR_BACKEND]).not.toBe(tries[1]?.attributes[A.ATTR_BACKEND]);
+});
