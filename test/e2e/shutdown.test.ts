@@ -43,12 +43,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function serve(name: string, graceMs: number): Promise<Served> {
+async function serve(name: string, graceMs: number, host = '127.0.0.1'): Promise<Served> {
   const config = join(dir, `${name}.json`);
   writeFileSync(
     config,
     JSON.stringify({
-      server: { port: 0, shutdownGraceMs: graceMs },
+      server: { host, port: 0, shutdownGraceMs: graceMs },
       store: { kind: 'sqlite', path: join(dir, `${name}.db`) },
       models: [{ name: 'mock-model', backends: [{ url: mock.url }] }],
       logging: { level: 'info' },
@@ -125,6 +125,7 @@ it('SIGTERM with 20 open streams: every stream completes, spans are flushed, exi
   expect(exit).toEqual({ code: 0, signal: null });
   expect(served.output()).not.toMatch(/\n\s+at /);
   expect(served.output()).not.toMatch(/unhandled/i);
+  expect(served.output()).toContain('no API keys configured');
 
   const store = await createStore({ kind: 'sqlite', path: join(dir, 'drain.db') }, { logger: silentLogger });
   try {
@@ -138,7 +139,9 @@ it('SIGTERM with 20 open streams: every stream completes, spans are flushed, exi
 }, 60_000);
 
 it('cuts streams longer than the grace period at its end and still exits 0', async () => {
-  const served = await serve('grace', 500);
+  // Without API keys, a wildcard bind is refused in favour of loopback, and the start says so.
+  const served = await serve('grace', 500, '0.0.0.0');
+  expect(served.output()).toContain('binding 127.0.0.1 instead of 0.0.0.0');
   const { texts } = await openStreams(served.url, 'sg', 2_000);
   // Settled from the start: the cut streams reject while the test waits for the exit.
   const settled = Promise.allSettled(texts);

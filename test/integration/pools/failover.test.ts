@@ -161,6 +161,15 @@ describe('fail-over', () => {
     expect(span?.attributes[A.ATTR_UPSTREAM_RETRY_COUNT]).toBe(0);
   });
 
+  it('pitfall 23: a backend that closed an idle pooled socket does not fail the next call', async () => {
+    fleet = await startFleet({ live: 1, mock: { keepAliveTimeoutMs: 100 }, model: { retry: FAST_RETRY } });
+    const client = fleet.client(undefined, { maxRetries: 0 });
+    await client.chat.completions.create({ model: MODEL, messages, max_tokens: 2 });
+    await new Promise((r) => setTimeout(r, 300));
+    const answer = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 2 });
+    expect(answer.choices[0]?.message.content).toBeTruthy();
+  });
+
   it('waits for a slow first byte within the first-byte timeout instead of retrying', async () => {
     fleet = await startFleet({ live: 1, model: { retry: FAST_RETRY, timeouts: { firstByteMs: 5_000 } } });
     const f = fleet;
