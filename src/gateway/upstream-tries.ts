@@ -208,9 +208,19 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       response,
       data,
       retries,
+      // The slot is freed when the upstream body has closed, not when the agent got its last byte: the relay
+      // answers at [DONE] and leaves the rest of the body to drain (pitfall 46).
       release: () => {
-        clearTimeout(deadline);
-        release();
+        const body = response.body;
+        if (body.closed) {
+          clearTimeout(deadline);
+          release();
+          return;
+        }
+        body.once('close', () => {
+          clearTimeout(deadline);
+          release();
+        });
       },
     };
   }
