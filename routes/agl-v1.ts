@@ -128,7 +128,6 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
   const temperatures = { train: options.trainTemperature ?? 1, val: options.valTemperature ?? 0.7 };
   const app = new Hono<V1Env>();
   const rolloutLock = new KeyedLock();
-  const attemptStarts = new Map<string, Promise<string>>();
   const models = new Map<string, V1Model>();
 
   // v1 clients read FastAPI's `{"detail": …}`; rollgate's OpenAI-shaped body stays, with `detail` added.
@@ -153,28 +152,27 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
   /**
    * The store attempt a v1 call or event belongs to. v1 has no attempts of its own: the first call or event
    * under an attempt id starts it. A finished rollout does not start new attempts (that would reopen it and
-   * log a second completion): its existing attempts are still recorded, an unknown one is a 409.
+   * log a second completion): its existing attempts are still recorded, an unknown one is a 409. Starting runs
+   * under the rollout's lock, so it cannot interleave with a PATCH that finishes the rollout.
    */
   async function ensureAttempt(rid: string, aid: string): Promise<string> {
     const rollout = await requireRollout(rid);
     if ('attempt' in rollout && rollout.attempt.attempt_id === aid) return aid;
-    const key = `${rid}\u0000${aid}`;
-    let pending = attemptStarts.get(key);
-    if (pending === undefined) {
-      pending = (async () => {
-        const attempts = await store.queryAttempts(rid);
-        if (attempts.items.some((attempt) => attempt.attempt_id === aid)) return aid;
-        if (isTerminalStatus(rollout.status)) {
-          throw new StoreError('conflict', `Rollout ${rid} is ${rollout.status}; attempt ${aid} cannot start`, {
-            param: 'attempt_id',
-          });
-        }
-        await store.startAttempt(rid, { attempt_id: aid });
-        return aid;
-      })().finally(() => attemptStarts.delete(key));
-      attemptStarts.set(key, pending);
+    return rolloutLock.run(rid, () => ensureAttemptLocked(rid, aid));
+  }
+
+  async function ensureAttemptLocked(rid: string, aid: string): Promise<string> {
+    const rollout = await requireRollout(rid);
+    if ('attempt' in rollout && rollout.attempt.attempt_id === aid) return aid;
+    const attempts = await store.queryAttempts(rid);
+    if (attempts.items.some((attempt) => attempt.attempt_id === aid)) return aid;
+    if (isTerminalStatus(rollout.status)) {
+      throw new StoreError('conflict', `Rollout ${rid} is ${rollout.status}; attempt ${aid} cannot start`, {
+        param: 'attempt_id',
+      });
     }
-    return pending;
+    await store.startAttempt(rid, { attempt_id: aid });
+    return aid;
   }
 
   // ---- proxy ----------------------------------------------------------------------------------------------
@@ -333,7 +331,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
         version: current.status.version + 1,
         updated_at: new Date().toISOString(),
       };
-      if (to === 'running') await ensureAttempt(rid, status.last_attempt_id ?? DEFAULT_ATTEMPT_ID);
+      if (to === 'running') await ensureAttemptLocked(rid, status.last_attempt_id ?? DEFAULT_ATTEMPT_ID);
       // Re-read: starting the attempt changed the stored rollout.
       const base = to === 'running' ? await requireRollout(rid) : rollout;
       const metadata: JsonObject = withV1Status(base, status);

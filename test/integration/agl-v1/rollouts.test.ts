@@ -154,6 +154,33 @@ describe('v1 rollouts', () => {
   });
 });
 
+describe('v1 attempts', () => {
+  it('a burst of first events starts the attempt once; a finished rollout records on known attempts only', async () => {
+    await api('/api/rollouts', { body: [{ rollout_id: 'a-1', input: 1 }] });
+    const burst = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        api('/api/rollouts/a-1/attempt/0/events', { body: { event_type: 'step', data: { i } } }),
+      ),
+    );
+    expect(burst.every((r) => r.status === 200)).toBe(true);
+    expect((await gw.gateway.store.queryAttempts('a-1')).items.map((a) => a.attempt_id)).toEqual(['0']);
+    expect(((await api('/api/rollouts/a-1/events')).body as unknown[]).length).toBe(8);
+    // The agent's events do not move the v1 state; the trainer does.
+    expect(((await api('/api/rollouts/a-1')).body as { rollout: V1Rollout }).rollout.status.state).toBe('queuing');
+    await patch('a-1', { state: 'running' });
+    await patch('a-1', { state: 'failed', error_message: 'boom' });
+    const late = await api('/api/rollouts/a-1/attempt/0/events', {
+      body: { event_type: 'reward', data: { value: 0 } },
+    });
+    expect(late.status).toBe(200);
+    const unknown = await api('/api/rollouts/a-1/attempt/9/events', { body: { event_type: 'x' } });
+    expect(unknown.status).toBe(409);
+    expect((await gw.gateway.store.getRolloutById('a-1'))?.status).toBe('failed');
+    const log = await gw.gateway.store.queryCompletions({ limit: 100_000 });
+    expect(log.items.filter((e) => e.rollout_id === 'a-1')).toHaveLength(1);
+  });
+});
+
 describe('v1 trainer flow over the terminal cursor', () => {
   it('sees every live completion exactly once with concurrent deletes, in far fewer requests than rollouts', async () => {
     const start = (await api('/api/rollouts/terminal?after=0&limit=100000')).body as { next_after: number };
