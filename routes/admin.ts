@@ -75,6 +75,14 @@ function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
 export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   const { pools, gate, keys } = options;
   const app = new Hono<AppEnv>();
+  // `inflight` counts calls holding a gate slot; `upstream_inflight` counts open upstream responses per backend,
+  // retiring backends included, so a trainer can see that no old-version server is still answering.
+  const state = () => ({
+    ...gate.state(),
+    upstream_inflight: pools
+      .snapshot()
+      .reduce((n, pool) => n + [...pool.backends, ...pool.retiring].reduce((m, b) => m + b.inflight, 0), 0),
+  });
 
   app.get('/ready', (c) => {
     const ready = pools.ready();
@@ -92,21 +100,21 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
 
   app.post('/admin/pause', async (c) => {
     const body = parse(pauseBody, await jsonBody(c));
-    const state = gate.pause({
+    const paused = gate.pause({
       ...(body.retry_after_seconds === undefined ? {} : { retryAfterSeconds: body.retry_after_seconds }),
       reason: body.reason ?? null,
     });
-    c.get('logger').info('gateway paused', { reason: state.reason, inflight: state.inflight });
-    return c.json(state);
+    c.get('logger').info('gateway paused', { reason: paused.reason, inflight: paused.inflight });
+    return c.json(state());
   });
 
   app.post('/admin/resume', (c) => {
-    const state = gate.resume();
-    c.get('logger').info('gateway resumed', { inflight: state.inflight });
-    return c.json(state);
+    const resumed = gate.resume();
+    c.get('logger').info('gateway resumed', { inflight: resumed.inflight });
+    return c.json(state());
   });
 
-  app.get('/admin/state', (c) => c.json(gate.state()));
+  app.get('/admin/state', (c) => c.json(state()));
 
   app.post('/admin/drain', async (c) => {
     const body = parse(drainBody, await jsonBody(c));
@@ -115,7 +123,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
       () => true,
       () => false,
     );
-    return c.json({ ...gate.state(), drained });
+    return c.json({ ...state(), drained });
   });
 
   app.get('/admin/pools', (c) => c.json({ pools: pools.snapshot() }));

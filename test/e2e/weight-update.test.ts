@@ -100,7 +100,7 @@ it('pause -> drain -> replace at version 2 -> resume while 32 agents stream: zer
   const paused = await post('/admin/pause', { reason: 'weight update' });
   expect(paused.paused).toBe(true);
   const drained = await post('/admin/drain', { timeout_seconds: 30 });
-  expect(drained).toMatchObject({ drained: true, inflight: 0 });
+  expect(drained).toMatchObject({ drained: true, inflight: 0, upstream_inflight: 0 });
   // inflight == 0 must mean no backend is still generating for us (pitfall 46).
   expect(openOn(v1)).toBe(0);
   await post(`/admin/pools/${MODEL}`, { version: 2, backends: v2.map((m) => ({ url: m.url })) }, 'PUT');
