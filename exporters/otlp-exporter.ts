@@ -2,6 +2,8 @@
 // exporter behind a BatchSpanProcessor, so onEnd only appends to a bounded in-memory queue and the network work
 // happens later on the processor's (unref'd) timer. A dead or hanging collector therefore never delays or fails an
 // agent call; what cannot be queued or delivered is counted, not retried forever.
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import type { Attributes } from '@opentelemetry/api';
 import { TraceFlags } from '@opentelemetry/api';
 import type { ExportResult } from '@opentelemetry/core';
@@ -103,9 +105,17 @@ export function createOtlpSpanProcessor(
   const { onDropped, headers, ...tuning } = options;
   const settings = { ...DEFAULTS, ...tuning };
   const url = tracesUrl(config.url);
+  // The exporter's transport never closes the keep-alive agent it creates (its shutdown is a no-op), so every
+  // closed gateway would leave a socket to the collector open (pitfall 42): we own the agent and destroy it.
+  const agents: HttpAgent[] = [];
   const exporterConfig = {
     url,
     timeoutMillis: settings.exportTimeoutMillis,
+    httpAgentOptions: (protocol: string) => {
+      const agent = protocol === 'http:' ? new HttpAgent({ keepAlive: true }) : new HttpsAgent({ keepAlive: true });
+      agents.push(agent);
+      return agent;
+    },
     ...(headers ? { headers } : {}),
   };
   const inner: SpanExporter =
@@ -168,21 +178,27 @@ export function createOtlpSpanProcessor(
     forceFlush: () => batch.forceFlush(),
     shutdown() {
       closed = true;
+      const destroyAgents = () => {
+        for (const agent of agents.splice(0)) agent.destroy();
+      };
       shutdown ??= new Promise<void>((resolve) => {
         if (failing) {
           // The collector is known to be down: a final flush would only wait out the retries.
           logger.warn('otlp export: collector unreachable at shutdown; pending spans abandoned', { url });
           batch.shutdown().catch(() => undefined);
+          destroyAgents();
           resolve();
           return;
         }
         const timer = setTimeout(() => {
           logger.warn('otlp export: spans still pending at shutdown were abandoned', { url });
+          destroyAgents();
           resolve();
         }, settings.shutdownTimeoutMillis);
         timer.unref();
         const finish = () => {
           clearTimeout(timer);
+          destroyAgents();
           resolve();
         };
         batch.shutdown().then(finish, (error: unknown) => {
