@@ -2,16 +2,30 @@
 // x-rollout-id / x-attempt-id; one sequence id allocated in process before forwarding, so order is
 // arrival order at the gateway (contracts.md §1.8, pitfall 31). Unknown rollouts and attempts are
 // registered under the given ids when `autoCreate` is on, else refused with 404 rollout_not_found.
+// The rollout's response-cache opt-in (metadata `rollgate.response_cache: true`) is read from the same
+// lookup and kept with the pair, so checking it never costs a store round trip of its own.
 import type { MiddlewareHandler } from 'hono';
 import { GatewayError } from '../src/errors.js';
 import type { RolloutModeHint } from '../src/gateway/body-rewrite.js';
 import { HEADER_ATTEMPT_ID, HEADER_ROLLOUT_ID } from '../src/gateway/headers.js';
+import { RESPONSE_CACHE_METADATA_KEY } from '../src/gateway/response-cache.js';
 import type { LightningStore } from '../src/store/types.js';
 import type { RolloutEnv } from './env.js';
 
 export type AttributedEnv = {
-  Variables: RolloutEnv['Variables'] & { rolloutMode: RolloutModeHint };
+  Variables: RolloutEnv['Variables'] & {
+    rolloutMode: RolloutModeHint;
+    /** The rollout's metadata opted in to the response cache (as it was when the pair was first seen). */
+    rolloutCacheOptIn: boolean;
+  };
 };
+
+interface KnownPair {
+  readonly mode: RolloutModeHint;
+  readonly cacheOptIn: boolean;
+}
+
+const UNATTRIBUTED: KnownPair = { mode: null, cacheOptIn: false };
 
 export type AttributionStore = Pick<
   LightningStore,
@@ -37,17 +51,17 @@ function checkId(value: string, name: string): string {
 export function rolloutAttempt(options: RolloutAttemptOptions): MiddlewareHandler<AttributedEnv> {
   const { store, autoCreate } = options;
   const limit = options.knownPairsLimit ?? DEFAULT_KNOWN_PAIRS_LIMIT;
-  const known = new Map<string, RolloutModeHint>();
-  const inFlight = new Map<string, Promise<RolloutModeHint>>();
+  const known = new Map<string, KnownPair>();
+  const inFlight = new Map<string, Promise<KnownPair>>();
 
-  async function register(rid: string, aid: string): Promise<RolloutModeHint> {
+  async function register(rid: string, aid: string): Promise<KnownPair> {
     const rollout = await store.getRolloutById(rid);
     if (rollout === null) {
       if (!autoCreate)
         throw new GatewayError('rollout_not_found', `Rollout not found: ${rid}`, { param: 'rollout_id' });
       const started = await store.startRollout({ input: null, rollout_id: rid, attempt_id: aid });
       if (started.attempt.attempt_id !== aid) await store.startAttempt(rid, { attempt_id: aid });
-      return started.mode;
+      return { mode: started.mode, cacheOptIn: started.metadata?.[RESPONSE_CACHE_METADATA_KEY] === true };
     }
     const latest = 'attempt' in rollout ? rollout.attempt.attempt_id : null;
     if (latest !== aid) {
@@ -59,14 +73,14 @@ export function rolloutAttempt(options: RolloutAttemptOptions): MiddlewareHandle
         await store.startAttempt(rid, { attempt_id: aid });
       }
     }
-    return rollout.mode;
+    return { mode: rollout.mode, cacheOptIn: rollout.metadata?.[RESPONSE_CACHE_METADATA_KEY] === true };
   }
 
   /** Single flight per pair, so a burst of first calls registers a rollout once. */
-  function ensure(rid: string, aid: string): RolloutModeHint | Promise<RolloutModeHint> {
+  function ensure(rid: string, aid: string): KnownPair | Promise<KnownPair> {
     const key = `${rid}\u0000${aid}`;
-    const mode = known.get(key);
-    if (mode !== undefined) return mode;
+    const pair = known.get(key);
+    if (pair !== undefined) return pair;
     let pending = inFlight.get(key);
     if (pending === undefined) {
       pending = register(rid, aid).then(
@@ -93,7 +107,8 @@ export function rolloutAttempt(options: RolloutAttemptOptions): MiddlewareHandle
     const aid = pathAid ?? c.req.header(HEADER_ATTEMPT_ID);
     if (rid === undefined && aid === undefined) {
       c.set('attribution', null);
-      c.set('rolloutMode', null);
+      c.set('rolloutMode', UNATTRIBUTED.mode);
+      c.set('rolloutCacheOptIn', UNATTRIBUTED.cacheOptIn);
       await next();
       return;
     }
@@ -104,10 +119,11 @@ export function rolloutAttempt(options: RolloutAttemptOptions): MiddlewareHandle
     }
     checkId(rid, 'rollout_id');
     checkId(aid, 'attempt_id');
-    const mode = await ensure(rid, aid);
+    const pair = await ensure(rid, aid);
     const seq = await store.nextSequenceId(rid, aid);
     c.set('attribution', { rid, aid, seq, requestId: c.get('requestId') });
-    c.set('rolloutMode', mode);
+    c.set('rolloutMode', pair.mode);
+    c.set('rolloutCacheOptIn', pair.cacheOptIn);
     await next();
   };
 }

@@ -10,7 +10,7 @@ import { type AttributedEnv, type AttributionStore, rolloutAttempt } from '../mi
 import { GatewayError } from '../src/errors.js';
 import type { Endpoint } from '../src/gateway/call-capture.js';
 import type { Gateway } from '../src/gateway/forward.js';
-import { HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/headers.js';
+import { HEADER_ROLLGATE_CACHE, HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/headers.js';
 import { WebResponseSink } from '../src/gateway/web-sink.js';
 
 type OpenAiEnv = {
@@ -57,15 +57,21 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
       }
       const sink = outgoing ?? new WebResponseSink();
       const attributed = c.get('attribution');
+      const body = c.get('jsonBody');
       const forwarding = gateway.forward({
         endpoint,
-        body: c.get('jsonBody'),
+        body,
         attribution: attributed === null ? null : { rid: attributed.rid, aid: attributed.aid, seq: attributed.seq },
         mode: c.get('rolloutMode'),
         requestId: c.get('requestId'),
         clientRetryCount: retryCount(c),
         sink,
         extraHeaders,
+        // Only temperature-0 calls can be cached; every other call skips the header read.
+        cacheOptIn:
+          body.temperature === 0
+            ? { header: c.req.header(HEADER_ROLLGATE_CACHE), rollout: c.get('rolloutCacheOptIn') }
+            : undefined,
       });
       if (sink instanceof WebResponseSink) {
         // Without node's server (app.request in process): answer as soon as the head is written.

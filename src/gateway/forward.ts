@@ -30,6 +30,13 @@ import {
   HEADER_SHOULD_RETRY,
 } from './headers.js';
 import type { ModelListing, ModelRegistry, ResolvedRoute } from './model-registry.js';
+import {
+  type CachedResponse,
+  RESPONSE_CACHE_METADATA_KEY,
+  type ResponseCache,
+  responseCacheKey,
+  shouldUseResponseCache,
+} from './response-cache.js';
 import { StreamRelay, sseErrorEvent } from './stream-relay.js';
 import { errorTypeOf, normaliseErrorJson } from './upstream-error.js';
 import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from './upstream-tries.js';
@@ -37,6 +44,7 @@ import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from './upstream
 const UPSTREAM_PATHS: Record<Endpoint, string> = { chat: '/chat/completions', completions: '/completions' };
 const JSON_CONTENT_TYPE = 'application/json';
 const EVENT_STREAM = 'text/event-stream';
+const ROLLOUT_OPTED_IN = { [RESPONSE_CACHE_METADATA_KEY]: true } as const;
 
 export interface CallAttribution {
   readonly rid: string;
@@ -60,6 +68,11 @@ export interface ForwardCall {
   readonly sink: AgentSink;
   /** Headers earlier middleware prepared for the answer (CORS for browser agents); sent with ours. */
   readonly extraHeaders?: Readonly<Record<string, string>>;
+  /**
+   * Set for temperature-0 calls only (the route skips the header read otherwise): the client's
+   * x-rollgate-cache header and whether the call's rollout opted in to the response cache.
+   */
+  readonly cacheOptIn?: { readonly header: string | undefined; readonly rollout: boolean };
 }
 
 export interface GatewayOptions {
@@ -69,6 +82,8 @@ export interface GatewayOptions {
   readonly logger: Logger;
   /** Record messages as span attributes (on by default for training). */
   readonly captureContent: boolean;
+  /** Answers opted-in temperature-0 non-stream calls again without the model (response-cache.ts). */
+  readonly responseCache?: ResponseCache | null;
 }
 
 export interface Gateway {
@@ -76,6 +91,16 @@ export interface Gateway {
   forward(call: ForwardCall): Promise<void>;
   listModels(): readonly ModelListing[];
   close(): Promise<void>;
+}
+
+/** A cache-eligible call that missed: the answer is stored under this key once it ends well. */
+interface CacheMiss {
+  readonly cache: ResponseCache;
+  readonly key: string;
+  /** The key was computed for this version; an answer from another version is stored under its own key. */
+  readonly version: number;
+  readonly body: Readonly<Record<string, unknown>>;
+  readonly keyPrefix: string;
 }
 
 type Outcome =
@@ -139,6 +164,7 @@ class CallRun {
 
 export function createGateway(options: GatewayOptions): Gateway {
   const { registry, tracer, pendingWrites, logger, captureContent } = options;
+  const responseCache = options.responseCache ?? null;
 
   /** Ends the span with its outcome; resolves once an attributed span is in the store. */
   function endSpan(run: CallRun, outcome: Outcome, errorType?: string): Promise<void> {
@@ -183,12 +209,84 @@ export function createGateway(options: GatewayOptions): Gateway {
     return headers;
   }
 
+  type CacheLookup = { readonly hit: CachedResponse; readonly version: number } | CacheMiss | null;
+
+  function cacheKey(miss: Pick<CacheMiss, 'keyPrefix' | 'body'>, endpoint: Endpoint, version: number): string {
+    return (
+      miss.keyPrefix + responseCacheKey({ path: UPSTREAM_PATHS[endpoint], body: miss.body, modelVersion: version })
+    );
+  }
+
+  /** The response cache's view of a call: null when it does not apply, else its cached answer or the key to fill. */
+  async function lookupCache(call: ForwardCall): Promise<CacheLookup> {
+    const optIn = call.cacheOptIn;
+    // Streams are not cached: the SSE bytes an agent gets depend on stream_options, which the key leaves out,
+    // and keeping them would mean holding a copy of every chunk the relay passes on.
+    if (responseCache === null || optIn === undefined || call.body.stream === true) return null;
+    const body = call.forcedBody === undefined ? call.body : { ...call.body, ...call.forcedBody };
+    const rolloutMetadata = optIn.rollout ? ROLLOUT_OPTED_IN : null;
+    if (!shouldUseResponseCache({ body, header: optIn.header ?? null, rolloutMetadata })) return null;
+    let route: ResolvedRoute;
+    try {
+      // For the pool's current version only: the call resolves its backend again when it is forwarded.
+      route = registry.resolve(call.poolModel ?? call.body.model, { rolloutId: call.attribution?.rid ?? null });
+    } catch {
+      // The forward path meets and reports the same error.
+      return null;
+    }
+    // The pool and the rollout mode shape the answer too (the mode decides whether logprobs are injected).
+    const miss = { cache: responseCache, body, keyPrefix: `${route.model.name}\u0000${call.mode ?? ''}\u0000` };
+    const version = route.model.version;
+    const key = cacheKey(miss, call.endpoint, version);
+    try {
+      const hit = await responseCache.get(key);
+      if (hit !== undefined) return { hit, version };
+    } catch (error) {
+      logger.warn('response cache read failed', { requestId: call.requestId, err: String(error) });
+    }
+    return { ...miss, key, version };
+  }
+
+  /** A cache hit is a call like any other for the store: same span, same token ids, marked `hit`. */
+  async function answerFromCache(call: ForwardCall, run: CallRun, hit: CachedResponse, version: number): Promise<void> {
+    const span = run.span;
+    const capture = new CallCapture(call.endpoint);
+    try {
+      capture.setResponse(JSON.parse(hit.body));
+    } catch {
+      // Only parsed bodies are stored; a foreign store's value is still answered as it is.
+    }
+    recordCapture(run, capture, true);
+    if (!capture.sawChunk) span.setAttribute(A.ATTR_TOKEN_IDS_STATUS, A.TOKEN_IDS_STATUS_VALUE_MISSING);
+    span.setAttribute(A.ATTR_CACHE_STATUS, A.CACHE_STATUS_VALUE_HIT);
+    span.setAttribute(A.ATTR_MODEL_VERSION, version);
+    if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
+    await endSpan(run, A.STREAM_STATUS_VALUE_OK);
+    if (run.clientGone) return;
+    const body = Buffer.from(hit.body);
+    const headers = agentHeaders(call, hit.contentType);
+    headers['content-length'] = body.length;
+    run.finished = true;
+    call.sink.writeHead(hit.status, headers);
+    call.sink.end(body);
+  }
+
+  async function fillCache(call: ForwardCall, miss: CacheMiss, value: Omit<CachedResponse, 'storedAt'>): Promise<void> {
+    try {
+      // Awaited before the answer goes out, so the agent's next identical call finds it.
+      await miss.cache.set(miss.key, value);
+    } catch (error) {
+      logger.warn('response cache write failed', { requestId: call.requestId, err: String(error) });
+    }
+  }
+
   async function answerWhole(
     call: ForwardCall,
     run: CallRun,
     response: Dispatcher.ResponseData,
-    isStream: boolean,
+    options: { readonly isStream: boolean; readonly miss: CacheMiss | null },
   ): Promise<void> {
+    const { isStream, miss } = options;
     const status = response.statusCode;
     const contentType = headerString(response.headers['content-type']);
     let body = Buffer.from(await response.body.arrayBuffer());
@@ -220,13 +318,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
     } else if (isJsonContentType(contentType)) {
       const capture = new CallCapture(call.endpoint);
+      const text = body.toString('utf8');
       try {
-        capture.setResponse(JSON.parse(body.toString('utf8')));
+        capture.setResponse(JSON.parse(text));
       } catch {
         // Not our JSON to judge: the agent gets the bytes; the span says ids are missing.
       }
       recordCapture(run, capture, true);
       if (!capture.sawChunk) run.span.setAttribute(A.ATTR_TOKEN_IDS_STATUS, A.TOKEN_IDS_STATUS_VALUE_MISSING);
+      else if (miss !== null && status < 300 && !run.clientGone) {
+        await fillCache(call, miss, { status, contentType: contentType ?? JSON_CONTENT_TYPE, body: text });
+      }
     }
     run.span.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, status);
     if (isStream && status < 400) run.span.setAttribute(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds(run));
@@ -352,6 +454,16 @@ export function createGateway(options: GatewayOptions): Gateway {
       ROOT_CONTEXT,
     );
     const run = new CallRun(span, call.sink);
+    const cached = await lookupCache(call);
+    let miss: CacheMiss | null = null;
+    if (cached !== null) {
+      if ('hit' in cached) {
+        await answerFromCache(call, run, cached.hit, cached.version);
+        return;
+      }
+      miss = cached;
+      span.setAttribute(A.ATTR_CACHE_STATUS, A.CACHE_STATUS_VALUE_MISS);
+    }
     let sent: SentUpstream<ReturnType<typeof rewriteBody>>;
     try {
       sent = await sendUpstream({
@@ -398,6 +510,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     const { route, response, data: rewritten } = sent;
     const { backend, model } = route;
     run.retries = sent.retries;
+    // A pool replaced while the call was on its way: its answer belongs to the version that gave it.
+    if (miss !== null && miss.version !== model.version) {
+      miss = { ...miss, key: cacheKey(miss, call.endpoint, model.version), version: model.version };
+    }
     span.setAttributes({
       [A.ATTR_GEN_AI_PROVIDER_NAME]:
         backend.type === 'vllm' ? A.GEN_AI_PROVIDER_NAME_VALUE_VLLM : A.GEN_AI_PROVIDER_NAME_VALUE_OPENAI,
@@ -414,7 +530,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
 
     try {
-      await relayAnswer(call, run, response, rewritten);
+      await relayAnswer(call, run, response, { rewritten, miss });
     } finally {
       // The backend's in-flight slot is held until its response has closed (pitfall 46).
       sent.release();
@@ -425,14 +541,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     call: ForwardCall,
     run: CallRun,
     response: Dispatcher.ResponseData,
-    rewritten: ReturnType<typeof rewriteBody>,
+    options: { readonly rewritten: ReturnType<typeof rewriteBody>; readonly miss: CacheMiss | null },
   ): Promise<void> {
+    const { rewritten, miss } = options;
     const contentType = headerString(response.headers['content-type']);
     try {
       if (rewritten.isStream && response.statusCode < 400 && contentType?.startsWith(EVENT_STREAM)) {
         await relayStream(call, run, response, rewritten.clientAskedUsage);
       } else {
-        await answerWhole(call, run, response, rewritten.isStream);
+        await answerWhole(call, run, response, { isStream: rewritten.isStream, miss });
       }
     } catch (error) {
       response.body.destroy();

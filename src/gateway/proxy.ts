@@ -1,12 +1,20 @@
 // Builds the forwarding engine from config: model registry (one keep-alive pool per backend), the
 // gateway's own tracer provider with the given span writer, and the forward path; one close() for all.
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { Keyv } from 'keyv';
 import type { RollgateConfig } from '../../config/schema.js';
 import type { Logger } from '../logger.js';
 import type { PendingSpanWrites } from '../tracing/pending-writes.js';
 import { createTracing, type Tracing } from '../tracing/provider.js';
+import { BoundedMemoryMap } from './bounded-memory-map.js';
 import { createGateway, type Gateway } from './forward.js';
 import { createStaticModelRegistry, type ModelRegistry } from './model-registry.js';
+import { createResponseCache, type ResponseCache } from './response-cache.js';
+
+/** Defaults of the in-memory response cache: evaluation answers are small, and an hour covers an APO run. */
+const RESPONSE_CACHE_MAX_ENTRIES = 10_000;
+const RESPONSE_CACHE_MAX_CHARS = 64 * 1024 * 1024;
+const RESPONSE_CACHE_TTL_MS = 60 * 60 * 1000;
 
 export interface ProxyOptions {
   readonly config: Pick<RollgateConfig, 'models' | 'tracing'>;
@@ -17,6 +25,8 @@ export interface ProxyOptions {
   readonly logger: Logger;
   /** Replaces the config's round-robin registry (health, sticky routing). */
   readonly registry?: ModelRegistry;
+  /** Answers opted-in temperature-0 calls (response-cache.ts); default: bounded, in memory. Closed with the proxy. */
+  readonly responseCache?: ResponseCache;
 }
 
 export interface Proxy {
@@ -28,6 +38,15 @@ export interface Proxy {
 
 export function createProxy(options: ProxyOptions): Proxy {
   const registry = options.registry ?? createStaticModelRegistry({ models: options.config.models });
+  const responseCache =
+    options.responseCache ??
+    createResponseCache({
+      keyv: new Keyv({
+        store: new BoundedMemoryMap({ maxEntries: RESPONSE_CACHE_MAX_ENTRIES, maxChars: RESPONSE_CACHE_MAX_CHARS }),
+        namespace: 'rollgate-response-cache',
+      }),
+      ttlMs: RESPONSE_CACHE_TTL_MS,
+    });
   const tracing = createTracing({ spanProcessors: [options.spanWriter, ...(options.extraSpanProcessors ?? [])] });
   const gateway = createGateway({
     registry,
@@ -35,6 +54,7 @@ export function createProxy(options: ProxyOptions): Proxy {
     pendingWrites: options.spanWriter,
     logger: options.logger,
     captureContent: options.config.tracing.captureContent,
+    responseCache,
   });
   let closing: Promise<void> | null = null;
   return {
@@ -43,6 +63,7 @@ export function createProxy(options: ProxyOptions): Proxy {
     close() {
       closing ??= (async () => {
         await gateway.close();
+        await responseCache.close();
         await tracing.close();
       })();
       return closing;
