@@ -14,6 +14,7 @@ import type { z } from 'zod';
 import type { AppEnv } from '../middleware/env.js';
 import { renderError } from '../middleware/openai-errors.js';
 import { eventSpan, spanToEvent, type V1Event } from '../src/agl-v1/events.js';
+import { KeyedLock } from '../src/agl-v1/keyed-lock.js';
 import {
   canTransition,
   dataIdOf,
@@ -105,22 +106,6 @@ async function readJson(c: Context<V1Env>): Promise<unknown> {
 
 function rolloutNotFound(rid: string): GatewayError {
   return new GatewayError('rollout_not_found', `Rollout not found: ${rid}`, { param: 'rollout_id' });
-}
-
-/** Per-key promise chain: the read-check-write of one rollout's PATCH never interleaves with another's. */
-class KeyedLock {
-  readonly #tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(key) ?? Promise.resolve();
-    const result = previous.then(task, task);
-    const tail = result.catch(() => undefined);
-    this.#tails.set(key, tail);
-    void tail.then(() => {
-      if (this.#tails.get(key) === tail) this.#tails.delete(key);
-    });
-    return result;
-  }
 }
 
 export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
