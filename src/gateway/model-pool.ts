@@ -19,7 +19,7 @@ import type {
   ResolvedRoute,
 } from './model-registry.js';
 import { createRetryPolicy, type RetryPolicy } from './retry-policy.js';
-import { pickSticky } from './sticky-hash.js';
+import { stickyIndex } from './sticky-hash.js';
 
 /** Sockets idle longer than this are closed by us first, before a server's own idle timeout races us. */
 const UPSTREAM_KEEP_ALIVE_MS = 60_000;
@@ -115,8 +115,9 @@ function createBackend(config: BackendConfig, model: ModelConfig): Backend {
   };
 }
 
-function byUrl(member: PoolMember): string {
-  return member.backend.url;
+/** The order contracts.md §7.4 hashes over: endpoint strings sorted by code unit, like Python's sorted(). */
+function sortedByUrl(members: PoolMember[]): PoolMember[] {
+  return members.sort((a, b) => (a.backend.url < b.backend.url ? -1 : a.backend.url > b.backend.url ? 1 : 0));
 }
 
 export interface PoolRegistryOptions {
@@ -152,13 +153,15 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
   }
 
   for (const model of options.models) {
-    const members = model.backends.map((config) => ({
-      backend: createBackend(config, model),
-      version: model.version,
-      inflight: 0,
-      draining: false,
-      retired: false,
-    }));
+    const members = sortedByUrl(
+      model.backends.map((config) => ({
+        backend: createBackend(config, model),
+        version: model.version,
+        inflight: 0,
+        draining: false,
+        retired: false,
+      })),
+    );
     const health = new BackendHealth(
       members.map((m) => m.backend.url),
       {
@@ -229,7 +232,8 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     // The sticky choice is made over the healthy set, so every replica agrees while health agrees. A retry stays
     // sticky over what is left, which is where the rollout's later calls go once the failed backend is ejected.
     if (context.rolloutId !== null) {
-      return pickSticky(context.rolloutId, candidates, byUrl);
+      // Members are kept sorted by URL, so every filtered list is too: no sort per call.
+      return candidates[stickyIndex(context.rolloutId, candidates.length)];
     }
     return leastLoaded(entry, candidates);
   }
@@ -327,13 +331,15 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       if (request.backends.length === 0) {
         throw new GatewayError('validation_error', 'A pool needs at least one backend', { param: 'backends' });
       }
-      const members: PoolMember[] = request.backends.map((config) => ({
-        backend: createBackend(config, entry.config),
-        version: request.version,
-        inflight: 0,
-        draining: false,
-        retired: false,
-      }));
+      const members = sortedByUrl(
+        request.backends.map((config) => ({
+          backend: createBackend(config, entry.config),
+          version: request.version,
+          inflight: 0,
+          draining: false,
+          retired: false,
+        })),
+      );
       for (const member of members) {
         entry.byBackend.set(member.backend, member);
         // A backend kept across versions keeps its health view; a new one starts healthy until proven otherwise.
