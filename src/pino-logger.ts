@@ -1,6 +1,5 @@
-// The pino-backed Logger the composition root hands to every part. JSON lines on stdout; pretty output only
-// when stdout is a terminal and the optional pino-pretty package happens to be installed.
-import { createRequire } from 'node:module';
+// The pino-backed Logger the composition root hands to every part. JSON lines on stdout (what log shippers
+// read); pretty, coloured lines when stdout is a terminal (what a person reads).
 import { type DestinationStream, type Logger as Pino, pino } from 'pino';
 import type { LogFields, Logger } from './logger.js';
 
@@ -8,7 +7,7 @@ export type LogLevelSetting = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
 export interface PinoLoggerOptions {
   readonly level: LogLevelSetting;
-  /** Where lines go; defaults to stdout (pretty on a TTY when pino-pretty is present). */
+  /** Where lines go; defaults to stdout (pretty on a TTY). */
   readonly destination?: DestinationStream;
   readonly name?: string;
 }
@@ -16,17 +15,8 @@ export interface PinoLoggerOptions {
 export function createPinoLogger(options: PinoLoggerOptions): Logger {
   const base = { level: options.level, name: options.name ?? 'rollgate' };
   if (options.destination !== undefined) return wrap(pino(base, options.destination));
-  if (process.stdout.isTTY && hasPinoPretty()) return wrap(pino({ ...base, transport: { target: 'pino-pretty' } }));
+  if (process.stdout.isTTY) return wrap(pino({ ...base, transport: { target: 'pino-pretty' } }));
   return wrap(pino(base));
-}
-
-function hasPinoPretty(): boolean {
-  try {
-    createRequire(import.meta.url).resolve('pino-pretty');
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function wrap(instance: Pino): Logger {
