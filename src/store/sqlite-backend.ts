@@ -7,10 +7,20 @@
 
 import type BetterSqlite3 from 'better-sqlite3';
 import Database from 'better-sqlite3';
+import { ATTR_PROMPT_TOKEN_IDS, ATTR_RESPONSE_TOKEN_IDS } from '../tracing/attributes.js';
 import type { EVICTED } from './backend.js';
 import { MemoryBackend } from './memory-backend.js';
 import { migrate } from './sqlite-schema.js';
-import { IntArrayPacker, unpackIntArrays } from './token-ids-codec.js';
+import { unpackIntArrays } from './token-ids-codec.js';
+import {
+  contextPrefixLength,
+  isInt32Array,
+  type PrefixReference,
+  type TokenContext,
+  unpackVarintArrays,
+  VarintPacker,
+} from './token-ids-varint-codec.js';
+import { TokenPrefixBases } from './token-prefix-bases.js';
 import type {
   Attempt,
   CompletionEntry,
@@ -59,8 +69,23 @@ const KEY_SEPARATOR = '\u0000';
 const LATEST_RESOURCES_KEY = 'latest_resources_id';
 
 interface SpanRow {
+  id: number;
   data: string;
   packed: Buffer | null;
+  packing: number;
+  base_id: number | null;
+}
+
+// Rows of packing 1 (every row written before schema version 3) hold int32 runs, token-ids-codec.ts.
+const PACKING_VARINT = 2;
+
+/** The context a later turn's prompt may continue, or null when the span's ids cannot serve as a base. */
+function tokenContextOf(span: Span): TokenContext | null {
+  const prompt = span.attributes[ATTR_PROMPT_TOKEN_IDS];
+  const response = span.attributes[ATTR_RESPONSE_TOKEN_IDS];
+  if (!isInt32Array(prompt)) return null;
+  if (response === undefined) return { prompt, response: [] };
+  return isInt32Array(response) ? { prompt, response } : null;
 }
 
 export class SqliteBackend extends MemoryBackend {
@@ -91,7 +116,8 @@ export class SqliteBackend extends MemoryBackend {
   #latestResourcesDirty = false;
   #pendingCompletions: CompletionEntry[] = [];
   #pendingSpans: Span[] = [];
-  readonly #packer = new IntArrayPacker();
+  readonly #packer = new VarintPacker();
+  readonly #bases = new TokenPrefixBases();
   readonly #pendingSpanKeys = new Set<string>();
   readonly #spanKeys = new Map<string, Set<string>>();
   #spanCount = 0;
@@ -147,9 +173,9 @@ export class SqliteBackend extends MemoryBackend {
       upsertMeta: db.prepare<[string, string]>(
         'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
       ),
-      insertSpan: db.prepare<[string, string, string, number, string, Buffer | null]>(
-        `INSERT OR IGNORE INTO spans (rollout_id, attempt_id, span_id, sequence_id, data, packed)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+      insertSpan: db.prepare<[string, string, string, number, string, Buffer | null, number, number | null]>(
+        `INSERT OR IGNORE INTO spans (rollout_id, attempt_id, span_id, sequence_id, data, packed, packing, base_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       insertCompletion: db.prepare<[number, string, string, number]>(
         'INSERT INTO completions (seq, rollout_id, status, time, deleted) VALUES (?, ?, ?, ?, 0)',
@@ -165,10 +191,13 @@ export class SqliteBackend extends MemoryBackend {
       spanKeysOfRollout: db.prepare<[string], { attempt_id: string; span_id: string }>(
         'SELECT attempt_id, span_id FROM spans WHERE rollout_id = ?',
       ),
-      spansOfRollout: db.prepare<[string], SpanRow>('SELECT data, packed FROM spans WHERE rollout_id = ? ORDER BY id'),
-      spansOfAttempt: db.prepare<[string, string], SpanRow>(
-        'SELECT data, packed FROM spans WHERE rollout_id = ? AND attempt_id = ? ORDER BY id',
+      spansOfRollout: db.prepare<[string], SpanRow>(
+        'SELECT id, data, packed, packing, base_id FROM spans WHERE rollout_id = ? ORDER BY id',
       ),
+      spansOfAttempt: db.prepare<[string, string], SpanRow>(
+        'SELECT id, data, packed, packing, base_id FROM spans WHERE rollout_id = ? AND attempt_id = ? ORDER BY id',
+      ),
+      spanById: db.prepare<[number], SpanRow>('SELECT id, data, packed, packing, base_id FROM spans WHERE id = ?'),
     };
   }
 
@@ -241,7 +270,10 @@ export class SqliteBackend extends MemoryBackend {
 
   override putRollout(rollout: Rollout): void {
     super.putRollout(rollout);
-    if (TERMINAL_STATUSES.includes(rollout.status)) this.#spanKeys.delete(rollout.rollout_id);
+    if (TERMINAL_STATUSES.includes(rollout.status)) {
+      this.#spanKeys.delete(rollout.rollout_id);
+      this.#bases.forgetRollout(rollout.rollout_id);
+    }
     this.#dirtyRollouts.add(rollout.rollout_id);
     this.#schedule();
   }
@@ -327,6 +359,7 @@ export class SqliteBackend extends MemoryBackend {
     const existed = super.deleteRollout(rolloutId);
     this.#queuePos.delete(rolloutId);
     this.#spanKeys.delete(rolloutId);
+    this.#bases.forgetRollout(rolloutId);
     this.#reserved.delete(rolloutId);
     const removed = this.#deleteTx(rolloutId);
     this.#spanCount -= removed.count;
@@ -375,11 +408,34 @@ export class SqliteBackend extends MemoryBackend {
       attemptId === null
         ? this.#stmt.spansOfRollout.all(rolloutId)
         : this.#stmt.spansOfAttempt.all(rolloutId, attemptId);
-    return rows.map((row) => {
-      const span = JSON.parse(row.data) as Span;
-      if (row.packed !== null) unpackIntArrays(span.attributes, row.packed);
-      return span;
-    });
+    // Rows come in id order and a prefix base always has a lower id in the same attempt, so bases are decoded
+    // before the spans that refer to them; the lookup by id only serves rows whose base is outside this result.
+    const decoded = new Map<number, Span>();
+    return rows.map((row) => this.#decodeSpan(row, decoded));
+  }
+
+  #decodeSpan(row: SpanRow, decoded: Map<number, Span>): Span {
+    const span = JSON.parse(row.data) as Span;
+    if (row.packed !== null) {
+      if (row.packing === PACKING_VARINT) {
+        unpackVarintArrays(span.attributes, row.packed, () => this.#baseContext(row.base_id, decoded));
+      } else {
+        unpackIntArrays(span.attributes, row.packed);
+      }
+    }
+    decoded.set(row.id, span);
+    return span;
+  }
+
+  #baseContext(baseId: number | null, decoded: Map<number, Span>): TokenContext | undefined {
+    if (baseId === null) return undefined;
+    let base = decoded.get(baseId);
+    if (base === undefined) {
+      const row = this.#stmt.spanById.get(baseId);
+      if (row === undefined) return undefined;
+      base = this.#decodeSpan(row, decoded);
+    }
+    return tokenContextOf(base) ?? undefined;
   }
 
   override spanCount(): number {
@@ -419,6 +475,8 @@ export class SqliteBackend extends MemoryBackend {
       this.#flushTx();
       batch.resolve();
     } catch (error) {
+      // The rolled-back batch may have named rows that now do not exist.
+      this.#bases.clear();
       this.#onFlushError(error);
       batch.reject(error);
     }
@@ -433,6 +491,20 @@ export class SqliteBackend extends MemoryBackend {
     s.deleteRollout.run(rolloutId);
     s.tombstoneCompletions.run(rolloutId);
     return { count: totals?.n ?? 0, bytes: totals?.bytes ?? 0 };
+  }
+
+  /** The longest stored context of the same attempt that this span's prompt ids start with, if any. */
+  #prefixFor(span: Span): { reference: PrefixReference; rowId: number } | null {
+    const prompt = span.attributes[ATTR_PROMPT_TOKEN_IDS];
+    if (!Array.isArray(prompt)) return null;
+    let best: { reference: PrefixReference; rowId: number } | null = null;
+    for (const base of this.#bases.candidates(span.rollout_id, span.attempt_id)) {
+      const length = contextPrefixLength(prompt, base);
+      if (length > 0 && (best === null || length > best.reference.length)) {
+        best = { reference: { name: ATTR_PROMPT_TOKEN_IDS, length }, rowId: base.rowId };
+      }
+    }
+    return best;
   }
 
   #writeJournal(): void {
@@ -452,10 +524,30 @@ export class SqliteBackend extends MemoryBackend {
     this.#dirtyCounters.clear();
     this.#reservationPending = false;
     for (const span of this.#pendingSpans) {
-      const { rest, packed } = this.#packer.pack(span.attributes);
+      const prefix = this.#prefixFor(span);
+      const { rest, packed, prefixUsed } = this.#packer.pack(span.attributes, prefix?.reference ?? null);
       const data = JSON.stringify(rest === span.attributes ? span : { ...span, attributes: rest });
-      s.insertSpan.run(span.rollout_id, span.attempt_id, span.span_id, span.sequence_id, data, packed);
+      const baseId = prefixUsed && prefix !== null ? prefix.rowId : null;
+      const result = s.insertSpan.run(
+        span.rollout_id,
+        span.attempt_id,
+        span.span_id,
+        span.sequence_id,
+        data,
+        packed,
+        PACKING_VARINT,
+        baseId,
+      );
       this.#spanBytes += data.length + (packed?.length ?? 0);
+      if (result.changes === 0) continue;
+      const context = tokenContextOf(span);
+      if (context !== null) {
+        this.#bases.remember(span.rollout_id, span.attempt_id, {
+          ...context,
+          rowId: Number(result.lastInsertRowid),
+          sequenceId: span.sequence_id,
+        });
+      }
     }
     this.#pendingSpans = [];
     this.#pendingSpanKeys.clear();

@@ -1,10 +1,13 @@
 // SQLite schema, versioned with PRAGMA user_version. Entities keep their JSON in `data` plus the columns that
-// reads and ordering need; spans keep integer arrays packed in `packed` (token-ids-codec.ts).
+// reads and ordering need; spans keep integer arrays packed in `packed` (token-ids-codec.ts for packing 1,
+// token-ids-varint-codec.ts for packing 2).
 import type BetterSqlite3 from 'better-sqlite3';
 
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
-const MIGRATIONS: ReadonlyArray<string> = [
+type Migration = string | ((db: BetterSqlite3.Database) => void);
+
+const MIGRATIONS: ReadonlyArray<Migration> = [
   // 0 -> 1
   `
   CREATE TABLE rollouts (
@@ -62,6 +65,19 @@ const MIGRATIONS: ReadonlyArray<string> = [
     SELECT rollout_id, status, coalesce(json_extract(data, '$.end_time'), json_extract(data, '$.start_time'), 0)
     FROM rollouts WHERE status IN ('failed', 'succeeded', 'cancelled') ORDER BY rowid;
   `,
+  // 2 -> 3: spans say how `packed` is encoded (1: int32 runs, every older row; 2: varints with an optional
+  // prompt prefix taken from the span at row `base_id`, same rollout and attempt). Old rows stay as they are.
+  // Skips columns already there, so a file whose version was rewound still opens.
+  (db) => {
+    const columns = new Set(
+      db
+        .prepare<[], { name: string }>("SELECT name FROM pragma_table_info('spans')")
+        .all()
+        .map((c) => c.name),
+    );
+    if (!columns.has('packing')) db.exec('ALTER TABLE spans ADD COLUMN packing INTEGER NOT NULL DEFAULT 1');
+    if (!columns.has('base_id')) db.exec('ALTER TABLE spans ADD COLUMN base_id INTEGER');
+  },
 ];
 
 export function migrate(db: BetterSqlite3.Database): void {
@@ -71,7 +87,11 @@ export function migrate(db: BetterSqlite3.Database): void {
     throw new Error(`store file has schema version ${version}; this rollgate supports up to ${SCHEMA_VERSION}`);
   }
   const apply = db.transaction(() => {
-    for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v] ?? '');
+    for (let v = version; v < SCHEMA_VERSION; v++) {
+      const migration = MIGRATIONS[v];
+      if (typeof migration === 'function') migration(db);
+      else db.exec(migration ?? '');
+    }
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   });
   if (version < SCHEMA_VERSION) apply();
