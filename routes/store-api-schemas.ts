@@ -2,6 +2,7 @@
 // Shapes follow agent-lightning v0.3's pydantic models so its Python client works unchanged: search bodies
 // accept explicit nulls for "no filter", update bodies distinguish an absent key (UNSET) from null.
 import { z } from 'zod';
+import { ATTEMPT_FIELDS, RESOURCES_FIELDS, ROLLOUT_FIELDS, SPAN_FIELDS, WORKER_FIELDS } from '../src/store/query.js';
 import {
   ATTEMPT_STATUSES,
   type JsonValue,
@@ -246,48 +247,11 @@ export const rewardBodySchema = z
 
 /** Sortable fields per model: `sort_by` outside these is a 400 (contracts.md §3.8). */
 export const SORT_FIELDS = {
-  rollouts: ['rollout_id', 'input', 'start_time', 'end_time', 'mode', 'resources_id', 'status', 'config', 'metadata'],
-  attempts: [
-    'rollout_id',
-    'attempt_id',
-    'sequence_id',
-    'start_time',
-    'end_time',
-    'status',
-    'worker_id',
-    'last_heartbeat_time',
-    'metadata',
-  ],
-  workers: [
-    'worker_id',
-    'status',
-    'heartbeat_stats',
-    'last_heartbeat_time',
-    'last_dequeue_time',
-    'last_busy_time',
-    'last_idle_time',
-    'current_rollout_id',
-    'current_attempt_id',
-  ],
-  resources: ['resources_id', 'create_time', 'update_time', 'version', 'resources'],
-  spans: [
-    'rollout_id',
-    'attempt_id',
-    'sequence_id',
-    'trace_id',
-    'span_id',
-    'parent_id',
-    'name',
-    'status',
-    'attributes',
-    'events',
-    'links',
-    'start_time',
-    'end_time',
-    'context',
-    'parent',
-    'resource',
-  ],
+  rollouts: ROLLOUT_FIELDS,
+  attempts: ATTEMPT_FIELDS,
+  workers: WORKER_FIELDS,
+  resources: RESOURCES_FIELDS,
+  spans: SPAN_FIELDS,
 } as const satisfies Record<string, readonly string[]>;
 export type SortFieldsKey = keyof typeof SORT_FIELDS;
 
