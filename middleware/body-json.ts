@@ -6,7 +6,11 @@ import { GatewayError } from '../src/errors.js';
 import type { AppEnv } from './env.js';
 
 export type JsonBodyEnv = {
-  Variables: AppEnv['Variables'] & { jsonBody: Record<string, unknown> };
+  Variables: AppEnv['Variables'] & {
+    jsonBody: Record<string, unknown>;
+    /** The bytes `jsonBody` was parsed from (the proxy sends them on instead of re-serialising). */
+    jsonBodyBytes: Buffer;
+  };
 };
 
 export function bodyJson(): MiddlewareHandler<JsonBodyEnv> {
@@ -24,6 +28,7 @@ export function bodyJson(): MiddlewareHandler<JsonBodyEnv> {
       throw new GatewayError('invalid_json', 'The request body must be a JSON object');
     }
     c.set('jsonBody', parsed as Record<string, unknown>);
+    c.set('jsonBodyBytes', bytes);
     await next();
   };
 }

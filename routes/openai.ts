@@ -61,6 +61,7 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
       const forwarding = gateway.forward({
         endpoint,
         body,
+        rawBody: c.get('jsonBodyBytes'),
         attribution: attributed === null ? null : { rid: attributed.rid, aid: attributed.aid, seq: attributed.seq },
         mode: c.get('rolloutMode'),
         requestId: c.get('requestId'),

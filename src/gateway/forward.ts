@@ -39,6 +39,7 @@ import {
 } from './response-cache.js';
 import { StreamRelay, sseErrorEvent } from './stream-relay.js';
 import { errorTypeOf, normaliseErrorJson } from './upstream-error.js';
+import { upstreamPayload } from './upstream-payload.js';
 import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from './upstream-tries.js';
 
 const UPSTREAM_PATHS: Record<Endpoint, string> = { chat: '/chat/completions', completions: '/completions' };
@@ -56,6 +57,8 @@ export interface ForwardCall {
   readonly endpoint: Endpoint;
   /** The client's parsed JSON body; it is not mutated. */
   readonly body: Readonly<Record<string, unknown>>;
+  /** The bytes `body` was parsed from, when the route kept them (see upstream-payload.ts). */
+  readonly rawBody?: Buffer;
   readonly attribution: CallAttribution | null;
   readonly mode: RolloutModeHint;
   /** Body keys forced after the standard rewrite, e.g. the v1 mode's temperature (see body-rewrite.ts). */
@@ -480,7 +483,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             mode: call.mode,
             ...(call.forcedBody === undefined ? {} : { forced: call.forcedBody }),
           });
-          const payload = Buffer.from(JSON.stringify(rewritten.body));
+          const payload = upstreamPayload({ client: call.body, raw: call.rawBody, rewritten });
           return {
             request: {
               path: UPSTREAM_PATHS[call.endpoint],

@@ -17,6 +17,8 @@ export function pickSticky<T>(
   key: (candidate: T) => string,
 ): T | undefined {
   if (candidates.length === 0) return undefined;
+  // One candidate is every index's answer: no sort, no sha256 per call.
+  if (candidates.length === 1) return candidates[0];
   const sorted = [...candidates].sort((a, b) => {
     const ka = key(a);
     const kb = key(b);
