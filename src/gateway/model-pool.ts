@@ -5,7 +5,6 @@
 // - unattributed calls go to the least-loaded backend;
 // - when no backend is healthy, every non-draining backend is a candidate again (panic routing, as in Envoy):
 //   an all-ejected pool is more often a stale health view than a dead fleet, and the retry budget bounds the cost.
-import { Pool } from 'undici';
 import type { BackendConfig, ModelConfig } from '../../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -18,11 +17,10 @@ import type {
   ResolveContext,
   ResolvedRoute,
 } from './model-registry.js';
+import { createBackend } from './model-registry.js';
 import { createRetryPolicy, type RetryPolicy } from './retry-policy.js';
 import { stickyIndex } from './sticky-hash.js';
 
-/** Sockets idle longer than this are closed by us first, before a server's own idle timeout races us. */
-const UPSTREAM_KEEP_ALIVE_MS = 60_000;
 /** A probe that has not answered by then counts as failed. */
 const PROBE_TIMEOUT_MS = 2_000;
 
@@ -93,25 +91,6 @@ function policyOf(model: ModelConfig, version: number): ModelPolicy {
     version,
     firstByteTimeoutMs: model.timeouts.firstByteMs,
     totalTimeoutMs: model.timeouts.totalMs,
-  };
-}
-
-function createBackend(config: BackendConfig, model: ModelConfig): Backend {
-  const url = new URL(config.url);
-  const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
-  return {
-    url: config.url,
-    type: config.type,
-    host: url.hostname,
-    port,
-    basePath: url.pathname.replace(/\/+$/, ''),
-    authorization: config.apiKey !== undefined ? `Bearer ${config.apiKey}` : null,
-    pool: new Pool(url.origin, {
-      connect: { timeout: model.timeouts.connectMs },
-      headersTimeout: model.timeouts.firstByteMs,
-      bodyTimeout: model.timeouts.firstByteMs,
-      keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
-    }),
   };
 }
 

@@ -72,7 +72,8 @@ interface ModelEntry {
   next: number;
 }
 
-function createBackend(config: ModelConfig['backends'][number], model: ModelConfig): Backend {
+/** One keep-alive undici Pool per backend URL, with the model's connect and first-byte timeouts. */
+export function createBackend(config: ModelConfig['backends'][number], model: ModelConfig): Backend {
   const url = new URL(config.url);
   const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
   return {
