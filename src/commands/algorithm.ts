@@ -4,15 +4,15 @@
 // Ctrl-C exits at once. Exit code: 0 when every algorithm succeeded, 1 when one failed, 130 when aborted,
 // 2 for a bad config.
 import { dirname, resolve } from 'node:path';
-import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../../config/load.js';
 import { AlgorithmConfigError } from '../algorithms/errors.js';
 import { createStoreOnlyGatewayControl } from '../algorithms/gateway-control.js';
 import { validateAlgorithmConfigs } from '../algorithms/loader.js';
 import { startAlgorithms } from '../algorithms/start.js';
 import { createPinoLogger, type LogLevelSetting } from '../pino-logger.js';
-import { normalizeGatewayUrl } from '../runner/attempt-urls.js';
 import { HttpStore } from '../store/http.js';
+import { parseGatewayUrl } from './gateway-url-option.js';
 
 export const EXIT_ALGORITHM_FAILED = 1;
 export const EXIT_CONFIG_ERROR = 2;
@@ -26,22 +26,11 @@ interface AlgorithmCommandOptions {
   readonly logLevel: LogLevelSetting;
 }
 
-function httpUrl(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new InvalidArgumentError('expected an http(s) URL, e.g. http://127.0.0.1:8080');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('expected http or https');
-  return normalizeGatewayUrl(value);
-}
-
 export function registerAlgorithmCommand(program: Command): void {
   program
     .command('algorithm')
     .description("Run the config's algorithms (apo, evaluate, rl, or your module) against a running gateway")
-    .requiredOption('-g, --gateway <url>', 'gateway root, e.g. http://127.0.0.1:8080', httpUrl)
+    .requiredOption('-g, --gateway <url>', 'gateway root, e.g. http://127.0.0.1:8080', parseGatewayUrl)
     .requiredOption('-c, --config <file>', 'config file whose "algorithms" to run')
     .option('--api-key <key>', 'admin key for the gateway store API (default: ROLLGATE_API_KEY)')
     .option('--report-dir <dir>', 'where reports go (default: <config folder>/data/reports)')

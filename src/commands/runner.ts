@@ -7,11 +7,11 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
 import { createPinoLogger, type LogLevelSetting } from '../pino-logger.js';
 import { createAgentTokenMinter } from '../runner/agent-tokens.js';
-import { normalizeGatewayUrl } from '../runner/attempt-urls.js';
 import { createProcessExecutor, DEFAULT_KILL_GRACE_MS } from '../runner/process-executor.js';
 import { createProgressReporter } from '../runner/progress.js';
 import { createRunner, DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_SHUTDOWN_GRACE_MS } from '../runner/runner.js';
 import { HttpStore } from '../store/http.js';
+import { parseGatewayUrl } from './gateway-url-option.js';
 
 export const EXIT_STARTUP_ERROR = 1;
 export const EXIT_USAGE_ERROR = 2;
@@ -42,17 +42,6 @@ function nonNegativeMs(value: string): number {
   return parsed;
 }
 
-function httpUrl(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new InvalidArgumentError('expected an http(s) URL, e.g. http://127.0.0.1:8080');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('expected http or https');
-  return normalizeGatewayUrl(value);
-}
-
 export function registerRunnerCommand(program: Command): void {
   program
     .command('runner')
@@ -62,7 +51,7 @@ export function registerRunnerCommand(program: Command): void {
     .addOption(
       new Option('-g, --gateway <url>', 'gateway root URL')
         .env('ROLLGATE_GATEWAY_URL')
-        .argParser(httpUrl)
+        .argParser(parseGatewayUrl)
         .makeOptionMandatory(),
     )
     .addOption(new Option('-n, --concurrency <n>', 'attempts run at once').argParser(positiveInt).default(1))
