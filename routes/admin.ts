@@ -13,9 +13,9 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../middleware/env.js';
 import type { KeyRing } from '../src/auth/keys.js';
-import { GatewayError } from '../src/errors.js';
 import type { PoolRegistry } from '../src/gateway/model-pool.js';
 import type { PauseGate } from '../src/gateway/pause-gate.js';
+import { parseRequest, readJsonBody } from './request-body.js';
 
 export interface AdminRoutesOptions {
   readonly pools: PoolRegistry;
@@ -51,27 +51,6 @@ const drainingBody = z.object({ url: z.string().min(1), draining: z.boolean() })
 
 const tokenBody = z.object({ rollout_id: z.string().min(1).max(1000) }).strict();
 
-async function jsonBody(c: { req: { text(): Promise<string> } }): Promise<unknown> {
-  const raw = await c.req.text();
-  if (raw.trim() === '') return {};
-  try {
-    return JSON.parse(raw) as unknown;
-  } catch {
-    throw new GatewayError('invalid_json', 'Invalid JSON in request body');
-  }
-}
-
-function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const path = issue === undefined ? [] : [...issue.path];
-  if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
-  const param = path.length > 0 ? path.map(String).join('.') : null;
-  const reason = issue?.message ?? 'Invalid request';
-  throw new GatewayError('validation_error', param === null ? reason : `${param}: ${reason}`, { param });
-}
-
 export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   const { pools, gate, keys } = options;
   const app = new Hono<AppEnv>();
@@ -99,7 +78,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   });
 
   app.post('/admin/pause', async (c) => {
-    const body = parse(pauseBody, await jsonBody(c));
+    const body = parseRequest(pauseBody, await readJsonBody(c));
     const paused = gate.pause({
       ...(body.retry_after_seconds === undefined ? {} : { retryAfterSeconds: body.retry_after_seconds }),
       reason: body.reason ?? null,
@@ -117,7 +96,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   app.get('/admin/state', (c) => c.json(state()));
 
   app.post('/admin/drain', async (c) => {
-    const body = parse(drainBody, await jsonBody(c));
+    const body = parseRequest(drainBody, await readJsonBody(c));
     const signal = AbortSignal.any([c.req.raw.signal, AbortSignal.timeout(body.timeout_seconds * 1000)]);
     const drained = await gate.waitForDrain(signal).then(
       () => true,
@@ -129,19 +108,19 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   app.get('/admin/pools', (c) => c.json({ pools: pools.snapshot() }));
 
   app.put('/admin/pools/:model', async (c) => {
-    const body = parse(replaceBody, await jsonBody(c));
+    const body = parseRequest(replaceBody, await readJsonBody(c));
     const snapshot = pools.replace(c.req.param('model'), body);
     c.get('logger').info('pool replaced', { model: snapshot.model, version: snapshot.version });
     return c.json(snapshot);
   });
 
   app.post('/admin/pools/:model/draining', async (c) => {
-    const body = parse(drainingBody, await jsonBody(c));
+    const body = parseRequest(drainingBody, await readJsonBody(c));
     return c.json(pools.setDraining({ model: c.req.param('model'), url: body.url, draining: body.draining }));
   });
 
   app.post('/admin/agent-tokens', async (c) => {
-    const body = parse(tokenBody, await jsonBody(c));
+    const body = parseRequest(tokenBody, await readJsonBody(c));
     return c.json({ rollout_id: body.rollout_id, token: keys.mintAgentToken(body.rollout_id) });
   });
 

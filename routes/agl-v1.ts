@@ -10,7 +10,6 @@
 import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { type Context, Hono } from 'hono';
-import type { z } from 'zod';
 import type { AppEnv } from '../middleware/env.js';
 import { renderError } from '../middleware/openai-errors.js';
 import { eventSpan, spanToEvent, type V1Event } from '../src/agl-v1/events.js';
@@ -45,6 +44,7 @@ import {
   rolloutPatchSchema,
   terminalQuerySchema,
 } from './agl-v1-schemas.js';
+import { parseRequest, readJsonBody } from './request-body.js';
 
 type V1Env = {
   Bindings: Partial<HttpBindings>;
@@ -82,27 +82,6 @@ const STATUSES_FOR_STATE: Readonly<Record<V1State, readonly RolloutStatus[]>> = 
   succeeded: ['succeeded'],
   failed: ['failed', 'cancelled'],
 };
-
-function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const path = issue === undefined ? [] : [...issue.path];
-  if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
-  const param = path.length > 0 ? path.map(String).join('.') : null;
-  const reason = issue?.message ?? 'Invalid request';
-  throw new GatewayError('validation_error', param === null ? reason : `${param}: ${reason}`, { param });
-}
-
-async function readJson(c: Context<V1Env>): Promise<unknown> {
-  const text = await c.req.text();
-  if (text.trim() === '') return {};
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (error) {
-    throw new GatewayError('invalid_json', 'Invalid JSON in request body', { cause: error });
-  }
-}
 
 function rolloutNotFound(rid: string): GatewayError {
   return new GatewayError('rollout_not_found', `Rollout not found: ${rid}`, { param: 'rollout_id' });
@@ -171,7 +150,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
     if (endpoint === undefined) throw new GatewayError('unsupported_path', `Unsupported upstream path: ${upstream}`);
     const rid = c.req.param('rid');
     const aid = c.req.param('aid');
-    const raw = await readJson(c);
+    const raw = await readJsonBody(c);
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       throw new GatewayError('invalid_json', 'The request body must be a JSON object');
     }
@@ -203,7 +182,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
   // ---- pause / resume / state ---------------------------------------------------------------------------
 
   app.post('/proxy/pause', async (c) => {
-    const body = parse(pauseBodySchema, await readJson(c));
+    const body = parseRequest(pauseBodySchema, await readJsonBody(c));
     const state = gate.pause({ retryAfterSeconds: body.retry_after_seconds, reason: body.reason ?? null });
     c.get('logger').info('gateway paused', { reason: state.reason, inflight: state.inflight });
     return c.json(state);
@@ -218,7 +197,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
   // ---- rollouts -----------------------------------------------------------------------------------------
 
   app.post('/api/rollouts', async (c) => {
-    const creates = parse(rolloutCreateSchema, await readJson(c));
+    const creates = parseRequest(rolloutCreateSchema, await readJsonBody(c));
     const out: V1Rollout[] = [];
     for (const create of creates) {
       // Idempotent by id: an existing rollout comes back unchanged, with its events.
@@ -247,7 +226,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
   });
 
   app.get('/api/rollouts', async (c) => {
-    const query = parse(listQuerySchema, {
+    const query = parseRequest(listQuerySchema, {
       state_in: [...(c.req.queries('state_in') ?? []), ...(c.req.queries('state_in[]') ?? [])],
       limit: c.req.query('limit'),
     });
@@ -264,7 +243,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
   });
 
   app.get('/api/rollouts/terminal', async (c) => {
-    const query = parse(terminalQuerySchema, { after: c.req.query('after'), limit: c.req.query('limit') });
+    const query = parseRequest(terminalQuerySchema, { after: c.req.query('after'), limit: c.req.query('limit') });
     // v1 clamps rather than refuses here.
     const page = await store.queryCompletions({ after: Math.max(0, query.after), limit: Math.max(1, query.limit) });
     const live = page.items.filter((entry) => !entry.deleted);
@@ -297,7 +276,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
 
   app.patch('/api/rollouts/:rid', async (c) => {
     const rid = c.req.param('rid');
-    const patch = parse(rolloutPatchSchema, await readJson(c)).status;
+    const patch = parseRequest(rolloutPatchSchema, await readJsonBody(c)).status;
     return rolloutLock.run(rid, async () => {
       const rollout = await requireRollout(rid);
       const current = toV1Rollout(rollout);
@@ -337,7 +316,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
 
   app.post('/api/rollouts/:rid/attempt/:aid/events', async (c) => {
     const rid = c.req.param('rid');
-    const body = parse(eventBodySchema, await readJson(c));
+    const body = parseRequest(eventBodySchema, await readJsonBody(c));
     const attemptId = await ensureAttempt(rid, c.req.param('aid'));
     const span = eventSpan({
       rolloutId: rid,
@@ -354,7 +333,10 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
 
   app.get('/api/rollouts/:rid/events', async (c) => {
     const rid = c.req.param('rid');
-    const query = parse(eventsQuerySchema, { event_type: c.req.query('event_type'), format: c.req.query('format') });
+    const query = parseRequest(eventsQuerySchema, {
+      event_type: c.req.query('event_type'),
+      format: c.req.query('format'),
+    });
     const rollout = toV1Rollout(await requireRollout(rid));
     const attemptId = rollout.status.last_attempt_id ?? DEFAULT_ATTEMPT_ID;
     const spans = await store.querySpans(rid, { attempt_id: attemptId });
@@ -371,7 +353,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
   // ---- models -------------------------------------------------------------------------------------------
 
   app.post('/api/models', async (c) => {
-    const registered = parse(modelsBodySchema, await readJson(c));
+    const registered = parseRequest(modelsBodySchema, await readJsonBody(c));
     for (const entry of registered) models.set(`${entry.model}\u0000${entry.endpoint}`, entry);
     const pools = options.pools;
     if (pools !== undefined) {

@@ -13,6 +13,7 @@ import { BATCH_CONTENT_TYPE, encodeBatch } from '../src/algorithms/rl/batch-code
 import { protocolJsonSchema, weightsPostSchema } from '../src/algorithms/rl/protocol.js';
 import { type TrainerHub, TrainerHubError } from '../src/algorithms/rl/trainer-hub.js';
 import { GatewayError } from '../src/errors.js';
+import { readJsonBody } from './request-body.js';
 
 export interface RlRoutesOptions {
   readonly hub: TrainerHub;
@@ -32,16 +33,6 @@ function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
   const param = issue === undefined || issue.path.length === 0 ? null : issue.path.map(String).join('.');
   const reason = issue?.message ?? 'Invalid request';
   throw new GatewayError('validation_error', param === null ? reason : `${param}: ${reason}`, { param });
-}
-
-async function jsonBody(c: { req: { text(): Promise<string> } }): Promise<unknown> {
-  const raw = await c.req.text();
-  if (raw.trim() === '') return {};
-  try {
-    return JSON.parse(raw) as unknown;
-  } catch {
-    throw new GatewayError('invalid_json', 'Invalid JSON in request body');
-  }
 }
 
 function toGatewayError(error: unknown): unknown {
@@ -79,7 +70,7 @@ export function createRlRoutes(options: RlRoutesOptions): Hono<AppEnv> {
   });
 
   app.post('/v1/rl/weights', async (c) => {
-    const body = parse(weightsPostSchema, await jsonBody(c));
+    const body = parse(weightsPostSchema, await readJsonBody(c));
     const { version, batch_ids, ...fields } = body;
     try {
       const result = await hub.postWeights({ version, ...(batch_ids ? { batch_ids } : {}), fields });

@@ -4,7 +4,6 @@
 import { randomBytes } from 'node:crypto';
 import { type Context, Hono } from 'hono';
 import type { Keyv } from 'keyv';
-import type { z } from 'zod';
 import type { AppEnv } from '../middleware/env.js';
 import { GatewayError } from '../src/errors.js';
 import { HEADER_IDEMPOTENCY_KEY } from '../src/gateway/headers.js';
@@ -18,6 +17,7 @@ import type {
   StartRolloutRequest,
 } from '../src/store/types.js';
 import { PRIMARY_REWARD_NAME, REWARD_SPAN_NAME, rewardNameAttr, rewardValueAttr } from '../src/tracing/attributes.js';
+import { parseRequest } from './request-body.js';
 import { IdempotentCreates } from './store-api-idempotency.js';
 import {
   ATTEMPT_UPDATE_KEYS,
@@ -73,7 +73,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
 
   // --- queue ---
   app.post(`${PREFIX}/queues/rollouts/enqueue`, async (c) => {
-    const body = parse(enqueueBodySchema, await readJson(c));
+    const body = parseRequest(enqueueBodySchema, await readJson(c));
     const requests: EnqueueRolloutRequest[] = body.rollouts;
     // A client rollout_id is idempotent in the store itself; the Idempotency-Key is handled here.
     const key = idempotencyKey(c);
@@ -89,7 +89,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   });
 
   app.post(`${PREFIX}/queues/rollouts/dequeue`, async (c) => {
-    const body = parse(dequeueBodySchema, await readJson(c, { optional: true }));
+    const body = parseRequest(dequeueBodySchema, await readJson(c, { optional: true }));
     const limit = body.limit ?? 1;
     if (limit <= 0) return c.json([]);
     return c.json(await store.dequeueManyRollouts({ limit, worker_id: body.worker_id ?? null }));
@@ -97,7 +97,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
 
   // --- rollouts ---
   app.post(`${PREFIX}/rollouts`, async (c) => {
-    const request: StartRolloutRequest = parse(startRolloutBodySchema, await readJson(c));
+    const request: StartRolloutRequest = parseRequest(startRolloutBodySchema, await readJson(c));
     const key = idempotencyKey(c);
     if (key === null) return c.json(await store.startRollout(request), 201);
     const rollout = await creates.exclusive(async () => {
@@ -111,7 +111,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   });
 
   const queryRollouts = async (c: Context<AppEnv>, raw: unknown) => {
-    const q = parse(rolloutQuerySchema, raw);
+    const q = parseRequest(rolloutQuerySchema, raw);
     return c.json(
       await store.queryRollouts({
         ...page(q, 'rollouts'),
@@ -131,24 +131,24 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
     c.json({ deleted: await store.deleteRollout(c.req.param('rid')) }),
   );
   app.get(`${PREFIX}/completions`, async (c) => {
-    const q = parse(completionsQuerySchema, readQuery(c));
+    const q = parseRequest(completionsQuerySchema, readQuery(c));
     return c.json(await store.queryCompletions(definedOnly({ after: q.after, limit: q.limit })));
   });
 
   app.post(`${PREFIX}/rollouts/:rid`, async (c) => {
     const raw = await readJson(c);
     rejectNulls(raw, ROLLOUT_UPDATE_NON_NULLABLE);
-    return c.json(await store.updateRollout(c.req.param('rid'), parse(rolloutUpdateSchema, raw)));
+    return c.json(await store.updateRollout(c.req.param('rid'), parseRequest(rolloutUpdateSchema, raw)));
   });
 
   // --- attempts ---
   app.post(`${PREFIX}/rollouts/:rid/attempts`, async (c) => {
-    const body = parse(startAttemptBodySchema, await readJson(c, { optional: true }));
+    const body = parseRequest(startAttemptBodySchema, await readJson(c, { optional: true }));
     return c.json(await store.startAttempt(c.req.param('rid'), { worker_id: body.worker_id ?? null }), 201);
   });
 
   const queryAttempts = async (c: Context<AppEnv>, raw: unknown) => {
-    const q = parse(attemptQuerySchema, raw);
+    const q = parseRequest(attemptQuerySchema, raw);
     const defaults = { sort_by: 'sequence_id', ...definedOnly(page(q, 'attempts')) };
     return c.json(await store.queryAttempts(c.req.param('rid') ?? '', defaults));
   };
@@ -162,7 +162,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   );
 
   app.post(`${PREFIX}/rollouts/:rid/attempts/:aid/reward`, async (c) => {
-    const body = parse(rewardBodySchema, await readJson(c));
+    const body = parseRequest(rewardBodySchema, await readJson(c));
     const rolloutId = c.req.param('rid');
     const attemptId = await resolveAttemptId(store, rolloutId, c.req.param('aid'));
     const now = Date.now() / 1000;
@@ -192,13 +192,13 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   app.post(`${PREFIX}/rollouts/:rid/attempts/:aid`, async (c) => {
     const raw = await readJson(c);
     rejectNulls(raw, ATTEMPT_UPDATE_KEYS);
-    const update = parse(attemptUpdateSchema, raw);
+    const update = parseRequest(attemptUpdateSchema, raw);
     return c.json(await store.updateAttempt(c.req.param('rid'), c.req.param('aid'), update));
   });
 
   // --- workers ---
   const queryWorkers = async (c: Context<AppEnv>, raw: unknown) => {
-    const q = parse(workerQuerySchema, raw);
+    const q = parseRequest(workerQuerySchema, raw);
     return c.json(
       await store.queryWorkers({
         ...page(q, 'workers'),
@@ -214,14 +214,14 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   app.post(`${PREFIX}/workers/:wid`, async (c) => {
     const raw = await readJson(c, { optional: true });
     rejectNulls(raw, ['heartbeat_stats']);
-    return c.json(await store.updateWorker(c.req.param('wid'), parse(workerUpdateSchema, raw)));
+    return c.json(await store.updateWorker(c.req.param('wid'), parseRequest(workerUpdateSchema, raw)));
   });
 
   app.get(`${PREFIX}/statistics`, async (c) => c.json(await store.statistics()));
 
   // --- resources ---
   app.get(`${PREFIX}/resources`, async (c) => {
-    const q = parse(resourcesQuerySchema, readQuery(c));
+    const q = parseRequest(resourcesQuerySchema, readQuery(c));
     return c.json(
       await store.queryResources({
         ...page(q, 'resources'),
@@ -231,7 +231,10 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
     );
   });
   app.post(`${PREFIX}/resources`, async (c) =>
-    c.json(await store.addResources(parse(namedResourcesSchema, await readJson(c)), resourcesWriteOptions(c)), 201),
+    c.json(
+      await store.addResources(parseRequest(namedResourcesSchema, await readJson(c)), resourcesWriteOptions(c)),
+      201,
+    ),
   );
   app.get(`${PREFIX}/resources/latest`, async (c) => c.json(await store.getLatestResources()));
   app.get(`${PREFIX}/resources/:id`, async (c) => c.json(await store.getResourcesById(c.req.param('id'))));
@@ -239,7 +242,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
     c.json(
       await store.updateResources(
         c.req.param('id'),
-        parse(namedResourcesSchema, await readJson(c)),
+        parseRequest(namedResourcesSchema, await readJson(c)),
         resourcesWriteOptions(c),
       ),
     ),
@@ -249,16 +252,16 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   app.post(`${PREFIX}/spans/search`, async (c) => querySpans(c, await readJson(c, { optional: true })));
   app.get(`${PREFIX}/spans`, (c) => querySpans(c, readQuery(c)));
   app.post(`${PREFIX}/spans/next`, async (c) => {
-    const body = parse(nextSequenceBodySchema, await readJson(c));
+    const body = parseRequest(nextSequenceBodySchema, await readJson(c));
     return c.json({ sequence_id: await store.nextSequenceId(body.rollout_id, body.attempt_id ?? null) });
   });
   app.post(`${PREFIX}/spans`, async (c) => {
-    const span: SpanInput = parse(spanBodySchema, await readJson(c));
+    const span: SpanInput = parseRequest(spanBodySchema, await readJson(c));
     return c.json(await store.addSpan(span), 201);
   });
 
   const querySpans = async (c: Context<AppEnv>, raw: unknown) => {
-    const q = parse(spanQuerySchema, raw);
+    const q = parseRequest(spanQuerySchema, raw);
     const { rollout_id, limit, offset, sort_by, sort_order, ...filters } = q;
     const paging = definedOnly(page({ limit, offset, sort_by, sort_order }, 'spans'));
     return c.json(await store.querySpans(rollout_id, { sort_by: 'sequence_id', ...paging, ...definedOnly(filters) }));
@@ -266,7 +269,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
 
   // --- waits: a server-side long poll, cancelled when the client goes away ---
   app.post(`${PREFIX}/waits/rollouts`, async (c) => {
-    const body = parse(waitBodySchema, await readJson(c));
+    const body = parseRequest(waitBodySchema, await readJson(c));
     const client = c.req.raw.signal;
     const signal = deps.shutdown === undefined ? client : AbortSignal.any([client, deps.shutdown]);
     let finished: Rollout[];
@@ -307,7 +310,7 @@ async function readJson(c: Context<AppEnv>, options?: { optional?: boolean }): P
 }
 
 function resourcesWriteOptions(c: Context<AppEnv>): { latest: boolean } {
-  return { latest: parse(resourcesWriteQuerySchema, readQuery(c)).latest !== 'false' };
+  return { latest: parseRequest(resourcesWriteQuerySchema, readQuery(c)).latest !== 'false' };
 }
 
 function readQuery(c: Context<AppEnv>): Record<string, string | string[]> {
@@ -323,18 +326,6 @@ function readQuery(c: Context<AppEnv>): Record<string, string | string[]> {
     }
   }
   return out;
-}
-
-/** Schema violations are 422 naming the field (contracts.md §3.8). */
-function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const path = issue === undefined ? [] : [...issue.path];
-  if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
-  const param = path.length > 0 ? path.map(String).join('.') : null;
-  const reason = issue?.message ?? 'Invalid request';
-  throw new GatewayError('validation_error', param === null ? reason : `${param}: ${reason}`, { param });
 }
 
 /** Explicit null on a key that can only be omitted is a 400 (pitfall 37), distinct from schema errors. */
