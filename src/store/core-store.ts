@@ -9,6 +9,15 @@ import { validateCompletionQuery } from './completion-query.js';
 import { StoreError } from './errors.js';
 import { newAttemptId, newResourcesId, newRolloutId } from './ids.js';
 import {
+  notFound,
+  validAttemptStatus,
+  validateEnqueueRequest,
+  validateResources,
+  validMetadata,
+  validMode,
+  validRolloutStatus,
+} from './input-validation.js';
+import {
   ATTEMPT_FIELDS,
   combineFilters,
   contains,
@@ -24,7 +33,6 @@ import { normaliseRolloutConfig } from './rollout-config.js';
 import { isTerminalStatus, nextRolloutState, type RolloutEvent, spanPromotes } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
 import {
-  ATTEMPT_STATUSES,
   type Attempt,
   type AttemptedRollout,
   type AttemptQuery,
@@ -33,18 +41,14 @@ import {
   type CompletionPage,
   type CompletionQuery,
   type EnqueueRolloutRequest,
-  type JsonObject,
   type LightningStore,
   type NamedResources,
   type PaginatedResult,
   type ResourcesQuery,
   type ResourcesUpdate,
   type ResourcesWriteOptions,
-  ROLLOUT_MODES,
-  ROLLOUT_STATUSES,
   type Rollout,
   type RolloutLifecycle,
-  type RolloutMode,
   type RolloutQuery,
   type RolloutStatus,
   type RolloutUpdate,
@@ -80,10 +84,6 @@ function nowSeconds(): number {
 
 function clone<T>(value: T): T {
   return structuredClone(value);
-}
-
-function notFound(kind: string, id: string, param: string): StoreError {
-  return new StoreError('not_found', `${kind} not found: ${id}`, { param });
 }
 
 function has<T extends object>(update: T, key: keyof T): boolean {
@@ -145,7 +145,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     this.#watchdog.maybeRun();
     const now = nowSeconds();
     // Validate everything first so a bad request leaves nothing half-enqueued.
-    for (const request of requests) this.#validateRequest(request);
+    for (const request of requests) validateEnqueueRequest(request);
     const rollouts = requests.map((request) => this.#enqueueOne(request, now));
     await this.backend.durable();
     return clone(rollouts);
@@ -204,9 +204,9 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     const rollout = this.#requireRollout(rolloutId);
     const next: Rollout = { ...rollout };
     if (Object.hasOwn(update, 'input')) next.input = update.input ?? null;
-    if (Object.hasOwn(update, 'mode')) next.mode = this.#validMode(update.mode);
+    if (Object.hasOwn(update, 'mode')) next.mode = validMode(update.mode);
     if (Object.hasOwn(update, 'resources_id')) next.resources_id = update.resources_id ?? null;
-    if (Object.hasOwn(update, 'metadata')) next.metadata = this.#validMetadata(update.metadata, 'metadata');
+    if (Object.hasOwn(update, 'metadata')) next.metadata = clone(validMetadata(update.metadata, 'metadata'));
     if (Object.hasOwn(update, 'config')) {
       if (update.config === null || update.config === undefined) {
         throw new StoreError('invalid_argument', 'config cannot be null', { param: 'config' });
@@ -214,12 +214,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       next.config = normaliseRolloutConfig(update.config);
     }
     let status: RolloutStatus | undefined;
-    if (Object.hasOwn(update, 'status')) {
-      if (update.status === undefined || !ROLLOUT_STATUSES.includes(update.status)) {
-        throw new StoreError('invalid_argument', `Invalid status: ${String(update.status)}`, { param: 'status' });
-      }
-      status = update.status;
-    }
+    if (Object.hasOwn(update, 'status')) status = validRolloutStatus(update.status);
     let result: Rollout;
     if (status === undefined) {
       this.backend.putRollout(next);
@@ -238,17 +233,12 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     const attempt = attemptId === LATEST ? latest : this.backend.getAttempt(rolloutId, attemptId);
     if (attempt === undefined) throw notFound('Attempt', `${rolloutId}/${attemptId}`, 'attempt_id');
     let status: AttemptStatus | undefined;
-    if (Object.hasOwn(update, 'status')) {
-      if (update.status === undefined || !ATTEMPT_STATUSES.includes(update.status)) {
-        throw new StoreError('invalid_argument', `Invalid status: ${String(update.status)}`, { param: 'status' });
-      }
-      status = update.status;
-    }
+    if (Object.hasOwn(update, 'status')) status = validAttemptStatus(update.status);
     const now = nowSeconds();
     let next: Attempt = { ...attempt };
     if (Object.hasOwn(update, 'worker_id')) next.worker_id = update.worker_id ?? null;
     if (Object.hasOwn(update, 'last_heartbeat_time')) next.last_heartbeat_time = update.last_heartbeat_time ?? null;
-    if (Object.hasOwn(update, 'metadata')) next.metadata = this.#validMetadata(update.metadata, 'metadata');
+    if (Object.hasOwn(update, 'metadata')) next.metadata = clone(validMetadata(update.metadata, 'metadata'));
     if (status !== undefined) {
       const moved = nextAttemptState(next, { kind: 'status_updated', status }, now);
       next = { ...next, status: moved.status, end_time: moved.end_time };
@@ -402,7 +392,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async addResources(resources: NamedResources, options: ResourcesWriteOptions = {}): Promise<ResourcesUpdate> {
-    this.#validResources(resources);
+    validateResources(resources);
     const now = nowSeconds();
     const snapshot: ResourcesUpdate = {
       resources_id: newResourcesId(),
@@ -421,7 +411,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     resources: NamedResources,
     options: ResourcesWriteOptions = {},
   ): Promise<ResourcesUpdate> {
-    this.#validResources(resources);
+    validateResources(resources);
     const now = nowSeconds();
     const existing = this.backend.getResources(resourcesId);
     const snapshot: ResourcesUpdate =
@@ -487,7 +477,9 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       throw new StoreError('invalid_argument', 'heartbeat_stats cannot be null', { param: 'heartbeat_stats' });
     }
     const stats =
-      update.heartbeat_stats === undefined ? undefined : this.#validMetadata(update.heartbeat_stats, 'heartbeat_stats');
+      update.heartbeat_stats === undefined
+        ? undefined
+        : clone(validMetadata(update.heartbeat_stats, 'heartbeat_stats'));
     const event: WorkerEvent =
       stats === undefined || stats === null ? { kind: 'heartbeat' } : { kind: 'heartbeat', heartbeat_stats: stats };
     const worker = this.#updateWorker(workerId, event, nowSeconds());
@@ -647,12 +639,12 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   #existingForIdempotentRequest(request: EnqueueRolloutRequest): Rollout | undefined {
-    this.#validateRequest(request);
+    validateEnqueueRequest(request);
     return request.rollout_id == null ? undefined : this.backend.getRollout(request.rollout_id);
   }
 
   #newRollout(request: EnqueueRolloutRequest, now: number): Rollout {
-    this.#validateRequest(request);
+    validateEnqueueRequest(request);
     return {
       rollout_id: request.rollout_id ?? newRolloutId(),
       input: clone(request.input ?? null),
@@ -664,55 +656,6 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       config: normaliseRolloutConfig(request.config),
       metadata: request.metadata == null ? {} : clone(request.metadata),
     };
-  }
-
-  #validateRequest(request: EnqueueRolloutRequest): void {
-    if (request === null || typeof request !== 'object' || !Object.hasOwn(request, 'input')) {
-      throw new StoreError('invalid_argument', 'input is required', { param: 'input' });
-    }
-    this.#validMode(request.mode);
-    this.#validMetadata(request.metadata, 'metadata');
-    normaliseRolloutConfig(request.config);
-    if (request.rollout_id != null && (typeof request.rollout_id !== 'string' || request.rollout_id.length === 0)) {
-      throw new StoreError('invalid_argument', 'rollout_id must be a non-empty string', { param: 'rollout_id' });
-    }
-  }
-
-  #validMode(mode: RolloutMode | null | undefined): RolloutMode | null {
-    if (mode === null || mode === undefined) return null;
-    if (!ROLLOUT_MODES.includes(mode)) {
-      throw new StoreError(
-        'invalid_argument',
-        `Invalid mode: ${String(mode)}, allowed values are: ${ROLLOUT_MODES.join(', ')}`,
-        {
-          param: 'mode',
-        },
-      );
-    }
-    return mode;
-  }
-
-  #validMetadata(value: unknown, param: string): JsonObject | null {
-    if (value === null || value === undefined) return null;
-    if (typeof value !== 'object' || Array.isArray(value)) {
-      throw new StoreError('invalid_argument', `${param} must be an object`, { param });
-    }
-    return clone(value as JsonObject);
-  }
-
-  #validResources(resources: NamedResources): void {
-    if (resources === null || typeof resources !== 'object' || Array.isArray(resources)) {
-      throw new StoreError('invalid_argument', 'resources must be an object of named resources', {
-        param: 'resources',
-      });
-    }
-    for (const [name, resource] of Object.entries(resources)) {
-      if (resource === null || typeof resource !== 'object' || typeof resource.resource_type !== 'string') {
-        throw new StoreError('invalid_argument', `resource ${name} needs a resource_type`, {
-          param: `resources.${name}`,
-        });
-      }
-    }
   }
 
   #requireRollout(rolloutId: string): Rollout {

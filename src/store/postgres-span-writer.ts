@@ -6,6 +6,7 @@ import type { PoolClient } from 'pg';
 import type { Logger } from '../logger.js';
 import { nextAttemptState } from './attempt-status.js';
 import { StoreError } from './errors.js';
+import { notFound } from './input-validation.js';
 import {
   type ApplyContext,
   applyRolloutEvent,
@@ -16,7 +17,6 @@ import {
   type TxEffects,
 } from './postgres-ops.js';
 import { encodeSpan } from './postgres-rows.js';
-import { notFound } from './postgres-validate.js';
 import { nextRolloutState } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
 import type { Attempt, Span, SpanInput } from './types.js';

@@ -13,6 +13,15 @@ import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js'
 import { validateCompletionQuery } from './completion-query.js';
 import { StoreError } from './errors.js';
 import { newResourcesId, newRolloutId } from './ids.js';
+import {
+  notFound,
+  validAttemptStatus,
+  validateEnqueueRequest,
+  validateResources,
+  validMetadata,
+  validMode,
+  validRolloutStatus,
+} from './input-validation.js';
 import { clientConfigFor, createPool, queryOnce, validateSchemaName, withTransaction } from './postgres-db.js';
 import { createPostgresListener, type PostgresListener } from './postgres-listener.js';
 import { migrate } from './postgres-migrations.js';
@@ -58,15 +67,6 @@ import {
   type WorkerRow,
 } from './postgres-rows.js';
 import { allocateCounters, SpanWriteQueue, writeSpansInTransaction } from './postgres-span-writer.js';
-import {
-  notFound,
-  validAttemptStatus,
-  validateEnqueueRequest,
-  validateResources,
-  validMetadata,
-  validMode,
-  validRolloutStatus,
-} from './postgres-validate.js';
 import {
   ATTEMPT_FIELDS,
   RESOURCES_FIELDS,

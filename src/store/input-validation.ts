@@ -1,6 +1,5 @@
-// Input checks of the PostgreSQL store. They mirror CoreStore's private validators message for message so every
-// backend rejects the same input with the same StoreError; status rules are not here (they are the shared
-// machines in *-status.ts).
+// Input checks shared by every store (CoreStore and PostgresStore), so each backend rejects the same input
+// with the same StoreError; status rules are not here (they are the shared machines in *-status.ts).
 import { StoreError } from './errors.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
 import {
@@ -31,7 +30,7 @@ export function validMode(mode: RolloutMode | null | undefined): RolloutMode | n
   return mode;
 }
 
-export function validMetadata<T>(value: T, param: string): T | null {
+export function validMetadata<T extends object>(value: T | null | undefined, param: string): T | null {
   if (value === null || value === undefined) return null;
   if (typeof value !== 'object' || Array.isArray(value)) {
     throw new StoreError('invalid_argument', `${param} must be an object`, { param });
@@ -78,7 +77,7 @@ export function validateResources(resources: NamedResources): void {
   }
 }
 
-/** The shape checks CoreStore makes before looking a span's rollout and attempt up. */
+/** The shape checks made on a span besides its rollout and attempt existing. */
 export function validateSpanShape(span: SpanInput): void {
   if (span === null || typeof span !== 'object') {
     throw new StoreError('invalid_argument', 'span must be an object', { param: 'span' });
