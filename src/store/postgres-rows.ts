@@ -5,11 +5,8 @@ import type {
   AttemptStatus,
   Attributes,
   JsonObject,
-  JsonValue,
-  NamedResources,
   ResourcesUpdate,
   Rollout,
-  RolloutConfig,
   RolloutMode,
   RolloutStatus,
   Span,
@@ -32,31 +29,17 @@ export const RESOURCES_COLUMNS = 'rs.resources_id, rs.create_time, rs.update_tim
 export const SPAN_COLUMNS =
   's.rollout_id, s.attempt_id, s.span_id, s.sequence_id, s.trace_id, s.parent_id, s.name, s.start_time, s.end_time, s.body, s.int_arrays';
 
-export interface RolloutRow {
-  rollout_id: string;
+// Rows are the store objects with enum columns read back as plain text, plus the columns only SQL uses.
+export interface RolloutRow extends Omit<Rollout, 'mode' | 'status'> {
   ord: number;
-  input: JsonValue;
-  start_time: number;
-  end_time: number | null;
   mode: string | null;
-  resources_id: string | null;
   status: string;
-  config: RolloutConfig;
-  metadata: JsonObject | null;
   queue_pos: number | null;
   attempt_count: number;
 }
 
-export interface AttemptRow {
-  rollout_id: string;
-  attempt_id: string;
-  sequence_id: number;
-  start_time: number;
-  end_time: number | null;
+export interface AttemptRow extends Omit<Attempt, 'status'> {
   status: string;
-  worker_id: string | null;
-  last_heartbeat_time: number | null;
-  metadata: JsonObject | null;
 }
 
 export interface LatestAttemptColumns {
@@ -72,25 +55,11 @@ export interface LatestAttemptColumns {
 
 export type RolloutWithLatestRow = RolloutRow & LatestAttemptColumns;
 
-export interface WorkerRow {
-  worker_id: string;
+export interface WorkerRow extends Omit<Worker, 'status'> {
   status: string;
-  heartbeat_stats: JsonObject | null;
-  last_heartbeat_time: number | null;
-  last_dequeue_time: number | null;
-  last_busy_time: number | null;
-  last_idle_time: number | null;
-  current_rollout_id: string | null;
-  current_attempt_id: string | null;
 }
 
-export interface ResourcesRow {
-  resources_id: string;
-  create_time: number;
-  update_time: number;
-  version: number;
-  resources: NamedResources;
-}
+export type ResourcesRow = ResourcesUpdate;
 
 export interface SpanRow {
   rollout_id: string;
