@@ -8,7 +8,16 @@ import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { openPostgresStore } from '../src/store/postgres-store.js';
 import type { LightningStore, SpanInput } from '../src/store/types.js';
-import { type BenchResult, runStoreWorkloads, type StoreBenchBackend, toMarkdown } from './store.js';
+import {
+  type BenchResult,
+  benchSpan,
+  PROMPT_IDS,
+  RESPONSE_IDS,
+  runnerWorkload,
+  runStoreWorkloads,
+  type StoreBenchBackend,
+  toMarkdown,
+} from './store.js';
 
 function pgUrlFromArgs(): string | undefined {
   const index = process.argv.indexOf('--pg');
@@ -41,35 +50,19 @@ async function dropSchemas(url: string, schemas: readonly string[]): Promise<voi
   }
 }
 
+/** A recorded call's span with its token ids, without the other gen_ai attributes the in-process bench adds. */
 function span(rolloutId: string, attemptId: string, sequenceId: number): SpanInput {
-  const traceId = randomBytes(16).toString('hex');
-  const spanId = randomBytes(8).toString('hex');
-  return {
-    rollout_id: rolloutId,
-    attempt_id: attemptId,
-    sequence_id: sequenceId,
-    trace_id: traceId,
-    span_id: spanId,
-    parent_id: null,
-    name: 'chat qwen2.5-7b',
-    status: { status_code: 'OK', description: null },
+  return benchSpan({
+    rolloutId,
+    attemptId,
+    sequenceId,
     attributes: {
       'gen_ai.operation.name': 'chat',
       prompt_token_ids: PROMPT_IDS,
       response_token_ids: RESPONSE_IDS,
     },
-    events: [],
-    links: [],
-    start_time: Date.now() / 1000,
-    end_time: Date.now() / 1000,
-    context: { trace_id: traceId, span_id: spanId, is_remote: false, trace_state: {} },
-    parent: null,
-    resource: { attributes: { 'service.name': 'rollgate' }, schema_url: '' },
-  };
+  });
 }
-
-const PROMPT_IDS = Array.from({ length: 600 }, (_, i) => (i * 7919) % 151_000);
-const RESPONSE_IDS = Array.from({ length: 150 }, (_, i) => (i * 104_729) % 151_000);
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
@@ -104,38 +97,6 @@ async function spanLatency(
   const perSecond = latencies.length / ((performance.now() - t0) / 1000);
   latencies.sort((x, y) => x - y);
   return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), perSecond };
-}
-
-/** dequeue -> k x (sequence id, span) -> succeeded, with the runners spread over the given store instances. */
-async function sharedRunners(
-  stores: readonly LightningStore[],
-  options: { runners: number; spansPerRollout: number; rollouts: number },
-): Promise<number> {
-  const rollouts = Math.round(options.rollouts);
-  await (stores[0] as LightningStore).enqueueManyRollouts(
-    Array.from({ length: rollouts }, (_, i) => ({ input: { task: i } })),
-  );
-  let completed = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: options.runners }, async (_, index) => {
-      const store = stores[index % stores.length] as LightningStore;
-      for (;;) {
-        const claimed = await store.dequeueRollout({ worker_id: `runner-${index}` });
-        if (claimed === null) return;
-        const aid = claimed.attempt.attempt_id;
-        for (let k = 0; k < options.spansPerRollout; k++) {
-          const seq = await store.nextSequenceId(claimed.rollout_id, aid);
-          await store.addSpan(span(claimed.rollout_id, aid, seq));
-        }
-        await store.updateAttempt(claimed.rollout_id, aid, { status: 'succeeded' });
-        completed++;
-      }
-    }),
-  );
-  const rate = completed / ((performance.now() - t0) / 1000);
-  if (completed !== rollouts) throw new Error(`runners completed ${completed}/${rollouts}`);
-  return rate;
 }
 
 async function main(): Promise<void> {
@@ -178,10 +139,11 @@ async function main(): Promise<void> {
       const stores = [first];
       if (replicas === 2) stores.push(await openPostgresStore({ url, schema, poolSize: 10 }));
       try {
-        const rate = await sharedRunners(stores, {
+        const rate = await runnerWorkload(stores, {
           runners: 64,
           spansPerRollout: 6,
-          rollouts: Math.max(256, 4_000 * scale),
+          rollouts: Math.round(Math.max(256, 4_000 * scale)),
+          span,
         });
         results.push({
           backend: 'postgres',

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MemoryStore } from '../src/store/memory.js';
 import { SqliteStore } from '../src/store/sqlite.js';
-import type { LightningStore, SpanInput } from '../src/store/types.js';
+import type { Attributes, LightningStore, SpanInput } from '../src/store/types.js';
 
 export interface StoreBenchBackend {
   name: string;
@@ -42,35 +42,25 @@ function hex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
 }
 
-/**
- * A span shaped like one LLM call recorded by the gateway: 600 prompt and 150 response token ids (~3 KB packed).
- * `small` drops the token ids (the shape of an agent-side or reward span).
- */
-function callSpan(
-  rolloutId: string,
-  attemptId: string,
-  sequenceId?: number,
-  options: { small?: boolean } = {},
-): SpanInput {
+/** A chat span with fresh random trace and span ids and the given attributes. */
+export function benchSpan(options: {
+  rolloutId: string;
+  attemptId: string;
+  sequenceId?: number;
+  attributes: Attributes;
+}): SpanInput {
   const traceId = hex(16);
   const spanId = hex(8);
   return {
-    rollout_id: rolloutId,
-    attempt_id: attemptId,
-    ...(sequenceId === undefined ? {} : { sequence_id: sequenceId }),
+    rollout_id: options.rolloutId,
+    attempt_id: options.attemptId,
+    ...(options.sequenceId === undefined ? {} : { sequence_id: options.sequenceId }),
     trace_id: traceId,
     span_id: spanId,
     parent_id: null,
     name: 'chat qwen2.5-7b',
     status: { status_code: 'OK', description: null },
-    attributes: {
-      'gen_ai.operation.name': 'chat',
-      'gen_ai.request.model': 'qwen2.5-7b',
-      'gen_ai.usage.input_tokens': 600,
-      'gen_ai.usage.output_tokens': 150,
-      ...(options.small === true ? {} : { prompt_token_ids: PROMPT_IDS, response_token_ids: RESPONSE_IDS }),
-      'rollgate.response.message': '{"role":"assistant","content":"The answer is 42."}',
-    },
+    attributes: options.attributes,
     events: [],
     links: [],
     start_time: Date.now() / 1000,
@@ -81,8 +71,33 @@ function callSpan(
   };
 }
 
-const PROMPT_IDS = Array.from({ length: 600 }, (_, i) => (i * 7919) % 151_000);
-const RESPONSE_IDS = Array.from({ length: 150 }, (_, i) => (i * 104_729) % 151_000);
+export const PROMPT_IDS = Array.from({ length: 600 }, (_, i) => (i * 7919) % 151_000);
+export const RESPONSE_IDS = Array.from({ length: 150 }, (_, i) => (i * 104_729) % 151_000);
+
+/**
+ * A span shaped like one LLM call recorded by the gateway: 600 prompt and 150 response token ids (~3 KB packed).
+ * `small` drops the token ids (the shape of an agent-side or reward span).
+ */
+function callSpan(
+  rolloutId: string,
+  attemptId: string,
+  sequenceId?: number,
+  options: { small?: boolean } = {},
+): SpanInput {
+  return benchSpan({
+    rolloutId,
+    attemptId,
+    ...(sequenceId === undefined ? {} : { sequenceId }),
+    attributes: {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.request.model': 'qwen2.5-7b',
+      'gen_ai.usage.input_tokens': 600,
+      'gen_ai.usage.output_tokens': 150,
+      ...(options.small === true ? {} : { prompt_token_ids: PROMPT_IDS, response_token_ids: RESPONSE_IDS }),
+      'rollgate.response.message': '{"role":"assistant","content":"The answer is 42."}',
+    },
+  });
+}
 
 function perSecond(count: number, startedMs: number): number {
   return count / ((performance.now() - startedMs) / 1000);
@@ -137,16 +152,27 @@ async function sequenceIds(store: LightningStore, count: number): Promise<number
 
 /**
  * agent-lightning v0.3 shape: N runners each loop dequeue -> k calls (sequence id, then the call's span) ->
- * mark the attempt succeeded, until the queue is drained. Returns rollouts per second.
+ * mark the attempt succeeded, until the queue is drained. Returns rollouts per second. Given several instances
+ * of one store (replicas), the runners are spread over them round-robin; `span` defaults to a gateway call span.
  */
 export async function runnerWorkload(
-  store: LightningStore,
-  options: { runners: number; spansPerRollout: number; rollouts: number },
+  stores: LightningStore | readonly LightningStore[],
+  options: {
+    runners: number;
+    spansPerRollout: number;
+    rollouts: number;
+    span?: (rolloutId: string, attemptId: string, sequenceId: number) => SpanInput;
+  },
 ): Promise<number> {
-  await store.enqueueManyRollouts(Array.from({ length: options.rollouts }, (_, i) => ({ input: { task: i } })));
+  const replicas: readonly LightningStore[] = Array.isArray(stores) ? stores : [stores as LightningStore];
+  const span = options.span ?? callSpan;
+  await (replicas[0] as LightningStore).enqueueManyRollouts(
+    Array.from({ length: options.rollouts }, (_, i) => ({ input: { task: i } })),
+  );
   let completed = 0;
   const t0 = performance.now();
   const runner = async (index: number) => {
+    const store = replicas[index % replicas.length] as LightningStore;
     const workerId = `runner-${index}`;
     for (;;) {
       const claimed = await store.dequeueRollout({ worker_id: workerId });
@@ -154,7 +180,7 @@ export async function runnerWorkload(
       const aid = claimed.attempt.attempt_id;
       for (let k = 0; k < options.spansPerRollout; k++) {
         const seq = await store.nextSequenceId(claimed.rollout_id, aid);
-        await store.addSpan(callSpan(claimed.rollout_id, aid, seq));
+        await store.addSpan(span(claimed.rollout_id, aid, seq));
       }
       await store.updateAttempt(claimed.rollout_id, aid, { status: 'succeeded' });
       completed++;
