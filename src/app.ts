@@ -108,6 +108,8 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     extraSpanProcessors: [new CallObserver({ metrics, logger }), ...(otlpExport === null ? [] : [otlpExport])],
     logger,
     registry: pools,
+    // Spans of calls without a rollout only leave the process through OTLP.
+    captureUnattributedContent: otlpExport !== null,
   });
   parts.push({ name: 'proxy', close: () => proxy.close() });
   pools.start();

@@ -85,6 +85,11 @@ export interface GatewayOptions {
   readonly logger: Logger;
   /** Record messages as span attributes (on by default for training). */
   readonly captureContent: boolean;
+  /**
+   * Record messages on spans of calls without a rollout too (default true). Such spans never reach the
+   * store, so without an OTLP exporter nobody reads them and serialising a long prompt is wasted work.
+   */
+  readonly captureUnattributedContent?: boolean;
   /** Answers opted-in temperature-0 non-stream calls again without the model (response-cache.ts). */
   readonly responseCache?: ResponseCache | null;
 }
@@ -142,6 +147,8 @@ class CallRun {
   clientGone = false;
   /** Upstream tries beyond the first made by the gateway itself. */
   retries = 0;
+  /** Whether this call's span records messages. */
+  captureContent = false;
   spanEnded = false;
 
   constructor(
@@ -167,6 +174,7 @@ class CallRun {
 
 export function createGateway(options: GatewayOptions): Gateway {
   const { registry, tracer, pendingWrites, logger, captureContent } = options;
+  const captureUnattributedContent = options.captureUnattributedContent ?? true;
   const responseCache = options.responseCache ?? null;
 
   /** Ends the span with its outcome; resolves once an attributed span is in the store. */
@@ -187,7 +195,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   function recordCapture(run: CallRun, capture: CallCapture, complete: boolean): void {
     if (!capture.sawChunk) return;
     const call = capture.result();
-    run.span.setAttributes(responseAttributes(call, canonicalRecord(call, { complete }), { captureContent }));
+    run.span.setAttributes(
+      responseAttributes(call, canonicalRecord(call, { complete }), { captureContent: run.captureContent }),
+    );
   }
 
   function upstreamHeaders(call: ForwardCall, route: ResolvedRoute, length: number): Record<string, string> {
@@ -438,6 +448,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   async function forward(call: ForwardCall): Promise<void> {
     const attribution = call.attribution;
+    const callCapturesContent = captureContent && (attribution !== null || captureUnattributedContent);
     const span = tracer.startSpan(
       spanName(call.endpoint, call.body.model),
       {
@@ -451,12 +462,13 @@ export function createGateway(options: GatewayOptions): Gateway {
           requestId: call.requestId,
           clientRetryCount: call.clientRetryCount,
           isStream: call.body.stream === true,
-          captureContent,
+          captureContent: callCapturesContent,
         }),
       },
       ROOT_CONTEXT,
     );
     const run = new CallRun(span, call.sink);
+    run.captureContent = callCapturesContent;
     const cached = await lookupCache(call);
     let miss: CacheMiss | null = null;
     if (cached !== null) {

@@ -25,6 +25,8 @@ export interface ProxyOptions {
   readonly logger: Logger;
   /** Replaces the config's round-robin registry (health, sticky routing). */
   readonly registry?: ModelRegistry;
+  /** Record messages on spans of calls without a rollout (default true; see forward.ts). */
+  readonly captureUnattributedContent?: boolean;
   /** Answers opted-in temperature-0 calls (response-cache.ts); default: bounded, in memory. Closed with the proxy. */
   readonly responseCache?: ResponseCache;
 }
@@ -54,6 +56,7 @@ export function createProxy(options: ProxyOptions): Proxy {
     pendingWrites: options.spanWriter,
     logger: options.logger,
     captureContent: options.config.tracing.captureContent,
+    captureUnattributedContent: options.captureUnattributedContent ?? true,
     responseCache,
   });
   let closing: Promise<void> | null = null;

@@ -6,6 +6,8 @@ import { createHash } from 'node:crypto';
 
 export function stickyIndex(rolloutId: string, size: number): number {
   if (!Number.isInteger(size) || size <= 0) throw new RangeError(`stickyIndex needs a positive size, got ${size}`);
+  // Every hash lands on 0: a one-backend pool (the common case) skips sha256 and BigInt per call.
+  if (size === 1) return 0;
   const digest = createHash('sha256').update(rolloutId, 'utf8').digest();
   return Number(digest.readBigUInt64BE(0) % BigInt(size));
 }
