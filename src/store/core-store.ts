@@ -13,6 +13,8 @@ import {
   validAttemptStatus,
   validateEnqueueRequest,
   validateResources,
+  validateWorkerStatusIn,
+  validConfigUpdate,
   validMetadata,
   validMode,
   validRolloutStatus,
@@ -32,38 +34,37 @@ import {
 import { normaliseRolloutConfig } from './rollout-config.js';
 import { isTerminalStatus, nextRolloutState, type RolloutEvent, spanPromotes } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
-import {
-  type Attempt,
-  type AttemptedRollout,
-  type AttemptQuery,
-  type AttemptStatus,
-  type AttemptUpdate,
-  type CompletionPage,
-  type CompletionQuery,
-  type EnqueueRolloutRequest,
-  type LightningStore,
-  type NamedResources,
-  type PaginatedResult,
-  type ResourcesQuery,
-  type ResourcesUpdate,
-  type ResourcesWriteOptions,
-  type Rollout,
-  type RolloutLifecycle,
-  type RolloutQuery,
-  type RolloutStatus,
-  type RolloutUpdate,
-  type Span,
-  type SpanInput,
-  type SpanQuery,
-  type StartRolloutRequest,
-  type StoreCapabilities,
-  type StoreStatistics,
-  type WaitOptions,
-  WORKER_STATUSES,
-  type Worker,
-  type WorkerQuery,
-  type WorkerStatus,
-  type WorkerUpdate,
+import type {
+  Attempt,
+  AttemptedRollout,
+  AttemptQuery,
+  AttemptStatus,
+  AttemptUpdate,
+  CompletionPage,
+  CompletionQuery,
+  EnqueueRolloutRequest,
+  LightningStore,
+  NamedResources,
+  PaginatedResult,
+  ResourcesQuery,
+  ResourcesUpdate,
+  ResourcesWriteOptions,
+  Rollout,
+  RolloutLifecycle,
+  RolloutQuery,
+  RolloutStatus,
+  RolloutUpdate,
+  Span,
+  SpanInput,
+  SpanQuery,
+  StartRolloutRequest,
+  StoreCapabilities,
+  StoreStatistics,
+  WaitOptions,
+  Worker,
+  WorkerQuery,
+  WorkerStatus,
+  WorkerUpdate,
 } from './types.js';
 import { WaiterRegistry } from './waiters.js';
 import { DEFAULT_WATCHDOG_INTERVAL_MS, Watchdog } from './watchdog.js';
@@ -207,12 +208,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     if (Object.hasOwn(update, 'mode')) next.mode = validMode(update.mode);
     if (Object.hasOwn(update, 'resources_id')) next.resources_id = update.resources_id ?? null;
     if (Object.hasOwn(update, 'metadata')) next.metadata = clone(validMetadata(update.metadata, 'metadata'));
-    if (Object.hasOwn(update, 'config')) {
-      if (update.config === null || update.config === undefined) {
-        throw new StoreError('invalid_argument', 'config cannot be null', { param: 'config' });
-      }
-      next.config = normaliseRolloutConfig(update.config);
-    }
+    if (Object.hasOwn(update, 'config')) next.config = validConfigUpdate(update.config);
     let status: RolloutStatus | undefined;
     if (Object.hasOwn(update, 'status')) status = validRolloutStatus(update.status);
     let result: Rollout;
@@ -452,11 +448,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     const logic = validateFilterLogic(query.filter_logic);
     const filters: Array<(w: Worker) => boolean> = [];
     if (query.status_in != null) {
-      for (const s of query.status_in) {
-        if (!WORKER_STATUSES.includes(s)) {
-          throw new StoreError('invalid_argument', `Invalid status_in value: ${String(s)}`, { param: 'status_in' });
-        }
-      }
+      validateWorkerStatusIn(query.status_in);
       const set = new Set<WorkerStatus>(query.status_in);
       filters.push((w) => set.has(w.status));
     }

@@ -9,9 +9,12 @@ import {
   type NamedResources,
   ROLLOUT_MODES,
   ROLLOUT_STATUSES,
+  type RolloutConfig,
   type RolloutMode,
   type RolloutStatus,
   type SpanInput,
+  WORKER_STATUSES,
+  type WorkerStatus,
 } from './types.js';
 
 export function notFound(kind: string, id: string, param: string): StoreError {
@@ -47,6 +50,22 @@ export function validateEnqueueRequest(request: EnqueueRolloutRequest): void {
   normaliseRolloutConfig(request.config);
   if (request.rollout_id != null && (typeof request.rollout_id !== 'string' || request.rollout_id.length === 0)) {
     throw new StoreError('invalid_argument', 'rollout_id must be a non-empty string', { param: 'rollout_id' });
+  }
+}
+
+/** `config` may be updated field by field but never cleared. */
+export function validConfigUpdate(config: Partial<RolloutConfig> | null | undefined): RolloutConfig {
+  if (config === null || config === undefined) {
+    throw new StoreError('invalid_argument', 'config cannot be null', { param: 'config' });
+  }
+  return normaliseRolloutConfig(config);
+}
+
+export function validateWorkerStatusIn(statuses: readonly WorkerStatus[]): void {
+  for (const s of statuses) {
+    if (!WORKER_STATUSES.includes(s)) {
+      throw new StoreError('invalid_argument', `Invalid status_in value: ${String(s)}`, { param: 'status_in' });
+    }
   }
 }
 

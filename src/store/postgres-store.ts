@@ -18,6 +18,8 @@ import {
   validAttemptStatus,
   validateEnqueueRequest,
   validateResources,
+  validateWorkerStatusIn,
+  validConfigUpdate,
   validMetadata,
   validMode,
   validRolloutStatus,
@@ -108,7 +110,6 @@ import {
   type StoreStatistics,
   TERMINAL_STATUSES,
   type WaitOptions,
-  WORKER_STATUSES,
   type Worker,
   type WorkerQuery,
   type WorkerUpdate,
@@ -427,12 +428,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       if (Object.hasOwn(update, 'mode')) next.mode = validMode(update.mode);
       if (Object.hasOwn(update, 'resources_id')) next.resources_id = update.resources_id ?? null;
       if (Object.hasOwn(update, 'metadata')) next.metadata = validMetadata(update.metadata, 'metadata') ?? null;
-      if (Object.hasOwn(update, 'config')) {
-        if (update.config === null || update.config === undefined) {
-          throw new StoreError('invalid_argument', 'config cannot be null', { param: 'config' });
-        }
-        next.config = normaliseRolloutConfig(update.config);
-      }
+      if (Object.hasOwn(update, 'config')) next.config = validConfigUpdate(update.config);
       let status: RolloutStatus | undefined;
       if (Object.hasOwn(update, 'status')) status = validRolloutStatus(update.status);
       await writeRolloutFields(c, next);
@@ -774,11 +770,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     const logic = validateFilterLogic(query.filter_logic);
     const where = new SqlConditions();
     if (query.status_in != null) {
-      for (const s of query.status_in) {
-        if (!WORKER_STATUSES.includes(s)) {
-          throw new StoreError('invalid_argument', `Invalid status_in value: ${String(s)}`, { param: 'status_in' });
-        }
-      }
+      validateWorkerStatusIn(query.status_in);
       where.filter(`w.status = ANY(${where.param(query.status_in)}::text[])`);
     }
     if (query.worker_id_contains != null) {
