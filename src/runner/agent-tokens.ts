@@ -3,6 +3,7 @@
 // key never hands that key, or a key valid for every rollout, to agent code.
 
 import { HEADER_AUTHORIZATION } from '../gateway/headers.js';
+import { HttpCallError } from '../http-call-error.js';
 import type { AttemptedRollout } from '../store/types.js';
 import { normalizeGatewayUrl } from './attempt-urls.js';
 import type { AgentKeyProvider } from './runner.js';
@@ -14,14 +15,8 @@ export interface AgentTokenMinterOptions {
   readonly fetch?: typeof fetch;
 }
 
-export class AgentTokenError extends Error {
-  readonly status: number | null;
-
-  constructor(message: string, options: { status: number | null; cause?: unknown }) {
-    super(message, { cause: options.cause });
-    this.name = 'AgentTokenError';
-    this.status = options.status;
-  }
+export class AgentTokenError extends HttpCallError {
+  override readonly name = 'AgentTokenError';
 }
 
 export function createAgentTokenMinter(options: AgentTokenMinterOptions): AgentKeyProvider {

@@ -2,6 +2,7 @@
 // process agent makes with ROLLGATE_REWARD_URL, so in-process and process agents store rewards identically.
 
 import { HEADER_AUTHORIZATION } from '../gateway/headers.js';
+import { HttpCallError } from '../http-call-error.js';
 
 export interface PostRewardOptions {
   readonly rewardUrl: string;
@@ -11,14 +12,8 @@ export interface PostRewardOptions {
   readonly fetch?: typeof fetch;
 }
 
-export class RewardPostError extends Error {
-  readonly status: number | null;
-
-  constructor(message: string, options: { status: number | null; cause?: unknown }) {
-    super(message, { cause: options.cause });
-    this.name = 'RewardPostError';
-    this.status = options.status;
-  }
+export class RewardPostError extends HttpCallError {
+  override readonly name = 'RewardPostError';
 }
 
 export async function postReward(options: PostRewardOptions): Promise<void> {

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { HttpCallError } from '../http-call-error.js';
 import { StoreError, type StoreErrorCode } from './errors.js';
 import type {
   Attempt,
@@ -49,14 +50,8 @@ export interface HttpStoreOptions {
 }
 
 /** Failure that is not the caller's mistake: a 5xx/408 after all retries, or the network. */
-export class HttpStoreError extends Error {
-  readonly status: number | null;
-
-  constructor(message: string, options: { status: number | null; cause?: unknown }) {
-    super(message, { cause: options.cause });
-    this.name = 'HttpStoreError';
-    this.status = options.status;
-  }
+export class HttpStoreError extends HttpCallError {
+  override readonly name = 'HttpStoreError';
 }
 
 const PREFIX = '/v1/agl';
