@@ -3,9 +3,12 @@
 // each ended span that carries a rollout id, with the sequence id allocated when the call arrived, and
 // keeps the pending write so the gateway can await it before the call's last byte (I3, pitfall 29).
 // Writes are not queued or batched away: nothing is dropped under a burst (pitfall 30).
+// A write refused with not_found means the rollout was deleted while the call was in flight (pitfall 50):
+// expected, so it goes to `onOrphanWrite` (forget the pair, count it) instead of the error log.
 import { type HrTime, type Attributes as OtelAttributes, type SpanContext, SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from '../src/logger.js';
+import { isStoreError, type StoreError } from '../src/store/errors.js';
 import type {
   Attributes,
   AttributeValue,
@@ -112,11 +115,14 @@ export function toStoreSpan(span: ReadableSpan): SpanInput | null {
 export interface StoreSpanProcessorOptions {
   readonly store: Pick<LightningStore, 'addSpan'>;
   readonly logger: Logger;
+  /** A span whose rollout or attempt no longer exists in the store; without it, it is logged as a failure. */
+  readonly onOrphanWrite?: (rid: string, aid: string, error: StoreError) => void;
 }
 
 export class StoreSpanProcessor implements SpanProcessor, PendingSpanWrites {
   readonly #store: Pick<LightningStore, 'addSpan'>;
   readonly #logger: Logger;
+  readonly #onOrphanWrite: StoreSpanProcessorOptions['onOrphanWrite'];
   readonly #pending = new Map<string, Promise<void>>();
   #closed = false;
   #failed = 0;
@@ -124,6 +130,7 @@ export class StoreSpanProcessor implements SpanProcessor, PendingSpanWrites {
   constructor(options: StoreSpanProcessorOptions) {
     this.#store = options.store;
     this.#logger = options.logger;
+    this.#onOrphanWrite = options.onOrphanWrite;
   }
 
   /** Store writes that failed since start (each is logged once, at error: it is lost data). */
@@ -144,6 +151,10 @@ export class StoreSpanProcessor implements SpanProcessor, PendingSpanWrites {
       },
       (error: unknown) => {
         this.#pending.delete(spanId);
+        if (this.#onOrphanWrite !== undefined && isStoreError(error) && error.code === 'not_found') {
+          this.#onOrphanWrite(input.rollout_id, input.attempt_id, error);
+          return;
+        }
         this.#failed++;
         this.#logger.error('span write failed', {
           rid: input.rollout_id,

@@ -4,10 +4,13 @@
 // registered under the given ids when `autoCreate` is on, else refused with 404 rollout_not_found.
 // The rollout's response-cache opt-in (metadata `rollgate.response_cache: true`) is read from the same
 // lookup and kept with the pair, so checking it never costs a store round trip of its own.
+// Checked pairs live in a `KnownPairs` owned by the caller, so whoever learns that a rollout was deleted
+// (the span writer's not_found, the delete route) can make the next call check again (pitfall 50).
 import type { MiddlewareHandler } from 'hono';
 import { GatewayError } from '../src/errors.js';
 import type { RolloutModeHint } from '../src/gateway/body-rewrite.js';
 import { HEADER_ATTEMPT_ID, HEADER_ROLLOUT_ID } from '../src/gateway/headers.js';
+import type { KnownPairs } from '../src/gateway/known-pairs.js';
 import { RESPONSE_CACHE_METADATA_KEY } from '../src/gateway/response-cache.js';
 import type { LightningStore } from '../src/store/types.js';
 import type { RolloutEnv } from './env.js';
@@ -20,7 +23,7 @@ export type AttributedEnv = {
   };
 };
 
-interface KnownPair {
+export interface KnownPair {
   readonly mode: RolloutModeHint;
   readonly cacheOptIn: boolean;
 }
@@ -35,13 +38,12 @@ export type AttributionStore = Pick<
 export interface RolloutAttemptOptions {
   readonly store: AttributionStore;
   readonly autoCreate: boolean;
-  /** Known (rollout, attempt) pairs kept to skip the existence check; bounded, cleared when full. */
-  readonly knownPairsLimit?: number;
+  /** Pairs already checked, to skip the existence check; shared with whoever forgets deleted rollouts. */
+  readonly knownPairs: KnownPairs<KnownPair>;
 }
 
 /** Ids end up in headers, logs and spans: keep them printable and short. */
 const SAFE_ID = /^[\w.:@+-]{1,256}$/;
-const DEFAULT_KNOWN_PAIRS_LIMIT = 10_000;
 
 function checkId(value: string, name: string): string {
   if (!SAFE_ID.test(value)) throw new GatewayError('invalid_request', `Invalid ${name}`, { param: name });
@@ -49,9 +51,7 @@ function checkId(value: string, name: string): string {
 }
 
 export function rolloutAttempt(options: RolloutAttemptOptions): MiddlewareHandler<AttributedEnv> {
-  const { store, autoCreate } = options;
-  const limit = options.knownPairsLimit ?? DEFAULT_KNOWN_PAIRS_LIMIT;
-  const known = new Map<string, KnownPair>();
+  const { store, autoCreate, knownPairs: known } = options;
   const inFlight = new Map<string, Promise<KnownPair>>();
 
   async function register(rid: string, aid: string): Promise<KnownPair> {
@@ -78,16 +78,15 @@ export function rolloutAttempt(options: RolloutAttemptOptions): MiddlewareHandle
 
   /** Single flight per pair, so a burst of first calls registers a rollout once. */
   function ensure(rid: string, aid: string): KnownPair | Promise<KnownPair> {
-    const key = `${rid}\u0000${aid}`;
-    const pair = known.get(key);
+    const pair = known.get(rid, aid);
     if (pair !== undefined) return pair;
+    const key = `${rid}\u0000${aid}`;
     let pending = inFlight.get(key);
     if (pending === undefined) {
       pending = register(rid, aid).then(
         (registered) => {
           inFlight.delete(key);
-          if (known.size >= limit) known.clear();
-          known.set(key, registered);
+          known.set(rid, aid, registered);
           return registered;
         },
         (error: unknown) => {

@@ -62,6 +62,8 @@ export interface AglV1RoutesOptions {
   readonly trainTemperature?: number;
   /** v1 `default_proxy.val.temperature` (default 0.7). */
   readonly valTemperature?: number;
+  /** Told after `DELETE /api/rollouts/{rid}`, so in-process caches of the rollout are dropped (pitfall 50). */
+  readonly onRolloutDeleted?: (rid: string) => void;
 }
 
 export interface V1Model {
@@ -308,7 +310,9 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
   });
 
   app.delete('/api/rollouts/:rid', async (c) => {
-    await store.deleteRollout(c.req.param('rid'));
+    const rid = c.req.param('rid');
+    await store.deleteRollout(rid);
+    options.onRolloutDeleted?.(rid);
     return c.body(null, 204);
   });
 

@@ -6,11 +6,17 @@ import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { type Context, Hono } from 'hono';
 import { bodyJson, type JsonBodyEnv } from '../middleware/body-json.js';
-import { type AttributedEnv, type AttributionStore, rolloutAttempt } from '../middleware/rollout-attempt.js';
+import {
+  type AttributedEnv,
+  type AttributionStore,
+  type KnownPair,
+  rolloutAttempt,
+} from '../middleware/rollout-attempt.js';
 import { GatewayError } from '../src/errors.js';
 import type { Endpoint } from '../src/gateway/call-capture.js';
 import type { Gateway } from '../src/gateway/forward.js';
 import { HEADER_ROLLGATE_CACHE, HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/headers.js';
+import { KnownPairs } from '../src/gateway/known-pairs.js';
 import { WebResponseSink } from '../src/gateway/web-sink.js';
 
 type OpenAiEnv = {
@@ -22,6 +28,8 @@ export interface OpenAiRoutesOptions {
   readonly gateway: Gateway;
   readonly store: AttributionStore;
   readonly autoCreate: boolean;
+  /** Checked (rollout, attempt) pairs; pass one to forget deleted rollouts from outside (pitfall 50). */
+  readonly knownPairs?: KnownPairs<KnownPair>;
 }
 
 const PREFIXES = ['/v1', '/rollout/:rid/attempt/:aid/v1', '/rollout/:rid/attempt/:aid'] as const;
@@ -43,7 +51,11 @@ function methodNotAllowed(c: Context<OpenAiEnv>): never {
 export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv> {
   const { gateway } = options;
   const app = new Hono<OpenAiEnv>();
-  const attribution = rolloutAttempt({ store: options.store, autoCreate: options.autoCreate });
+  const attribution = rolloutAttempt({
+    store: options.store,
+    autoCreate: options.autoCreate,
+    knownPairs: options.knownPairs ?? new KnownPairs(),
+  });
   const json = bodyJson();
 
   const call = (endpoint: Endpoint) =>

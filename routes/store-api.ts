@@ -53,6 +53,8 @@ export interface StoreApiDeps {
   readonly idempotencyTtlMs?: number;
   /** Aborted when the gateway starts closing: pending long polls answer with what has finished so far. */
   readonly shutdown?: AbortSignal;
+  /** Told after a rollout is deleted here, so in-process caches of it are dropped at once (pitfall 50). */
+  readonly onRolloutDeleted?: (rid: string) => void;
 }
 
 const PREFIX = '/v1/agl';
@@ -127,9 +129,12 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
 
   app.get(`${PREFIX}/rollouts/:rid`, async (c) => c.json(await store.getRolloutById(c.req.param('rid'))));
   // Idempotent: `deleted` says whether there was anything to delete.
-  app.delete(`${PREFIX}/rollouts/:rid`, async (c) =>
-    c.json({ deleted: await store.deleteRollout(c.req.param('rid')) }),
-  );
+  app.delete(`${PREFIX}/rollouts/:rid`, async (c) => {
+    const rid = c.req.param('rid');
+    const deleted = await store.deleteRollout(rid);
+    deps.onRolloutDeleted?.(rid);
+    return c.json({ deleted });
+  });
   app.get(`${PREFIX}/completions`, async (c) => {
     const q = parseRequest(completionsQuerySchema, readQuery(c));
     return c.json(await store.queryCompletions(definedOnly({ after: q.after, limit: q.limit })));

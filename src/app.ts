@@ -12,6 +12,7 @@ import { bodyLimitFast } from '../middleware/body-json.js';
 import type { AppEnv } from '../middleware/env.js';
 import { notFound, onError } from '../middleware/openai-errors.js';
 import { requestId } from '../middleware/request-id.js';
+import type { KnownPair } from '../middleware/rollout-attempt.js';
 import { createAdminRoutes } from '../routes/admin.js';
 import { createAglV1Routes } from '../routes/agl-v1.js';
 import { createDashboardRoutes } from '../routes/dashboard.js';
@@ -24,6 +25,7 @@ import { TrainerHub } from './algorithms/rl/trainer-hub.js';
 import { createKeyRing } from './auth/keys.js';
 import { CallObserver } from './gateway/call-observer.js';
 import { gateGateway } from './gateway/gated-gateway.js';
+import { KnownPairs } from './gateway/known-pairs.js';
 import { createPoolRegistry } from './gateway/model-pool.js';
 import { PauseGate } from './gateway/pause-gate.js';
 import { createProxy } from './gateway/proxy.js';
@@ -98,13 +100,27 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   const idempotency = options.idempotency ?? new Keyv();
   if (options.idempotency === undefined) parts.push({ name: 'idempotency', close: () => idempotency.disconnect() });
   const metrics = new GatewayMetrics();
+  const knownPairs = new KnownPairs<KnownPair>();
+  const forgetRollout = (rid: string) => {
+    knownPairs.forgetRollout(rid);
+  };
   const otlpExport = createOtlpSpanProcessor(config.tracing.otlp, logger, {
     onDropped: (n) => metrics.spansDropped.inc({ exporter: 'otlp' }, n),
   });
   const pools = createPoolRegistry({ models: config.models, logger });
   const proxy = createProxy({
     config,
-    spanWriter: new StoreSpanProcessor({ store, logger }),
+    spanWriter: new StoreSpanProcessor({
+      store,
+      logger,
+      // The rollout was deleted while the call was in flight (pitfall 50): the agent keeps its answer, the
+      // next call on that rollout is checked again (re-created or 404), and the lost span is counted.
+      onOrphanWrite: (rid, aid, error) => {
+        knownPairs.forgetRollout(rid);
+        metrics.orphanCalls.inc();
+        logger.warn('call on a deleted rollout not recorded', { rid, aid, err: error.message });
+      },
+    }),
     extraSpanProcessors: [new CallObserver({ metrics, logger }), ...(otlpExport === null ? [] : [otlpExport])],
     logger,
     registry: pools,
@@ -158,7 +174,10 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   // ---- Route modules: one mount line each. -------------------------------------------------------------------
-  app.route('/', createStoreApiRoutes({ store, idempotency, shutdown: shutdown.signal }));
+  app.route(
+    '/',
+    createStoreApiRoutes({ store, idempotency, shutdown: shutdown.signal, onRolloutDeleted: forgetRollout }),
+  );
   app.route(
     '/',
     createOtlpRoutes({
@@ -175,6 +194,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
       gateway: gateGateway(proxy.gateway, gate),
       store,
       autoCreate: config.rollouts.autoCreate,
+      knownPairs,
     }),
   );
   app.route('/', createAdminRoutes({ pools, gate, keys }));
@@ -187,6 +207,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
       pools,
       trainTemperature: config.aglV1.trainTemperature,
       valTemperature: config.aglV1.valTemperature,
+      onRolloutDeleted: forgetRollout,
     }),
   );
   app.route('/', createMetricsRoutes({ metrics }));

@@ -33,6 +33,7 @@ export class GatewayMetrics {
   readonly tokenIdsMissing: Counter<'model' | 'status'>;
   readonly spanWriteLatency: Histogram<'store'>;
   readonly spansDropped: Counter<'exporter'>;
+  readonly orphanCalls: Counter;
   readonly algorithmProgress: Gauge<'algorithm' | 'metric'>;
   #sources: MetricsSources = {};
 
@@ -89,6 +90,11 @@ export class GatewayMetrics {
       name: `${p}spans_dropped_total`,
       help: 'Spans an exporter dropped (queue full or collector down)',
       labelNames: ['exporter'],
+      registers,
+    });
+    this.orphanCalls = new Counter({
+      name: `${p}orphan_calls_total`,
+      help: 'Calls answered whose span was not stored because their rollout was deleted meanwhile',
       registers,
     });
     this.algorithmProgress = new Gauge({
