@@ -1,10 +1,19 @@
 // Sends one call upstream with retries and fail-over (contracts.md §7.5, pitfall 19): a try is repeated on a
 // connect error, a timeout before the first byte, or a status in the pool's retry set, on another backend when
 // there is one, after an exponential, jittered backoff that honours Retry-After. Nothing is retried once a
-// response is handed back (the caller has not written a byte before that). Each try is a child span.
+// response is handed back (the caller has not written a byte before that). When a call takes more than one try,
+// each try is a child span.
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import {
+  type Attributes,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import * as A from '../tracing/attributes.js';
 import { HEADER_RETRY_AFTER, HEADER_RETRY_AFTER_MS } from './headers.js';
@@ -111,9 +120,47 @@ function sleep(ms: number, signal: AbortSignal | EventEmitter, aborted: () => bo
   });
 }
 
+interface TryRecord {
+  readonly tracer: Tracer;
+  readonly parent: Span;
+  readonly route: ResolvedRoute;
+  readonly index: number;
+  /** performance.now() when the try began; the SDK reads a number this small as a performance time. */
+  readonly startMs: number;
+  readonly statusCode?: number;
+  readonly errorType?: string;
+  /** Set when the try failed: the span's error status message. */
+  readonly failure?: string;
+}
+
+/**
+ * Try spans are made only for calls that took more than one try, and only once that is known (the first try's
+ * span is made late, with its real start time). A single try would only repeat what the call span already
+ * holds (backend, model version, status, retry count 0), the store writer drops try spans (no rollout id) and
+ * only an OTLP exporter would ship them: making one per call cost ~3 % of a small call's CPU for nothing.
+ */
+function recordTry(record: TryRecord): void {
+  const { route } = record;
+  const attributes: Attributes = {
+    [A.ATTR_UPSTREAM_TRY]: record.index,
+    [A.ATTR_BACKEND]: route.backend.url,
+    [A.ATTR_MODEL_VERSION]: route.model.version,
+    [A.ATTR_SERVER_ADDRESS]: route.backend.host,
+    [A.ATTR_SERVER_PORT]: route.backend.port,
+  };
+  if (record.statusCode !== undefined) attributes[A.ATTR_UPSTREAM_STATUS_CODE] = record.statusCode;
+  if (record.errorType !== undefined) attributes[A.ATTR_ERROR_TYPE] = record.errorType;
+  const span = record.tracer.startSpan(
+    'upstream try',
+    { kind: SpanKind.CLIENT, attributes, startTime: record.startMs },
+    trace.setSpan(ROOT_CONTEXT, record.parent),
+  );
+  if (record.failure !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: record.failure });
+  span.end();
+}
+
 export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpstream<T>> {
   const { registry, tracer, signal } = options;
-  const parentContext = trace.setSpan(ROOT_CONTEXT, options.parent);
   const tried = new Set<string>();
   const startedMs = performance.now();
   let retries = 0;
@@ -124,20 +171,7 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
     const maxTries = policy?.maxAttempts ?? 1;
     const { request, data } = options.build(route);
     const release = registry.begin?.(route) ?? (() => undefined);
-    const trySpan = tracer.startSpan(
-      'upstream try',
-      {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          [A.ATTR_UPSTREAM_TRY]: retries,
-          [A.ATTR_BACKEND]: route.backend.url,
-          [A.ATTR_MODEL_VERSION]: route.model.version,
-          [A.ATTR_SERVER_ADDRESS]: route.backend.host,
-          [A.ATTR_SERVER_PORT]: route.backend.port,
-        },
-      },
-      parentContext,
-    );
+    const tryBase = { tracer, parent: options.parent, route, index: retries, startMs: performance.now() };
     tried.add(route.backend.url);
     const totalMs = route.model.totalTimeoutMs;
     const lastTry = retries + 1 >= maxTries;
@@ -155,22 +189,23 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
     } catch (error) {
       release();
       const code = errorCode(error);
-      trySpan.setAttribute(A.ATTR_ERROR_TYPE, code || 'transport');
-      trySpan.setStatus({ code: SpanStatusCode.ERROR, message: code || 'transport' });
-      trySpan.end();
-      if (options.aborted()) throw error;
+      const errorType = code || 'transport';
+      if (options.aborted()) {
+        if (retries > 0) recordTry({ ...tryBase, errorType, failure: errorType });
+        throw error;
+      }
       const retryable = RETRYABLE_ERROR_CODES.has(code);
       // First-byte timeouts count too: with generation-sized limits, a backend that stays silent that long is stalled.
-      registry.report?.(route, { ok: false, reason: code || 'transport' });
-      if (!retryable || lastTry || policy === null) throw new UpstreamTriesFailed(error, retries);
-      const delayMs = retryDelayMs(policy, { retry: retries });
-      if (!budgetAllows(delayMs)) throw new UpstreamTriesFailed(error, retries);
+      registry.report?.(route, { ok: false, reason: errorType });
+      const delayMs = retryable && !lastTry && policy !== null ? retryDelayMs(policy, { retry: retries }) : null;
+      const retrying = delayMs !== null && budgetAllows(delayMs);
+      if (retrying || retries > 0) recordTry({ ...tryBase, errorType, failure: errorType });
+      if (!retrying) throw new UpstreamTriesFailed(error, retries);
       await sleep(delayMs, signal, options.aborted);
       retries += 1;
       continue;
     }
     const status = response.statusCode;
-    trySpan.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, status);
     if (status >= 500) {
       registry.report?.(route, { ok: false, reason: `HTTP ${status}` });
     } else {
@@ -188,9 +223,7 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       });
       // A server asking for a longer pause than we would wait gets its answer passed on: the agent's SDK waits.
       if ((retryAfterMs === undefined || retryAfterMs <= policy.maxDelayMs) && budgetAllows(delayMs)) {
-        trySpan.setStatus({ code: SpanStatusCode.ERROR, message: String(status) });
-        trySpan.setAttribute(A.ATTR_ERROR_TYPE, String(status));
-        trySpan.end();
+        recordTry({ ...tryBase, statusCode: status, errorType: String(status), failure: String(status) });
         await response.body.dump().catch(() => undefined);
         release();
         await sleep(delayMs, signal, options.aborted);
@@ -198,8 +231,9 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
         continue;
       }
     }
-    if (status >= 400) trySpan.setStatus({ code: SpanStatusCode.ERROR, message: String(status) });
-    trySpan.end();
+    if (retries > 0) {
+      recordTry({ ...tryBase, statusCode: status, ...(status >= 400 ? { failure: String(status) } : {}) });
+    }
     const remainingMs = Math.max(0, totalMs - (performance.now() - startedMs));
     const deadline = setTimeout(() => response.body.destroy(new TotalTimeoutError(totalMs)), remainingMs);
     deadline.unref();

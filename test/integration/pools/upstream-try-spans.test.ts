@@ -1,6 +1,7 @@
-// Each upstream try is a child span of the call span, with its backend, version and outcome; the call span counts
-// the retries. Driven through sendUpstream with a real pool registry and the vLLM stand-in.
-import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
+// When a call takes more than one try, each upstream try is a child span of the call span, with its backend,
+// version and outcome; the call span counts the retries. A call answered by its first try makes no try span (the
+// call span holds the same facts). Driven through sendUpstream with a real pool registry and the vLLM stand-in.
+import { ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
@@ -37,12 +38,10 @@ afterAll(async () => {
   await Promise.all(mocks.map((m) => m.close()));
 });
 
-it('records one child span per try and fails over to the other backend', async () => {
-  for (const mock of mocks) mock.setFault('status=503', { times: 1 });
-  const tracer = provider.getTracer('test');
-  const parent = tracer.startSpan('chat mock-model', { kind: SpanKind.CLIENT }, ROOT_CONTEXT);
-  const body = Buffer.from(JSON.stringify({ model: 'mock-model', messages: [{ role: 'user', content: 'hi' }] }));
-  const sent = await sendUpstream({
+const body = Buffer.from(JSON.stringify({ model: 'mock-model', messages: [{ role: 'user', content: 'hi' }] }));
+
+function send(parent: Span) {
+  return sendUpstream({
     registry: pools,
     modelName: 'mock-model',
     context: { rolloutId: 'ro-spans' },
@@ -52,9 +51,16 @@ it('records one child span per try and fails over to the other backend', async (
     }),
     signal: new AbortController().signal,
     aborted: () => false,
-    tracer,
+    tracer: provider.getTracer('test'),
     parent,
   });
+}
+
+it('records one child span per try and fails over to the other backend', async () => {
+  exporter.reset();
+  for (const mock of mocks) mock.setFault('status=503', { times: 1 });
+  const parent = provider.getTracer('test').startSpan('chat mock-model', { kind: SpanKind.CLIENT }, ROOT_CONTEXT);
+  const sent = await send(parent);
   await sent.response.body.dump();
   sent.release();
   parent.end();
@@ -73,4 +79,20 @@ it('records one child span per try and fails over to the other backend', async (
   expect(tries.map((s) => s.attributes[A.ATTR_UPSTREAM_TRY])).toEqual([0, 1, 2]);
   // The first two tries went to different backends.
   expect(tries[0]?.attributes[A.ATTR_BACKEND]).not.toBe(tries[1]?.attributes[A.ATTR_BACKEND]);
+  // The first try's span is made once the retry is decided, but keeps the try's own start time.
+  const starts = tries.map((s) => s.startTime[0] * 1e9 + s.startTime[1]);
+  expect(starts).toEqual([...starts].sort((a, b) => a - b));
+  for (const span of tries) expect(span.endTime[0] * 1e9 + span.endTime[1]).toBeGreaterThanOrEqual(starts[0] ?? 0);
+});
+
+it('makes no try span when the first try answers', async () => {
+  exporter.reset();
+  const parent = provider.getTracer('test').startSpan('chat mock-model', { kind: SpanKind.CLIENT }, ROOT_CONTEXT);
+  const sent = await send(parent);
+  await sent.response.body.dump();
+  sent.release();
+  parent.end();
+  expect(sent.response.statusCode).toBe(200);
+  expect(sent.retries).toBe(0);
+  expect(exporter.getFinishedSpans().map((s) => s.name)).toEqual(['chat mock-model']);
 });
