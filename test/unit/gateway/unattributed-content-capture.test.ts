@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
 import { StoreSpanProcessor } from '../../../exporters/store-span-exporter.js';
 import type { CallAttribution } from '../../../src/gateway/forward.js';
-import { createProxy, type Proxy } from '../../../src/gateway/proxy.js';
+import { createProxy, type Proxy as GatewayProxy } from '../../../src/gateway/proxy.js';
 import { WebResponseSink } from '../../../src/gateway/web-sink.js';
 import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory.js';
@@ -15,7 +15,7 @@ import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 
 let mock: MockVllm;
 let store: MemoryStore;
-const opened: Proxy[] = [];
+const opened: GatewayProxy[] = [];
 beforeAll(async () => {
   mock = await startMockVllm();
   store = new MemoryStore();
@@ -27,7 +27,7 @@ afterAll(async () => {
   await mock?.close();
 });
 
-function startProxy(captureUnattributedContent?: boolean): { proxy: Proxy; spans: ReadableSpan[] } {
+function startProxy(captureUnattributedContent?: boolean): { proxy: GatewayProxy; spans: ReadableSpan[] } {
   const spans: ReadableSpan[] = [];
   const collector: SpanProcessor = {
     onStart: () => undefined,
@@ -50,7 +50,7 @@ function startProxy(captureUnattributedContent?: boolean): { proxy: Proxy; spans
 }
 
 let seq = 0;
-async function call(proxy: Proxy, attributed: boolean): Promise<void> {
+async function call(proxy: GatewayProxy, attributed: boolean): Promise<void> {
   const attribution: CallAttribution | null = attributed ? { rid: 'r', aid: 'a', seq: ++seq } : null;
   const sink = new WebResponseSink();
   await proxy.gateway.forward({
