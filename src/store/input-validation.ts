@@ -12,7 +12,6 @@ import {
   type RolloutConfig,
   type RolloutMode,
   type RolloutStatus,
-  type SpanInput,
   WORKER_STATUSES,
   type WorkerStatus,
 } from './types.js';
@@ -93,15 +92,5 @@ export function validateResources(resources: NamedResources): void {
         param: `resources.${name}`,
       });
     }
-  }
-}
-
-/** The shape checks made on a span besides its rollout and attempt existing. */
-export function validateSpanShape(span: SpanInput): void {
-  if (span === null || typeof span !== 'object') {
-    throw new StoreError('invalid_argument', 'span must be an object', { param: 'span' });
-  }
-  if (typeof span.span_id !== 'string' || span.span_id.length === 0) {
-    throw new StoreError('invalid_argument', 'span_id is required', { param: 'span_id' });
   }
 }
