@@ -112,16 +112,6 @@ export function findFinalReward(spans: readonly Span[]): number | null {
   return null;
 }
 
-/** Every reward in list order with its span. */
-export function findRewards(spans: readonly Span[]): Array<{ span: Span; value: number }> {
-  const out: Array<{ span: Span; value: number }> = [];
-  for (const span of spans) {
-    const value = getRewardValue(span);
-    if (value !== null) out.push({ span, value });
-  }
-  return out;
-}
-
 /** The only reward format rollgate writes: v0.3 flattened dimensions, primary first. */
 export function rewardAttributes(primary: number, extra: readonly RewardDimension[] = []): Attributes {
   const attrs: Attributes = {
