@@ -18,7 +18,7 @@ import type { Dispatcher } from 'undici';
 import * as A from '../tracing/attributes.js';
 import { HEADER_RETRY_AFTER, HEADER_RETRY_AFTER_MS } from './headers.js';
 import type { ModelRegistry, ResolveContext, ResolvedRoute } from './model-registry.js';
-import { parseRetryAfterMs, retryDelayMs } from './retry-policy.js';
+import { isRetryableStatus, parseRetryAfterMs, retryDelayMs } from './retry-policy.js';
 
 export interface UpstreamRequest {
   readonly path: string;
@@ -211,7 +211,7 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
     } else {
       registry.report?.(route, { ok: true });
     }
-    const retryable = policy !== null && !lastTry && policy.statuses.has(status);
+    const retryable = policy !== null && !lastTry && isRetryableStatus(policy, status);
     if (retryable) {
       const retryAfterMs = parseRetryAfterMs({
         retryAfterMs: headerValue(response.headers[HEADER_RETRY_AFTER_MS]),
