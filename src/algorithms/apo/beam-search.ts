@@ -36,7 +36,7 @@ interface Candidate {
   readonly scores: Record<string, number>;
 }
 
-interface RoundSummary {
+type RoundSummary = {
   round: number;
   parents: string[];
   new_candidates: string[];
@@ -46,7 +46,7 @@ interface RoundSummary {
   best_version: string;
   best_score: number;
   duration_s: number;
-}
+};
 
 interface BranchJob {
   readonly parent: Candidate;
@@ -369,7 +369,7 @@ export async function runBeamSearch(opts: ApoOptions, ctx: AlgorithmContext, dep
         score: Number.isFinite(best.score) ? best.score : null,
         template: best.candidate.template,
       },
-      rounds: rounds as unknown as JsonValue[],
+      rounds,
       candidates: all.map((c) => ({
         version: c.version,
         resources_id: c.resourcesId,
