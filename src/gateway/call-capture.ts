@@ -231,7 +231,13 @@ export class CallCapture {
   #toolCallDeltas(choice: CapturedChoice, deltas: unknown[]): void {
     for (const delta of deltas) {
       if (!isObj(delta)) continue;
-      const position = num(delta.index) ?? choice.toolCalls.length;
+      // Tool-call indexes arrive in order (0, 1, 2, ...); an index past the end from a broken upstream must not
+      // turn the list into a sparse array, so it starts the next call instead.
+      const index = num(delta.index);
+      const position =
+        index !== null && Number.isInteger(index) && index >= 0 && index <= choice.toolCalls.length
+          ? index
+          : choice.toolCalls.length;
       let call = choice.toolCalls[position];
       if (call === undefined) {
         call = { id: null, type: 'function', name: '', arguments: '' };
