@@ -1,64 +1,18 @@
 // A real `rollgate serve` process on a SQLite file: kill -9 it mid-write, start it again, and every acknowledged
 // write is there with sequence ids continuing (invariants I5, I6; pitfall 68). Also: a bad config exits 2 naming
 // the key; SIGTERM closes gracefully with exit code 0.
-import { type ChildProcess, spawn } from 'node:child_process';
+
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServingProcess, spawnCli, startServe } from '../helpers/cli-process.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
-const CLI = join(ROOT, 'src/cli.ts');
-
-interface Serving {
-  readonly child: ChildProcess;
-  readonly url: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr(): string;
-}
-
-function run(
-  args: string[],
-  cwd: string,
-): { child: ChildProcess; exited: Serving['exited']; out: () => string; err: () => string } {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, CLI, ...args], {
-    cwd,
-    env: { ...process.env, ROLLGATE_LOGGING_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    err += chunk.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) => {
-    child.on('exit', (code, signal) => resolveExit({ code, signal }));
-  });
-  return { child, exited, out: () => out, err: () => err };
-}
-
-async function serve(args: string[], cwd: string): Promise<Serving> {
-  const proc = run(['serve', '--port', '0', ...args], cwd);
-  const deadline = Date.now() + 25_000;
-  while (Date.now() < deadline) {
-    for (const line of proc.out().split('\n')) {
-      if (!line.startsWith('{')) continue;
-      const entry = JSON.parse(line) as { msg?: string; url?: string };
-      if (entry.msg === 'listening' && entry.url) {
-        return { child: proc.child, url: entry.url, exited: proc.exited, stderr: proc.err };
-      }
-    }
-    const exited = await Promise.race([proc.exited, new Promise((r) => setTimeout(() => r(null), 50))]);
-    if (exited !== null) throw new Error(`rollgate serve exited early: ${JSON.stringify(exited)}\n${proc.err()}`);
-  }
-  proc.child.kill('SIGKILL');
-  throw new Error(`rollgate serve did not start:\n${proc.out()}\n${proc.err()}`);
+/** `rollgate serve` on any free port. */
+function serve(args: string[], cwd: string): Promise<ServingProcess> {
+  return startServe(['--port', '0', ...args], { cwd });
 }
 
 async function post(url: string, body: unknown): Promise<any> {
@@ -195,18 +149,18 @@ describe('rollgate serve config errors', () => {
   it('exits 2 and names the key when proxy.config.json is invalid', async () => {
     const bad = mkdtempSync(join(dir, 'bad-'));
     writeFileSync(join(bad, 'proxy.config.json'), JSON.stringify({ server: { port: 'eighty' } }));
-    const proc = run(['serve'], bad);
+    const proc = spawnCli(['serve'], { cwd: bad });
     live.push(proc.child);
     const exit = await proc.exited;
     expect(exit.code).toBe(2);
-    expect(proc.err()).toContain('server.port');
-    expect(proc.err()).toContain('expected number');
+    expect(proc.stderr()).toContain('server.port');
+    expect(proc.stderr()).toContain('expected number');
   }, 30_000);
 
   it('exits 2 naming the store flag for an unknown store spec', async () => {
-    const proc = run(['serve', '--store', 'mysql://x'], dir);
+    const proc = spawnCli(['serve', '--store', 'mysql://x'], { cwd: dir });
     live.push(proc.child);
     expect((await proc.exited).code).toBe(2);
-    expect(proc.err()).toMatch(/store: expected memory, sqlite:PATH or postgres:\/\/URL/);
+    expect(proc.stderr()).toMatch(/store: expected memory, sqlite:PATH or postgres:\/\/URL/);
   }, 30_000);
 });

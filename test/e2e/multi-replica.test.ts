@@ -4,82 +4,35 @@
 // rollouts there. Afterwards: every acknowledged call's span is stored exactly once, and per rollout the sequence
 // ids are unique and increase in call order, across both replicas (invariants I3, I5, I6).
 // Runs when ROLLGATE_TEST_PG_URL is set.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../src/store/postgres-store.js';
 import * as A from '../../src/tracing/attributes.js';
+import { type ServingProcess, startServe } from '../helpers/cli-process.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 
 const PG_URL = process.env.ROLLGATE_TEST_PG_URL;
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
-const CLI = join(ROOT, 'src/cli.ts');
 
 const AGENTS = 64;
 const CALLS_PER_AGENT = 4;
 /** Replica B dies once this many calls were acknowledged (well before the run ends). */
 const KILL_AFTER_ACKS = 80;
 
-interface Replica {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr(): string;
-}
+type Replica = ServingProcess;
 
-async function serve(options: { cwd: string; storeUrl: string; backend: string }): Promise<Replica> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      TSX_LOADER,
-      CLI,
-      'serve',
-      '--port',
-      '0',
-      '--store',
-      options.storeUrl,
-      '--backend',
-      options.backend,
-      '--model',
-      'mock-model',
-    ],
+function serve(options: { cwd: string; storeUrl: string; backend: string }): Promise<Replica> {
+  return startServe(
+    ['--port', '0', '--store', options.storeUrl, '--backend', options.backend, '--model', 'mock-model'],
     {
       cwd: options.cwd,
-      env: { ...process.env, ROLLGATE_LOGGING_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      timeoutMs: 40_000,
     },
   );
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    err += chunk.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) => {
-    child.on('exit', (code, signal) => resolveExit({ code, signal }));
-  });
-  const deadline = Date.now() + 40_000;
-  while (Date.now() < deadline) {
-    for (const line of out.split('\n')) {
-      if (!line.startsWith('{')) continue;
-      const entry = JSON.parse(line) as { msg?: string; url?: string };
-      if (entry.msg === 'listening' && entry.url) return { child, url: entry.url, exited, stderr: () => err };
-    }
-    const early = await Promise.race([exited, new Promise((r) => setTimeout(() => r(null), 50))]);
-    if (early !== null) throw new Error(`rollgate serve exited early: ${JSON.stringify(early)}\n${err}`);
-  }
-  child.kill('SIGKILL');
-  throw new Error(`rollgate serve did not start:\n${out}\n${err}`);
 }
 
 /** One acknowledged call: the agent got the whole answer (the JSON body, or the stream up to [DONE]). */
