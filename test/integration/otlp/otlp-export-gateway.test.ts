@@ -2,9 +2,9 @@
 // hangs. Calls stay fast and keep being recorded in the store either way.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Root } from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { rolloutId, startHarness } from '../gateway/harness.js';
+import { closedPortUrl, exportRequestType } from './otlp-test-helpers.js';
 
 interface Collector {
   url: string;
@@ -42,19 +42,6 @@ async function startCollector(mode: 'ok' | 'hang'): Promise<Collector> {
   };
 }
 
-async function closedPortUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/v1/traces`;
-}
-
-const root = new Root();
-root.resolvePath = (_origin, target) => new URL(`../../../proto/${target}`, import.meta.url).pathname;
-root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
-const requestType = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
-
 const CALLS = 8;
 
 async function runCalls(harness: Awaited<ReturnType<typeof startHarness>>, rid: string): Promise<number> {
@@ -88,7 +75,9 @@ describe('gateway with tracing.otlp', () => {
         messages: [{ role: 'user', content: 'hello' }],
         max_tokens: 4,
       });
-      const request = requestType.toObject(requestType.decode(await collector.firstBody), { arrays: true }) as {
+      const request = exportRequestType.toObject(exportRequestType.decode(await collector.firstBody), {
+        arrays: true,
+      }) as {
         resourceSpans: {
           scopeSpans: { spans: { name: string; attributes: { key: string; value: { stringValue?: string } }[] }[] }[];
         }[];

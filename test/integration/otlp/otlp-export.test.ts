@@ -3,10 +3,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
-import { Root } from 'protobufjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOtlpSpanProcessor, type OtlpSpanProcessor } from '../../../exporters/otlp-exporter.js';
 import { silentLogger } from '../../../src/logger.js';
+import { closedPortUrl, exportRequestType } from './otlp-test-helpers.js';
 
 interface Collector {
   url: string;
@@ -46,19 +46,6 @@ async function startCollector(mode: 'ok' | 'hang'): Promise<Collector> {
   };
 }
 
-async function closedPortUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/v1/traces`;
-}
-
-const root = new Root();
-root.resolvePath = (_origin, target) => new URL(`../../../proto/${target}`, import.meta.url).pathname;
-root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
-const requestType = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
-
 interface DecodedSpan {
   name: string;
   attributes: { key: string; value: { stringValue?: string } }[];
@@ -66,7 +53,9 @@ interface DecodedSpan {
 
 function spansIn(body: Buffer, json: boolean): DecodedSpan[] {
   const request = (
-    json ? JSON.parse(body.toString('utf8')) : requestType.toObject(requestType.decode(body), { arrays: true })
+    json
+      ? JSON.parse(body.toString('utf8'))
+      : exportRequestType.toObject(exportRequestType.decode(body), { arrays: true })
   ) as {
     resourceSpans: { scopeSpans: { spans: DecodedSpan[] }[] }[];
   };

@@ -19,6 +19,7 @@ import { type ListeningServer, listen } from '../../../src/server.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import type { Span } from '../../../src/store/types.js';
 import { createOtlpIngester, type OtlpIngester } from '../../../src/tracing/otlp-ingest.js';
+import { exportRequestType, otlpProtoRoot } from './otlp-test-helpers.js';
 
 const gzip = promisify(gzipCallback);
 
@@ -83,10 +84,7 @@ async function spansOf(store: MemoryStore, rolloutId: string): Promise<Span[]> {
 }
 
 // An independent reading of the responses, from the vendored official definitions.
-const protoRoot = new Root();
-protoRoot.resolvePath = (_origin, target) => new URL(`../../../proto/${target}`, import.meta.url).pathname;
-protoRoot.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
-const responseType = protoRoot.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse');
+const responseType = otlpProtoRoot.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse');
 const statusType = Root.fromJSON({
   nested: { Status: { fields: { code: { type: 'int32', id: 1 }, message: { type: 'string', id: 2 } } } },
 }).lookupType('Status');
@@ -301,8 +299,7 @@ describe('wire details', () => {
 
   it('answers an empty protobuf response, gzipped, to a gzipped protobuf request', async () => {
     const { rid, aid } = await newRollout(open.store);
-    const requestType = protoRoot.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
-    const message = requestType.fromObject({
+    const message = exportRequestType.fromObject({
       resourceSpans: [
         {
           scopeSpans: [
@@ -327,7 +324,7 @@ describe('wire details', () => {
     const res = await fetch(`${open.url}/v1/traces`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip', 'accept-encoding': 'gzip' },
-      body: await gzip(requestType.encode(message).finish()),
+      body: await gzip(exportRequestType.encode(message).finish()),
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/x-protobuf');

@@ -1,0 +1,21 @@
+// Shared by the OTLP tests: the vendored OTLP trace protos, and a URL on which nothing listens.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Root } from 'protobufjs';
+
+export const otlpProtoRoot = new Root();
+otlpProtoRoot.resolvePath = (_origin, target) => new URL(`../../../proto/${target}`, import.meta.url).pathname;
+otlpProtoRoot.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
+
+export const exportRequestType = otlpProtoRoot.lookupType(
+  'opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest',
+);
+
+/** A traces URL on a port that was free a moment ago: connections to it are refused. */
+export async function closedPortUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}/v1/traces`;
+}
