@@ -113,7 +113,14 @@ async function main(): Promise<void> {
   const schema = `rollgate_bench_proxy_${randomBytes(3).toString('hex')}`;
   const storeUrl = `${pgUrl}${pgUrl.includes('?') ? '&' : '?'}schema=${schema}`;
   const cwd = mkdtempSync(join(tmpdir(), 'rollgate-bench-replicas-'));
-  const mock = await startMockVllm({ model: 'mock-model', anyModel: true, latencyMs: 5, ttftMs: 5, interTokenMs: 1 });
+  const mock = await startMockVllm({
+    model: 'mock-model',
+    anyModel: true,
+    latencyMs: 5,
+    ttftMs: 5,
+    interTokenMs: 1,
+    maxRecordedRequests: 100,
+  });
   const replicas: Replica[] = [];
   const rows = [
     '| store | replicas | agents | calls | calls/s | call p50 (ms) | call p99 (ms) |',

@@ -4,7 +4,10 @@
 // and off (un-prefixed URL). The proxy under test is pinned to core 0 (`taskset`); the load generator and
 // the stand-in share core 1. Prints markdown tables; every number is also given as a ratio to nginx.
 //
-// Env: BENCH_SECONDS (per cell, default 2), BENCH_WARMUP_SECONDS (0.3), BENCH_STREAMS (RSS phase, 256).
+// A bare Node pass-through (bench/proxy-floor.ts) runs beside them: what node:http + undici alone cost.
+//
+// Env: BENCH_SECONDS (per cell, default 2), BENCH_WARMUP_SECONDS (0.3), BENCH_STREAMS (RSS phase, 256; 0 skips
+// it), BENCH_SCENARIOS (comma-separated name prefixes, e.g. "small,100"), BENCH_CONNECTIONS (e.g. "64").
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -15,6 +18,8 @@ import { Pool } from 'undici';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 0.3);
 const RSS_STREAMS = Number(process.env.BENCH_STREAMS ?? 256);
+const SCENARIO_FILTER = process.env.BENCH_SCENARIOS?.split(',').filter((name) => name !== '') ?? [];
+const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '1,64').split(',').map(Number);
 /** Streams that must be open (first chunk received) before RSS is read. */
 const RSS_READY_FRACTION = 0.9;
 const PROXY_CORE = '0';
@@ -112,37 +117,50 @@ async function startMock(extra: string[]): Promise<{ child: ChildProcess; url: s
   return { child, url: match[1] as string };
 }
 
-async function startGateway(
-  fastUrl: string,
-  slowUrl: string,
-): Promise<{ child: ChildProcess; target: Target; on: Target }> {
-  const [command, ...args] = pinned(
-    process.execPath,
-    [...TSX, join(ROOT, 'bench/proxy-gateway.ts'), JSON.stringify({ fastUrl, slowUrl })],
-    PROXY_CORE,
+function startNodeProxy(script: string, args: object): { child: ChildProcess; ready: Promise<string> } {
+  const [command, ...rest] = pinned(process.execPath, [...TSX, join(ROOT, script), JSON.stringify(args)], PROXY_CORE);
+  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const ready = readLine(child, /(\{.*"url".*\})\n/).then(
+    (match) => (JSON.parse(match[1] as string) as { url: string }).url,
   );
-  const child = spawn(command as string, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-  const match = await readLine(child, /(\{.*"url".*\})\n/);
-  const { url } = JSON.parse(match[1] as string) as { url: string };
+  return { child, ready };
+}
+
+function nodeTarget(child: ChildProcess, name: string, base: string, slowModel: string): Target {
   const stats = () =>
     new Promise<{ cpuMs: number; rss: number }>((resolve) => {
       child.once('message', (message) => resolve(message as { cpuMs: number; rss: number }));
       child.send('stats');
     });
-  const make = (name: string, base: string): Target => ({
+  return {
     name,
     base,
     slowPrefix: base,
-    slowModel: 'slow-model',
+    slowModel,
     pid: child.pid ?? null,
     cpuMs: async () => (await stats()).cpuMs,
     rssBytes: async () => (await stats()).rss,
-  });
+  };
+}
+
+async function startGateway(
+  fastUrl: string,
+  slowUrl: string,
+): Promise<{ child: ChildProcess; target: Target; on: Target }> {
+  const { child, ready } = startNodeProxy('bench/proxy-gateway.ts', { fastUrl, slowUrl });
+  const url = await ready;
   return {
     child,
-    target: make('gateway (recording off)', `${url}`),
-    on: make('gateway (recording on)', `${url}/rollout/bench/attempt/a1`),
+    target: nodeTarget(child, 'gateway (recording off)', url, 'slow-model'),
+    on: nodeTarget(child, 'gateway (recording on)', `${url}/rollout/bench/attempt/a1`, 'slow-model'),
   };
+}
+
+async function startFloor(fastUrl: string): Promise<{ child: ChildProcess; target: Target }> {
+  const { child, ready } = startNodeProxy('bench/proxy-floor.ts', { fastUrl });
+  const url = await ready;
+  // The floor proxies one backend only, so its RSS phase is skipped (no slow route).
+  return { child, target: { ...nodeTarget(child, 'bare node:http + undici', url, 'mock-model'), slowPrefix: '' } };
 }
 
 async function startNginx(
@@ -337,7 +355,7 @@ async function load(
 
 /** Extra RSS of the proxy per stream held open (slow stand-in: 20 ms between tokens). */
 async function rssPerStream(target: Target): Promise<number | null> {
-  if (target.pid === null) return null;
+  if (target.pid === null || target.slowPrefix === '' || RSS_STREAMS === 0) return null;
   const url = new URL(target.slowPrefix);
   const pool = new Pool(url.origin, { connections: RSS_STREAMS });
   const path = `${url.pathname.replace(/\/$/, '')}/v1/chat/completions`;
@@ -406,18 +424,22 @@ async function main(): Promise<void> {
   const fast = await startMock(['--tokens-per-chunk', '1']);
   const slow = await startMock(['--inter-token-ms', '20']);
   const gateway = await startGateway(fast.url, slow.url);
+  const floor = await startFloor(fast.url);
   const nginx = await startNginx(fast.url, slow.url);
   const targets: Target[] = [directTarget(fast.url, slow.url)];
   if (nginx !== null) targets.push(nginx.target);
-  targets.push(gateway.target, gateway.on);
+  targets.push(floor.target, gateway.target, gateway.on);
   const cells: Cell[] = [];
   try {
     // RSS first, on processes that have served only a short warm-up: after the load phases the heap has
     // room to spare and new streams no longer move RSS.
     const rss = new Map<string, number | null>();
     for (const target of targets) rss.set(target.name, await rssPerStream(target));
-    for (const scenario of scenarios()) {
-      for (const connections of [1, 64]) {
+    const chosen = scenarios().filter(
+      (scenario) => SCENARIO_FILTER.length === 0 || SCENARIO_FILTER.some((name) => scenario.name.startsWith(name)),
+    );
+    for (const scenario of chosen) {
+      for (const connections of CONNECTIONS) {
         for (const target of targets) {
           const result = await load(target, scenario, connections);
           cells.push({ scenario: scenario.name, connections, target: target.name, ...result });
@@ -454,8 +476,10 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
-    gateway.child.send('close');
-    await new Promise((resolve) => gateway.child.once('exit', resolve));
+    for (const child of [gateway.child, floor.child]) {
+      child.send('close');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
     if (nginx !== null) {
       nginx.child.kill('SIGTERM');
       rmSync(nginx.dir, { recursive: true, force: true });

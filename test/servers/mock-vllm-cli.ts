@@ -51,6 +51,8 @@ const mock = await startMockVllm({
   maxModelLen: opts.maxModelLen,
   keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
   randomOrder: opts.randomOrder,
+  // Only the newest records are ever looked at here; keeping all of them grows without bound under load.
+  maxRecordedRequests: 100,
 });
 if (opts.fault) mock.setFault(opts.fault);
 process.stdout.write(`mock-vllm serving ${mock.model} at ${mock.url}\n`);

@@ -267,6 +267,11 @@ export interface MockVllmOptions {
   floorLogprobEvery?: number;
   /** Server default for return_tokens_as_token_ids (vLLM flag --return-tokens-as-token-ids). */
   returnTokensAsTokenIds?: boolean;
+  /**
+   * Keep only the newest this-many request records (default: all, as tests inspect them). A long-running
+   * stand-in (the CLI, benchmarks) must bound it: each record holds the request body.
+   */
+  maxRecordedRequests?: number;
 }
 
 export interface MockVllm {
@@ -831,6 +836,8 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
     options.randomOrder === true ? {} : options.randomOrder === false ? undefined : options.randomOrder;
   const random = mulberry32(randomOrder?.seed ?? 42);
   const requests: MockRequestRecord[] = [];
+  let requestCount = 0;
+  const maxRecorded = options.maxRecordedRequests ?? Number.POSITIVE_INFINITY;
   const rules: FaultRule[] = [];
   const headerFaultCounts = new Map<string, number>();
   const waiters = new Set<() => void>();
@@ -908,7 +915,7 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://mock');
     const record: MockRequestRecord = {
-      seq: requests.length + 1,
+      seq: ++requestCount,
       method: req.method ?? 'GET',
       path: url.pathname,
       headers: req.headers,
@@ -919,6 +926,8 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
       chunksSent: 0,
     };
     requests.push(record);
+    // Trim in halves so the cost stays amortised O(1) per request.
+    if (requests.length > maxRecorded * 2) requests.splice(0, requests.length - maxRecorded);
     const ex: Exchange = { record, req, res, faults: [], timers: new Set(), gone: false };
     live.add(ex);
     res.setHeader('server', 'uvicorn');

@@ -305,6 +305,23 @@ describe('other routes', () => {
   });
 });
 
+describe('request records', () => {
+  it('keeps only the newest records when bounded, with sequence numbers that keep counting', async () => {
+    const bounded = await startMockVllm({ maxRecordedRequests: 3 });
+    try {
+      const boundedClient = new OpenAI({ baseURL: bounded.url, apiKey: 'unused', maxRetries: 0 });
+      for (let i = 0; i < 10; i++) await boundedClient.chat.completions.create(chatBody({ max_tokens: 1 }));
+      expect(bounded.requests.length).toBeGreaterThanOrEqual(3);
+      expect(bounded.requests.length).toBeLessThanOrEqual(6);
+      expect(bounded.requests.at(-1)?.seq).toBe(10);
+      const seqs = bounded.requests.map((r) => r.seq);
+      expect(seqs).toEqual(seqs.toSorted((a, b) => a - b));
+    } finally {
+      await bounded.close();
+    }
+  });
+});
+
 describe('faults', () => {
   it('answers an injected status with a vLLM JSON error and retry-after', async () => {
     const err = await client.chat.completions
