@@ -36,6 +36,7 @@ const PREFIXES = ['/v1', '/rollout/:rid/attempt/:aid/v1', '/rollout/:rid/attempt
 const ENDPOINT_PATHS: ReadonlyArray<readonly [string, Endpoint]> = [
   ['/chat/completions', 'chat'],
   ['/completions', 'completions'],
+  ['/responses', 'responses'],
 ];
 const RETRY_COUNT = /^\d{1,4}$/;
 

@@ -52,6 +52,13 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
 
   if (body.model !== options.upstreamModel) set('model', options.upstreamModel);
 
+  // The Responses API has no token ids, logprobs flag or stream_options (its last event carries the usage):
+  // only the model name is mapped, so the body vLLM or OpenAI receives is the agent's own.
+  if (options.endpoint === 'responses') {
+    for (const [key, value] of Object.entries(options.forced ?? {})) set(key, value);
+    return { body, overrides, isStream: body.stream === true, clientAskedUsage: true };
+  }
+
   if (options.backendType === 'vllm' && options.tokenIds) set('return_token_ids', true);
 
   if (options.endpoint === 'chat') {

@@ -3,8 +3,10 @@
 // argument fragments), finish reason, token ids and logprobs; the prompt ids; the usage. Both paths
 // fill the same structure, so stream and non-stream record identical ids and logprobs (pitfall A.1).
 // Upstream JSON is `unknown`: every field is narrowed where it is read, and wrong shapes are skipped.
+// The Responses API's objects and named events are read by responses-capture.ts into the same structure.
+import { RESPONSES_TERMINAL_EVENTS, ResponsesDeltas, readResponseObject } from './responses-capture.js';
 
-export type Endpoint = 'chat' | 'completions';
+export type Endpoint = 'chat' | 'completions' | 'responses';
 
 /** One chosen token, in the chat `logprobs.content` shape (completions are converted to it). */
 export interface LogprobEntry {
@@ -73,13 +75,16 @@ export function intArray(value: unknown): number[] | null {
   return value as number[];
 }
 
+/** Chat/completions name the counts prompt/completion; the Responses API names them input/output. */
 function readUsage(value: unknown): CapturedUsage | null {
   if (!isObj(value)) return null;
-  const promptDetails = isObj(value.prompt_tokens_details) ? value.prompt_tokens_details : null;
-  const completionDetails = isObj(value.completion_tokens_details) ? value.completion_tokens_details : null;
+  const inputDetails = value.prompt_tokens_details ?? value.input_tokens_details;
+  const outputDetails = value.completion_tokens_details ?? value.output_tokens_details;
+  const promptDetails = isObj(inputDetails) ? inputDetails : null;
+  const completionDetails = isObj(outputDetails) ? outputDetails : null;
   return {
-    inputTokens: num(value.prompt_tokens),
-    outputTokens: num(value.completion_tokens),
+    inputTokens: num(value.prompt_tokens ?? value.input_tokens),
+    outputTokens: num(value.completion_tokens ?? value.output_tokens),
     cacheReadInputTokens: promptDetails ? num(promptDetails.cached_tokens) : null,
     reasoningOutputTokens: completionDetails ? num(completionDetails.reasoning_tokens) : null,
   };
@@ -135,6 +140,7 @@ export class CallCapture {
   };
   readonly #byIndex = new Map<number, CapturedChoice>();
   #sawChunk = false;
+  #responsesDeltas: ResponsesDeltas | null = null;
 
   constructor(endpoint: Endpoint) {
     this.endpoint = endpoint;
@@ -195,10 +201,14 @@ export class CallCapture {
     else for (const id of ids) choice.tokenIds.push(id);
   }
 
-  /** One parsed stream chunk. */
+  /** One parsed stream chunk (for the Responses API, one event). */
   addChunk(chunk: unknown): void {
     if (!isObj(chunk)) return;
     this.#sawChunk = true;
+    if (this.endpoint === 'responses') {
+      this.#responsesEvent(chunk);
+      return;
+    }
     this.#top(chunk);
     const choices = chunk.choices;
     if (!Array.isArray(choices)) return;
@@ -257,10 +267,32 @@ export class CallCapture {
     }
   }
 
+  #responsesEvent(event: Obj): void {
+    const type = str(event.type) ?? '';
+    const response = event.response;
+    if ((type === 'response.created' || RESPONSES_TERMINAL_EVENTS.has(type)) && isObj(response)) {
+      this.#responseObject(response);
+      return;
+    }
+    this.#responsesDeltas ??= new ResponsesDeltas();
+    this.#responsesDeltas.add(this.#choice(0), event);
+  }
+
+  #responseObject(response: Obj): void {
+    this.#top(response);
+    // `response.created` carries an empty output; only a finished object replaces what the deltas built.
+    if (response.status !== 'in_progress' && response.status !== 'queued')
+      readResponseObject(this.#choice(0), response);
+  }
+
   /** A whole non-stream response body. */
   setResponse(body: unknown): void {
     if (!isObj(body)) return;
     this.#sawChunk = true;
+    if (this.endpoint === 'responses') {
+      this.#responseObject(body);
+      return;
+    }
     this.#top(body);
     const choices = body.choices;
     if (!Array.isArray(choices)) return;

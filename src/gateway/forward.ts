@@ -42,7 +42,11 @@ import { errorTypeOf, normaliseErrorJson } from './upstream-error.js';
 import { upstreamPayload } from './upstream-payload.js';
 import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from './upstream-tries.js';
 
-const UPSTREAM_PATHS: Record<Endpoint, string> = { chat: '/chat/completions', completions: '/completions' };
+const UPSTREAM_PATHS: Record<Endpoint, string> = {
+  chat: '/chat/completions',
+  completions: '/completions',
+  responses: '/responses',
+};
 const JSON_CONTENT_TYPE = 'application/json';
 const EVENT_STREAM = 'text/event-stream';
 const ROLLOUT_OPTED_IN = { [RESPONSE_CACHE_METADATA_KEY]: true } as const;
@@ -408,7 +412,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             finishWith(A.STREAM_STATUS_VALUE_OK, doneEvent);
           },
           onStreamError: (error) => {
-            finishWith(A.STREAM_STATUS_VALUE_STREAM_ERROR, sseErrorEvent(error), errorTypeOf(error));
+            finishWith(A.STREAM_STATUS_VALUE_STREAM_ERROR, sseErrorEvent(error, call.endpoint), errorTypeOf(error));
             body.destroy();
           },
         },
@@ -439,7 +443,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         const gatewayCode = timedOut ? 'upstream_timeout' : 'stream_error';
         finishWith(
           A.STREAM_STATUS_VALUE_STREAM_ERROR,
-          sseErrorEvent({ error: { message, type: 'upstream_error', param: null, code: gatewayCode } }),
+          sseErrorEvent({ error: { message, type: 'upstream_error', param: null, code: gatewayCode } }, call.endpoint),
           gatewayCode,
         );
       });

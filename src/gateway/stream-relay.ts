@@ -3,10 +3,12 @@
 // one read go out as one slice of undici's own buffer (no copy, no re-serialisation). Only three
 // kinds of event are not forwarded verbatim: the injected usage chunk (consumed when the agent did
 // not ask for usage), `"usage": null` members in that case (removed, contracts.md §1.3), and
-// `data: [DONE]`, which is held until the span is in the store (I3).
+// `data: [DONE]`, which is held until the span is in the store (I3). Responses API streams (named events, no
+// [DONE], pitfall A.10) are forwarded untouched; their terminal event is the one held back instead.
 import type { OpenAIErrorBody } from '../errors.js';
 import type { AgentSink } from './agent-sink.js';
-import type { CallCapture } from './call-capture.js';
+import type { CallCapture, Endpoint } from './call-capture.js';
+import { RESPONSES_TERMINAL_EVENTS } from './responses-capture.js';
 import { readSseFields } from './sse-event.js';
 import { type SseEventHandler, SseSplitter } from './sse-splitter.js';
 import { normaliseErrorMember } from './upstream-error.js';
@@ -28,11 +30,15 @@ const TRUNCATED = normaliseErrorMember(
   { message: 'The upstream stream ended before [DONE]', type: 'upstream_error', code: 'stream_error' },
   '',
 );
+const RESPONSES_TRUNCATED = normaliseErrorMember(
+  { message: 'The upstream stream ended before its final event', type: 'upstream_error', code: 'stream_error' },
+  '',
+);
 
 export interface StreamRelayHooks {
   /** The first event went to the agent (time to first chunk). */
   onFirstEvent(): void;
-  /** Upstream sent `data: [DONE]`; its bytes are handed over to be written once the span is stored. */
+  /** Upstream's last event (`data: [DONE]`, or a Responses terminal event) is handed over to be written once the span is stored. */
   onDone(doneEvent: Buffer): void;
   /** The stream failed after headers: an error event from upstream, garbage, or a truncated stream. */
   onStreamError(error: OpenAIErrorBody): void;
@@ -45,8 +51,16 @@ export interface StreamRelayOptions {
   readonly hooks: StreamRelayHooks;
 }
 
-export function sseErrorEvent(body: OpenAIErrorBody): Buffer {
-  return Buffer.from(`data: ${JSON.stringify(body)}\n\n`);
+/**
+ * The event that tells the agent its stream failed. openai-node raises APIError for any event whose data has
+ * an `error` member; a Responses stream also names it `error` with the flat fields of the API's error event.
+ */
+export function sseErrorEvent(body: OpenAIErrorBody, endpoint: Endpoint): Buffer {
+  if (endpoint !== 'responses') return Buffer.from(`data: ${JSON.stringify(body)}\n\n`);
+  const { code, message, param } = body.error;
+  return Buffer.from(
+    `event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param, error: body.error })}\n\n`,
+  );
 }
 
 function isObj(value: unknown): value is Record<string, unknown> {
@@ -80,8 +94,10 @@ export class StreamRelay implements SseEventHandler {
   #sentFirst = false;
   /** Set once [DONE] or an error was seen: nothing more is forwarded. */
   #stopped = false;
+  readonly #responses: boolean;
 
   constructor(options: StreamRelayOptions) {
+    this.#responses = options.capture.endpoint === 'responses';
     this.#sink = options.sink;
     this.#capture = options.capture;
     this.#clientAskedUsage = options.clientAskedUsage;
@@ -111,7 +127,7 @@ export class StreamRelay implements SseEventHandler {
     const rest = this.#splitter.flush();
     if (rest !== null) this.onSseEvent(rest, -1, 0);
     if (this.#stopped) return;
-    this.#fail(TRUNCATED);
+    this.#fail(this.#responses ? RESPONSES_TRUNCATED : TRUNCATED);
   }
 
   onSseEvent(event: Buffer, startInChunk: number, endInChunk: number): void {
@@ -148,6 +164,15 @@ export class StreamRelay implements SseEventHandler {
       return;
     }
     this.#capture.addChunk(parsed);
+    if (this.#responses) {
+      if (parsed.type === 'error') this.#fail(normaliseErrorMember(parsed, 'The upstream stream failed'));
+      else if (RESPONSES_TERMINAL_EVENTS.has(fields.event ?? String(parsed.type))) {
+        this.#flushRun();
+        this.#stopped = true;
+        this.#hooks.onDone(event);
+      } else this.#keep(event, startInChunk, endInChunk);
+      return;
+    }
     if (!this.#clientAskedUsage && 'usage' in parsed) {
       const choices = parsed.choices;
       if (

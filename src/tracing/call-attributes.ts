@@ -4,7 +4,7 @@ import type { Attributes } from '@opentelemetry/api';
 import type { CapturedCall, Endpoint } from '../gateway/call-capture.js';
 import type { CanonicalRecord } from '../gateway/canonical.js';
 import * as A from './attributes.js';
-import { inputMessages, outputMessages, promptMessages } from './genai-messages.js';
+import { inputMessages, outputMessages, promptMessages, responsesInputMessages } from './genai-messages.js';
 
 export interface CallRequestInfo {
   readonly endpoint: Endpoint;
@@ -20,7 +20,16 @@ export interface CallRequestInfo {
 }
 
 export function operationName(endpoint: Endpoint): string {
-  return endpoint === 'chat' ? A.GEN_AI_OPERATION_NAME_VALUE_CHAT : A.GEN_AI_OPERATION_NAME_VALUE_TEXT_COMPLETION;
+  // GenAI semconv has no separate name for the Responses API: it is a chat turn.
+  return endpoint === 'completions'
+    ? A.GEN_AI_OPERATION_NAME_VALUE_TEXT_COMPLETION
+    : A.GEN_AI_OPERATION_NAME_VALUE_CHAT;
+}
+
+function requestMessages(endpoint: Endpoint, body: Readonly<Record<string, unknown>>): unknown {
+  if (endpoint === 'chat') return inputMessages(body.messages);
+  if (endpoint === 'responses') return responsesInputMessages(body.instructions, body.input);
+  return promptMessages(body.prompt);
 }
 
 export function spanName(endpoint: Endpoint, model: unknown): string {
@@ -54,7 +63,11 @@ export function requestAttributes(info: CallRequestInfo): Attributes {
   setNumber(attributes, A.ATTR_GEN_AI_REQUEST_TOP_K, body.top_k);
   setNumber(attributes, A.ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY, body.frequency_penalty);
   setNumber(attributes, A.ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY, body.presence_penalty);
-  setNumber(attributes, A.ATTR_GEN_AI_REQUEST_MAX_TOKENS, body.max_completion_tokens ?? body.max_tokens);
+  setNumber(
+    attributes,
+    A.ATTR_GEN_AI_REQUEST_MAX_TOKENS,
+    body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens,
+  );
   if (typeof body.stop === 'string') attributes[A.ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = [body.stop];
   else if (Array.isArray(body.stop) && body.stop.every((s) => typeof s === 'string'))
     attributes[A.ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = body.stop as string[];
@@ -63,8 +76,7 @@ export function requestAttributes(info: CallRequestInfo): Attributes {
     attributes[A.ATTR_GEN_AI_OUTPUT_TYPE] = format.type === 'text' ? 'text' : 'json';
   }
   if (info.captureContent) {
-    const messages = info.endpoint === 'chat' ? inputMessages(body.messages) : promptMessages(body.prompt);
-    attributes[A.ATTR_GEN_AI_INPUT_MESSAGES] = JSON.stringify(messages);
+    attributes[A.ATTR_GEN_AI_INPUT_MESSAGES] = JSON.stringify(requestMessages(info.endpoint, body));
     if (Array.isArray(body.tools)) attributes[A.ATTR_GEN_AI_TOOL_DEFINITIONS] = JSON.stringify(body.tools);
   }
   return attributes;

@@ -72,6 +72,49 @@ export function inputMessages(messages: unknown): GenAiMessage[] {
   return out;
 }
 
+/** A Responses API input item's content: a string or input/output text parts. */
+function responsesContentParts(content: unknown): GenAiPart[] {
+  if (typeof content === 'string') return [{ type: 'text', content }];
+  if (!Array.isArray(content)) return [];
+  const parts: GenAiPart[] = [];
+  for (const part of content) {
+    if (!isObj(part)) continue;
+    const isText = (part.type === 'input_text' || part.type === 'output_text') && typeof part.text === 'string';
+    if (isText) parts.push({ type: 'text', content: part.text });
+    else parts.push({ ...part, type: typeof part.type === 'string' ? part.type : 'unknown' });
+  }
+  return parts;
+}
+
+/**
+ * A Responses API request (`instructions` + `input`) as GenAI messages: `instructions` is the system turn, a
+ * string input one user turn; function calls and their outputs become tool-call parts like chat's.
+ */
+export function responsesInputMessages(instructions: unknown, input: unknown): GenAiMessage[] {
+  const out: GenAiMessage[] = [];
+  if (typeof instructions === 'string') out.push({ role: 'system', parts: [{ type: 'text', content: instructions }] });
+  if (typeof input === 'string') {
+    out.push({ role: 'user', parts: [{ type: 'text', content: input }] });
+    return out;
+  }
+  if (!Array.isArray(input)) return out;
+  for (const item of input) {
+    if (!isObj(item)) continue;
+    if (item.type === 'function_call') {
+      const call = { type: 'tool_call', id: item.call_id ?? null, name: item.name ?? '' };
+      out.push({ role: 'assistant', parts: [{ ...call, arguments: parseArguments(item.arguments) }] });
+    } else if (item.type === 'function_call_output') {
+      out.push({
+        role: 'tool',
+        parts: [{ type: 'tool_call_response', id: item.call_id ?? null, result: item.output }],
+      });
+    } else if (typeof item.role === 'string') {
+      out.push({ role: item.role, parts: responsesContentParts(item.content) });
+    }
+  }
+  return out;
+}
+
 /** A completions prompt as one user message (token-id prompts are kept as their id lists). */
 export function promptMessages(prompt: unknown): GenAiMessage[] {
   if (typeof prompt === 'string') return [{ role: 'user', parts: [{ type: 'text', content: prompt }] }];

@@ -1,6 +1,6 @@
 // pitfalls.md J.65: what harnesses probe works through rollgate. The openai SDK lists models on the plain and the
-// attributed base URL alike (without recording a call); routes rollgate does not serve (Responses, Anthropic
-// messages, embeddings, anything under the root) answer an OpenAI-shaped JSON 404 the SDK turns into
+// attributed base URL alike (without recording a call); routes rollgate does not serve (Anthropic messages,
+// embeddings, anything under the root) answer an OpenAI-shaped JSON 404 the SDK turns into
 // NotFoundError, never an HTML or plain-text page.
 import OpenAI, { NotFoundError } from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -30,9 +30,9 @@ it('lists models through the plain and the attributed base URL, recording no cal
 });
 
 it.each([
-  ['POST', '/v1/responses'],
+  ['POST', '/v1/embeddings'],
   ['POST', '/v1/messages'],
-  ['POST', '/rollout/ro-j65/attempt/a1/v1/responses'],
+  ['POST', '/rollout/ro-j65/attempt/a1/v1/embeddings'],
   ['POST', '/rollout/ro-j65/attempt/a1/v1/messages'],
   ['GET', '/nothing-here'],
   ['GET', '/v1/agl/no-such-resource'],
@@ -50,9 +50,9 @@ it.each([
   expect(body.error.code === null || typeof body.error.code === 'string').toBe(true);
 });
 
-it('makes the SDK raise NotFoundError with a request id for the Responses API', async () => {
+it('makes the SDK raise NotFoundError with a request id for an unserved API', async () => {
   const client = new OpenAI({ baseURL: `${gw.url}/rollout/ro-j65/attempt/a1/v1`, apiKey: 'k', maxRetries: 0 });
-  const error = await client.responses.create({ model: 'mock-model', input: 'hi' }).catch((e: unknown) => e);
+  const error = await client.embeddings.create({ model: 'mock-model', input: 'hi' }).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(NotFoundError);
   expect((error as NotFoundError).requestID).toBeTruthy();
 });
