@@ -7,6 +7,7 @@
 // agent's first LLM call creates a store attempt (the rollout becomes `preparing`) but a v1 trainer still
 // sees `queuing` until it PATCHes `running` itself. Once the store rollout is finished (PATCH, or rollgate's
 // own watchdog/cancel), the store status wins.
+import { z } from 'zod';
 import { isTerminalStatus } from '../store/rollout-status.js';
 import type { JsonObject, JsonValue, Rollout, RolloutStatus } from '../store/types.js';
 
@@ -42,6 +43,20 @@ export interface V1Rollout {
   metadata: JsonObject;
   status: V1Status;
 }
+
+/**
+ * The stored v1 status is read back through this schema: metadata is writable by any store client (PATCH
+ * metadata), so a hand-edited `agl_v1` must fall back to the defaults instead of reaching the transition table.
+ */
+const storedV1Status = z.object({
+  state: z.enum(V1_STATES),
+  k8s_job_name: z.string().nullable(),
+  last_attempt_id: z.string().nullable(),
+  error_message: z.string().nullable(),
+  version: z.number().int().nonnegative(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
 
 /** What rollgate keeps under metadata.agl_v1. */
 interface V1Extra {
@@ -80,9 +95,10 @@ function isoOf(epochSeconds: number): string {
 
 function readExtra(rollout: Rollout): V1Extra | null {
   const raw = rollout.metadata?.[V1_METADATA_KEY];
-  if (!isObject(raw) || !isObject(raw.status) || !isObject(raw.config)) return null;
-  const status = raw.status as unknown as V1Status;
-  return { is_train: raw.is_train !== false, config: raw.config, status };
+  if (!isObject(raw) || !isObject(raw.config)) return null;
+  const status = storedV1Status.safeParse(raw.status);
+  if (!status.success) return null;
+  return { is_train: raw.is_train !== false, config: raw.config, status: status.data };
 }
 
 /** The v1 view of any store rollout (rollouts created elsewhere get v1 defaults). */
