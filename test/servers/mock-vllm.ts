@@ -8,6 +8,11 @@
 //   renderChatPrompt(messages) / renderToolCall(name, argumentsJson): the deterministic chat template below
 //   parseFaultSpec(spec): the x-mock-fault header syntax -> MockFault[]
 //   tokenLogprob(id, position): the deterministic logprob of a generated token
+//   responsesInputToMessages(body) / responsesToolsToChat(tools): how a /v1/responses request maps onto the chat
+//             template and the `tools` a respond() sees
+//
+// Routes: /v1/chat/completions, /v1/completions, /v1/responses (non-stream JSON, or named SSE events with a
+// sequence_number and no `[DONE]`), /v1/models, /health, /version.
 //
 // Tokenizer: one token id per Unicode code point (id = code point), plus five special tokens that are always
 // atomic: <|system|> <|user|> <|assistant|> <|tool|> <|end|> with ids 0x110000..0x110004 (above every code point).
@@ -28,6 +33,8 @@
 //   close-after=<k>                                          stream: destroy the socket after k data events
 //   garbage-after=<k>                                        stream: write non-SSE garbage bytes after k events
 //   error-event-after=<k>[;status=<code>][;message=<text>]   stream: `data: {"error":{...,"code":500}}` after k events
+//                                                            (/v1/responses: an `event: error` with the flat fields
+//                                                            plus `error`, and no [DONE])
 //   slow-first-byte=<ms>                                     wait before sending the headers
 //   token-ids=omit|null|prompt-only                          drop `token_ids`/`prompt_token_ids` (pitfall 14)
 //   logprobs=short|long|null|nan                             misaligned or non-finite logprobs (pitfall 16)
@@ -159,7 +166,8 @@ function mulberry32(seed: number): () => number {
 // ---------------------------------------------------------------------------------------------------------------
 // Public types
 
-export type MockEndpoint = 'chat' | 'completions';
+/** `responses` requests are rendered with the chat template, so a respond() may treat them like `chat`. */
+export type MockEndpoint = 'chat' | 'completions' | 'responses';
 
 export interface MockToolCallReply {
   name: string;
@@ -180,7 +188,7 @@ export interface MockPrompt {
   /** The rendered prompt (chat template applied for chat). */
   text: string;
   tokenIds: number[];
-  /** Chat only. */
+  /** Chat and responses (the Responses input converted to chat messages). */
   messages?: MockChatMessage[];
 }
 
@@ -190,6 +198,7 @@ export interface MockRespondContext {
   choiceIndex: number;
   /** Completions with several prompts: which prompt. */
   promptIndex: number;
+  /** In the chat shape `{type:"function", function:{name,...}}`, also for /v1/responses. */
   tools: unknown[];
 }
 
@@ -212,7 +221,7 @@ export type MockFault =
 export interface SetFaultOptions {
   /** Apply to this many matching requests, then expire (default: until clearFaults()). */
   times?: number;
-  /** Paths the fault applies to (default: /v1/chat/completions and /v1/completions). */
+  /** Paths the fault applies to (default: /v1/chat/completions, /v1/completions and /v1/responses). */
   paths?: string[];
 }
 
@@ -388,6 +397,9 @@ export const defaultRespond: MockRespond = (prompt, ctx) => {
     let toolName: string | undefined;
     if (isRecord(choice) && isRecord(choice.function) && typeof choice.function.name === 'string') {
       toolName = choice.function.name;
+    } else if (isRecord(choice) && choice.type === 'function' && typeof choice.name === 'string') {
+      // The Responses API names the forced function at the top level.
+      toolName = choice.name;
     } else {
       const first = ctx.tools[0];
       if (isRecord(first) && isRecord(first.function) && typeof first.function.name === 'string') {
@@ -429,8 +441,12 @@ interface Generation {
 
 const ARG_FRAGMENT = 40;
 
+function hexId(): string {
+  return randomUUID().replaceAll('-', '');
+}
+
 function toolCallId(): string {
-  return `chatcmpl-tool-${randomUUID().replaceAll('-', '')}`;
+  return `chatcmpl-tool-${hexId()}`;
 }
 
 function generate(options: {
@@ -438,11 +454,13 @@ function generate(options: {
   maxTokens: number;
   stop: string[];
   tokensPerChunk: number;
+  /** Ids for calls the reply gives none (the Responses API names them `call_...`). */
+  newToolCallId?: () => string;
 }): Generation {
   const reply: MockReplyObject = typeof options.reply === 'string' ? { content: options.reply } : options.reply;
   const content = reply.content ?? '';
   const calls: ToolCallOut[] = (reply.toolCalls ?? []).map((c) => ({
-    id: c.id ?? toolCallId(),
+    id: c.id ?? (options.newToolCallId ?? toolCallId)(),
     name: c.name,
     arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
   }));
@@ -807,9 +825,103 @@ function checkContext(options: { promptLen: number; requested: number | undefine
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Responses API input
+
+function responsesText(content: unknown, where: string): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) {
+    throw new VllmError(400, `1 validation error:\n  ${where}.content: Input should be a string or a list of parts`);
+  }
+  return content
+    .map((part) => {
+      if (
+        isRecord(part) &&
+        (part.type === 'input_text' || part.type === 'output_text') &&
+        typeof part.text === 'string'
+      ) {
+        return part.text;
+      }
+      throw new VllmError(400, `1 validation error:\n  ${where}.content: only input_text and output_text parts`);
+    })
+    .join('');
+}
+
+/**
+ * The chat messages a /v1/responses request renders as: `instructions` as a first system message, then the input.
+ * Function calls join the assistant message before them (one assistant turn, as the generated answer rendered it),
+ * so a next turn that replays the output keeps the prompt + response tokens as its prompt prefix.
+ */
+export function responsesInputToMessages(body: Record<string, unknown>): MockChatMessage[] {
+  const messages: MockChatMessage[] = [];
+  const { instructions, input } = body;
+  if (instructions !== undefined && instructions !== null) {
+    if (typeof instructions !== 'string') {
+      throw new VllmError(400, '1 validation error:\n  instructions: Input should be a valid string');
+    }
+    messages.push({ role: 'system', content: instructions });
+  }
+  if (typeof input === 'string') {
+    messages.push({ role: 'user', content: input });
+    return messages;
+  }
+  if (!Array.isArray(input) || input.length === 0) {
+    throw new VllmError(400, '1 validation error:\n  input: Field required (a string or a non-empty list of items)');
+  }
+  input.forEach((item, i) => {
+    const where = `input.${i}`;
+    if (!isRecord(item)) throw new VllmError(400, `1 validation error:\n  ${where}: Input should be an object`);
+    const type = item.type ?? 'message';
+    if (type === 'message') {
+      if (typeof item.role !== 'string') {
+        throw new VllmError(400, `1 validation error:\n  ${where}.role: Field required`);
+      }
+      messages.push({ role: item.role, content: responsesText(item.content, where) });
+    } else if (type === 'function_call') {
+      if (typeof item.name !== 'string' || typeof item.arguments !== 'string' || typeof item.call_id !== 'string') {
+        throw new VllmError(400, `1 validation error:\n  ${where}: function_call needs call_id, name and arguments`);
+      }
+      const call = { id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } };
+      const last = messages[messages.length - 1];
+      if (last?.role === 'assistant') {
+        last.tool_calls = [...(Array.isArray(last.tool_calls) ? last.tool_calls : []), call];
+      } else {
+        messages.push({ role: 'assistant', content: '', tool_calls: [call] });
+      }
+    } else if (type === 'function_call_output') {
+      if (typeof item.call_id !== 'string') {
+        throw new VllmError(400, `1 validation error:\n  ${where}.call_id: Field required`);
+      }
+      const output = typeof item.output === 'string' ? item.output : JSON.stringify(item.output ?? '');
+      messages.push({ role: 'tool', tool_call_id: item.call_id, content: output });
+    } else {
+      throw new VllmError(400, `mock-vllm: unsupported input item type ${JSON.stringify(type)}`);
+    }
+  });
+  return messages;
+}
+
+/** Responses tools `{type:"function", name, ...}` in the chat shape every respond() already reads. */
+export function responsesToolsToChat(tools: unknown): unknown[] {
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) throw new VllmError(400, '1 validation error:\n  tools: Input should be a valid list');
+  return tools.map((tool, i) => {
+    if (!isRecord(tool) || tool.type !== 'function' || typeof tool.name !== 'string') {
+      throw new VllmError(400, `mock-vllm: tools.${i} must be a function tool with a name`);
+    }
+    const { type: _type, ...fn } = tool;
+    return { type: 'function', function: fn };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Server
 
-const GENERATION_PATHS = ['/v1/chat/completions', '/v1/completions'];
+const GENERATION_PATHS = ['/v1/chat/completions', '/v1/completions', '/v1/responses'];
+const ENDPOINT_OF_PATH: Record<string, MockEndpoint> = {
+  '/v1/chat/completions': 'chat',
+  '/v1/completions': 'completions',
+  '/v1/responses': 'responses',
+};
 
 interface FaultRule {
   faults: MockFault[];
@@ -1032,7 +1144,7 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
     }
     if (GENERATION_PATHS.includes(path)) {
       if (method !== 'POST') return sendJson(ex, 405, JSON.stringify({ detail: 'Method Not Allowed' }));
-      return generateResponse(ex, path === '/v1/chat/completions' ? 'chat' : 'completions');
+      return generateResponse(ex, ENDPOINT_OF_PATH[path]!);
     }
     // FastAPI's default for unknown routes, which is what vLLM answers.
     return sendJson(ex, 404, JSON.stringify({ detail: 'Not Found' }));
@@ -1092,9 +1204,17 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
     firstTokenEvents: number;
     /** Events at the tail (usage, [DONE]) that follow the last token without delay. */
     tailEvents: number;
+    /** Named events (/v1/responses): `event: <name>` precedes each data line. */
+    eventNames?: string[];
+    /**
+     * Overrides firstTokenEvents/tailEvents: whether interTokenMs follows event i, for streams whose token
+     * events are interleaved with bookkeeping events that carry no tokens.
+     */
+    pauseAfter?: boolean[];
   }
 
-  const planResponse = (ex: Exchange, endpoint: MockEndpoint, body: Record<string, unknown>): ResponsePlan => {
+  /** The model name to answer with; a 404 like vLLM for one it does not serve. */
+  const checkModel = (body: Record<string, unknown>): string => {
     const modelName = body.model;
     if (modelName !== undefined && modelName !== null && typeof modelName !== 'string') {
       throw new VllmError(400, '1 validation error:\n  model: Input should be a valid string');
@@ -1102,7 +1222,12 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
     if (typeof modelName === 'string' && !options.anyModel && !served.has(modelName)) {
       throw new VllmError(404, `The model \`${modelName}\` does not exist.`, 'NotFoundError', 'model');
     }
-    const responseModel = typeof modelName === 'string' ? modelName : model;
+    return typeof modelName === 'string' ? modelName : model;
+  };
+
+  const planResponse = (ex: Exchange, endpoint: MockEndpoint, body: Record<string, unknown>): ResponsePlan => {
+    if (endpoint === 'responses') return planResponsesApi(ex, body);
+    const responseModel = checkModel(body);
     const common = commonParams(body, { asTokenIds: options.returnTokensAsTokenIds ?? false });
     const tokenFault = ex.faults.find((f) => f.kind === 'token-ids')?.mode;
     const logprobFault = ex.faults.find((f) => f.kind === 'logprobs')?.mode;
@@ -1403,6 +1528,181 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
     return { stream: common.stream, nonStreamBody, events, firstTokenEvents: 1, tailEvents: tail };
   };
 
+  // /v1/responses: the input becomes chat messages for the same template and respond(); the answer is one message
+  // item (text) and/or one function_call item per tool call.
+  const planResponsesApi = (ex: Exchange, body: Record<string, unknown>): ResponsePlan => {
+    const responseModel = checkModel(body);
+    const stream = optionalBool(body, 'stream') ?? false;
+    const requestedMaxTokens = optionalInt(body, 'max_output_tokens', 1);
+    if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
+      throw new VllmError(400, 'mock-vllm stores no responses: `previous_response_id` is not supported');
+    }
+    const chatMessages = responsesInputToMessages(body);
+    const chatTools = responsesToolsToChat(body.tools);
+    const toolChoice = body.tool_choice;
+    if (toolChoice !== undefined && toolChoice !== null && toolChoice !== 'none' && chatTools.length === 0) {
+      throw new VllmError(400, 'When using `tool_choice`, `tools` must be set.');
+    }
+    const promptText = renderChatPrompt(chatMessages);
+    const promptIds = tokenize(promptText);
+    checkContext({ promptLen: promptIds.length, requested: requestedMaxTokens, maxModelLen });
+    const maxTokens = requestedMaxTokens ?? options.maxTokens ?? maxModelLen - promptIds.length;
+    const reply = respond(
+      { endpoint: 'responses', text: promptText, tokenIds: promptIds, messages: chatMessages },
+      { body, headers: ex.req.headers, choiceIndex: 0, promptIndex: 0, tools: chatTools },
+    );
+    const gen = generate({ reply, maxTokens, stop: [], tokensPerChunk, newToolCallId: () => `call_${hexId()}` });
+
+    const id = `resp_${hexId()}`;
+    const createdAt = Math.floor(Date.now() / 1000);
+    const incomplete = gen.finishReason === 'length';
+    const text = gen.content ?? '';
+    // A tool-call answer with no text has no message item; an empty plain answer still has one.
+    const hasMessage = gen.toolCalls.length === 0 || text !== '';
+    const messageId = `msg_${hexId()}`;
+    const calls = gen.toolCalls.map((c) => ({ ...c, itemId: `fc_${hexId()}` }));
+    const textPart = (partText: string) => ({ type: 'output_text', text: partText, annotations: [], logprobs: [] });
+    const messageItem = (status: string, content: unknown[]) => ({
+      type: 'message',
+      id: messageId,
+      role: 'assistant',
+      status,
+      content,
+    });
+    const callItem = (call: (typeof calls)[number], args: string, status: string) => ({
+      type: 'function_call',
+      id: call.itemId,
+      call_id: call.id,
+      name: call.name,
+      arguments: args,
+      status,
+    });
+    const output = [
+      ...(hasMessage ? [messageItem('completed', [textPart(text)])] : []),
+      ...calls.map((c) => callItem(c, c.arguments, 'completed')),
+    ];
+    const usage = {
+      input_tokens: promptIds.length,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: gen.tokenIds.length,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: promptIds.length + gen.tokenIds.length,
+    };
+    const responseObject = (status: string, out: unknown[], u: typeof usage | null) => ({
+      id,
+      object: 'response',
+      created_at: createdAt,
+      status,
+      background: false,
+      error: null,
+      incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+      instructions: body.instructions ?? null,
+      max_output_tokens: requestedMaxTokens ?? null,
+      max_tool_calls: null,
+      metadata: body.metadata ?? null,
+      model: responseModel,
+      output: out,
+      parallel_tool_calls: body.parallel_tool_calls ?? true,
+      previous_response_id: null,
+      prompt: null,
+      reasoning: null,
+      service_tier: 'auto',
+      temperature: body.temperature ?? 1.0,
+      text: { format: { type: 'text' } },
+      tool_choice: body.tool_choice ?? 'auto',
+      tools: Array.isArray(body.tools) ? body.tools : [],
+      top_logprobs: 0,
+      top_p: body.top_p ?? 1.0,
+      truncation: 'disabled',
+      usage: u,
+      user: null,
+    });
+    const finalStatus = incomplete ? 'incomplete' : 'completed';
+    const nonStreamBody = responseObject(finalStatus, output, usage);
+
+    const names: string[] = [];
+    const events: string[] = [];
+    const carries: boolean[] = [];
+    const push = (type: string, payload: Record<string, unknown>, carriesTokens = false) => {
+      names.push(type);
+      events.push(serialize({ type, sequence_number: events.length, ...payload }));
+      carries.push(carriesTokens);
+    };
+    push('response.created', { response: responseObject('in_progress', [], null) });
+    push('response.in_progress', { response: responseObject('in_progress', [], null) });
+    const textRef = { item_id: messageId, output_index: 0, content_index: 0 };
+    let messageOpen = false;
+    let streamedText = '';
+    const openMessage = () => {
+      push('response.output_item.added', { output_index: 0, item: messageItem('in_progress', []) });
+      push('response.content_part.added', { ...textRef, part: textPart('') });
+      messageOpen = true;
+    };
+    const closeMessage = (carriesTokens: boolean) => {
+      push('response.output_text.done', { ...textRef, text: streamedText, logprobs: [] }, carriesTokens);
+      push('response.content_part.done', { ...textRef, part: textPart(streamedText) });
+      push('response.output_item.done', { output_index: 0, item: output[0] });
+      messageOpen = false;
+    };
+    let openCall: number | undefined;
+    let streamedArgs = '';
+    const callIndex = (k: number) => k + (hasMessage ? 1 : 0);
+    const closeCall = (carriesTokens: boolean) => {
+      if (openCall === undefined) return;
+      const call = calls[openCall]!;
+      const ref = { item_id: call.itemId, output_index: callIndex(openCall) };
+      push(
+        'response.function_call_arguments.done',
+        { ...ref, name: call.name, arguments: streamedArgs },
+        carriesTokens,
+      );
+      push('response.output_item.done', { output_index: ref.output_index, item: output[ref.output_index] });
+      openCall = undefined;
+    };
+    for (const seg of gen.segments) {
+      if (seg.kind === 'content') {
+        if (!messageOpen) openMessage();
+        push('response.output_text.delta', { ...textRef, delta: seg.text, logprobs: [] }, true);
+        streamedText += seg.text;
+      } else if (seg.kind === 'tool-head') {
+        if (messageOpen) closeMessage(false);
+        closeCall(false);
+        openCall = seg.toolIndex!;
+        streamedArgs = '';
+        const call = calls[openCall]!;
+        push(
+          'response.output_item.added',
+          { output_index: callIndex(openCall), item: callItem(call, '', 'in_progress') },
+          true,
+        );
+      } else if (seg.kind === 'tool-args') {
+        const fragment = seg.text.endsWith('}</tool_call>') ? seg.text.slice(0, -'}</tool_call>'.length) : seg.text;
+        if (fragment === '' || openCall === undefined) continue;
+        const call = calls[openCall]!;
+        push(
+          'response.function_call_arguments.delta',
+          { item_id: call.itemId, output_index: callIndex(openCall), delta: fragment },
+          true,
+        );
+        streamedArgs += fragment;
+      } else {
+        // The end token: the first closing event carries it.
+        if (openCall !== undefined) closeCall(true);
+        else {
+          if (!messageOpen) openMessage();
+          closeMessage(true);
+        }
+      }
+    }
+    // A cut answer has no end-token segment.
+    if (messageOpen) closeMessage(false);
+    closeCall(false);
+    push(incomplete ? 'response.incomplete' : 'response.completed', { response: nonStreamBody });
+    const lastCarrier = carries.lastIndexOf(true);
+    const pauseAfter = carries.map((c, i) => c && i < lastCarrier);
+    return { stream, nonStreamBody, events, firstTokenEvents: 0, tailEvents: 0, eventNames: names, pauseAfter };
+  };
+
   const sendStream = async (ex: Exchange, plan: ResponsePlan): Promise<void> => {
     const { res } = ex;
     await sleep(ex, options.ttftMs ?? 0);
@@ -1427,12 +1727,22 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
       if (errorAfter && sent >= errorAfter.chunks) {
         const status = errorAfter.status ?? 500;
         const message = errorAfter.message ?? 'mock-vllm injected engine error';
+        if (plan.eventNames) {
+          // The flat fields are the Responses API's error event; `error` makes openai-node raise APIError.
+          const error = { message, type: 'InternalServerError', param: null, code: status };
+          const event = { type: 'error', code: String(status), message, param: null, error, sequence_number: i };
+          res.end(`event: error\ndata: ${JSON.stringify(event)}\n\n`);
+          return;
+        }
         res.write(`data: ${vllmErrorBody(status, message, 'InternalServerError')}\n\n`);
         // vLLM still ends the stream with [DONE] after an error event.
         res.end('data: [DONE]\n\n');
         return;
       }
-      const ok = res.write(`data: ${plan.events[i]}\n\n`);
+      const name = plan.eventNames?.[i];
+      const ok = res.write(
+        name === undefined ? `data: ${plan.events[i]}\n\n` : `event: ${name}\ndata: ${plan.events[i]}\n\n`,
+      );
       ex.record.chunksSent++;
       if (!ok)
         await new Promise<void>((resolve) => {
@@ -1444,7 +1754,10 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
           res.on('drain', done);
           res.on('close', done);
         });
-      if (interToken > 0 && i + 1 >= plan.firstTokenEvents && i + 1 < lastTokenEvent) await sleep(ex, interToken);
+      const pause = plan.pauseAfter
+        ? plan.pauseAfter[i] === true
+        : i + 1 >= plan.firstTokenEvents && i + 1 < lastTokenEvent;
+      if (interToken > 0 && pause) await sleep(ex, interToken);
     }
     if (!ex.gone) res.end();
   };

@@ -8,6 +8,7 @@ import {
   type MockVllm,
   parseFaultSpec,
   renderChatPrompt,
+  responsesInputToMessages,
   startMockVllm,
   tokenize,
 } from '../../servers/mock-vllm.js';
@@ -289,6 +290,277 @@ describe('completions', () => {
     expect(a).toBeInstanceOf(BadRequestError);
     const b = await client.completions.create({ model: 'mock-model', prompt: [-5] } as never).catch((e: unknown) => e);
     expect(b).toBeInstanceOf(BadRequestError);
+  });
+});
+
+describe('responses', () => {
+  const TEXT_EVENTS = [
+    'response.created',
+    'response.in_progress',
+    'response.output_item.added',
+    'response.content_part.added',
+    'response.output_text.delta',
+    'response.output_text.done',
+    'response.content_part.done',
+    'response.output_item.done',
+    'response.completed',
+  ];
+  // Consecutive deltas collapse to one name, so the order check does not depend on the chunk count.
+  const collapse = (types: string[]) => types.filter((t, i) => !(t.endsWith('.delta') && types[i - 1] === t));
+  // Ids are random per response; everything else must match between the stream and the non-stream answer.
+  const withoutIds = (value: unknown): unknown =>
+    JSON.parse(
+      JSON.stringify(value)
+        .replaceAll(/"(resp|msg|fc|call)_[0-9a-f]{32}"/g, '"$1_x"')
+        .replaceAll(/"created_at":\d+/g, '"created_at":0'),
+    );
+  const plain = (res: AnyRecord) => {
+    // The SDK adds `output_text` to non-stream answers only; it is not on the wire.
+    const { output_text: _sdkOnly, ...rest } = res;
+    return rest;
+  };
+  const weatherTool = { type: 'function', name: 'get_weather', description: 'weather', parameters: { type: 'object' } };
+
+  it('answers text with output_text and usage (non-stream)', async () => {
+    const res = (await client.responses.create({
+      model: 'mock-model',
+      input: 'hello there',
+      instructions: 'be brief',
+    })) as unknown as AnyRecord;
+    expect(res.id).toMatch(/^resp_[0-9a-f]{32}$/);
+    expect(res).toMatchObject({ object: 'response', status: 'completed', incomplete_details: null, error: null });
+    expect(res.output_text).toMatch(/^mock-[0-9a-f]{8}: hello there$/);
+    expect(res.output).toEqual([
+      {
+        type: 'message',
+        id: expect.stringMatching(/^msg_[0-9a-f]{32}$/),
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: res.output_text, annotations: [], logprobs: [] }],
+      },
+    ]);
+    const prompt = renderChatPrompt([
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'hello there' },
+    ]);
+    const inputTokens = tokenize(prompt).length;
+    const outputTokens = tokenize(res.output_text).length + 1;
+    expect(res.usage).toEqual({
+      input_tokens: inputTokens,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: outputTokens,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: inputTokens + outputTokens,
+    });
+    expect(JSON.stringify(res)).not.toMatch(/token_ids/);
+  });
+
+  it('streams named events with sequence numbers, ending in the non-stream response', async () => {
+    const m = await startMockVllm({ tokensPerChunk: 3 });
+    try {
+      const c = new OpenAI({ baseURL: m.url, apiKey: 'x', maxRetries: 0 });
+      const body = { model: 'mock-model', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }] };
+      const full = (await c.responses.create(body as never)) as unknown as AnyRecord;
+      const events = (await collect(
+        await c.responses.create({ ...body, stream: true } as OpenAI.Responses.ResponseCreateParamsStreaming),
+      )) as unknown as AnyRecord[];
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+      const types = events.map((e) => e.type as string);
+      expect(collapse(types)).toEqual(TEXT_EVENTS);
+      expect(events[0]!.response).toMatchObject({ status: 'in_progress', output: [], usage: null });
+      const deltas = events.filter((e) => e.type === 'response.output_text.delta');
+      expect(deltas.length).toBeGreaterThan(1);
+      const itemId = events[2]!.item.id;
+      for (const d of deltas) expect(d).toMatchObject({ item_id: itemId, output_index: 0, content_index: 0 });
+      const text = deltas.map((d) => d.delta).join('');
+      expect(text).toBe(full.output_text);
+      expect(events.find((e) => e.type === 'response.output_text.done')!.text).toBe(text);
+      const done = events.at(-1)!.response;
+      expect(done.id).toBe(events[0]!.response.id);
+      expect(done.output[0].id).toBe(itemId);
+      expect(withoutIds(done)).toEqual(withoutIds(plain(full)));
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('writes every event name as its data type, and no [DONE]', async () => {
+    const res = await fetch(`${mock.url}/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'mock-model', input: 'raw', stream: true }),
+    });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const raw = await res.text();
+    expect(raw).not.toContain('[DONE]');
+    const frames = raw.split('\n\n').filter((f) => f.length > 0);
+    expect(frames.length).toBeGreaterThan(8);
+    for (const frame of frames) {
+      const match = /^event: (\S+)\ndata: (.+)$/.exec(frame);
+      expect(match, frame).not.toBeNull();
+      expect(JSON.parse(match![2]!).type).toBe(match![1]);
+    }
+  });
+
+  it('answers with a function call whose argument deltas assemble to the arguments', async () => {
+    const args = { query: 'x'.repeat(150), limit: 10 };
+    const m = await startMockVllm({ respond: () => ({ toolCalls: [{ name: 'search', arguments: args }] }) });
+    try {
+      const c = new OpenAI({ baseURL: m.url, apiKey: 'x', maxRetries: 0 });
+      const body = { model: 'mock-model', input: 'find it', tools: [{ ...weatherTool, name: 'search' }] };
+      const full = (await c.responses.create(body as never)) as unknown as AnyRecord;
+      expect(full.output).toEqual([
+        {
+          type: 'function_call',
+          id: expect.stringMatching(/^fc_[0-9a-f]{32}$/),
+          call_id: expect.stringMatching(/^call_[0-9a-f]{32}$/),
+          name: 'search',
+          arguments: JSON.stringify(args),
+          status: 'completed',
+        },
+      ]);
+      const events = (await collect(
+        await c.responses.create({ ...body, stream: true } as OpenAI.Responses.ResponseCreateParamsStreaming),
+      )) as unknown as AnyRecord[];
+      expect(collapse(events.map((e) => e.type))).toEqual([
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.function_call_arguments.delta',
+        'response.function_call_arguments.done',
+        'response.output_item.done',
+        'response.completed',
+      ]);
+      expect(events[2]!.item).toMatchObject({
+        type: 'function_call',
+        name: 'search',
+        arguments: '',
+        status: 'in_progress',
+      });
+      const fragments = events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.delta);
+      expect(fragments.length).toBeGreaterThanOrEqual(4);
+      expect(fragments.every((f: string) => f.length <= 40)).toBe(true);
+      expect(fragments.join('')).toBe(JSON.stringify(args));
+      expect(events.find((e) => e.type === 'response.function_call_arguments.done')!.arguments).toBe(
+        JSON.stringify(args),
+      );
+      expect(withoutIds(events.at(-1)!.response)).toEqual(withoutIds(plain(full)));
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('calls the first (or forced) tool by default, and answers text after the tool output', async () => {
+    const tools = [weatherTool, { ...weatherTool, name: 'get_time' }];
+    const first = (await client.responses.create({
+      model: 'mock-model',
+      input: 'weather?',
+      tools,
+    } as never)) as unknown as AnyRecord;
+    const call = first.output[0];
+    expect(call).toMatchObject({ type: 'function_call', name: 'get_weather' });
+    expect(JSON.parse(call.arguments)).toMatchObject({ request: 'weather?' });
+    const forced = (await client.responses.create({
+      model: 'mock-model',
+      input: 'weather?',
+      tools,
+      tool_choice: { type: 'function', name: 'get_time' },
+    } as never)) as unknown as AnyRecord;
+    expect(forced.output[0].name).toBe('get_time');
+    const input = [
+      { role: 'user', content: 'weather?' },
+      { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments },
+      { type: 'function_call_output', call_id: call.call_id, output: 'sunny' },
+    ];
+    const second = (await client.responses.create({
+      model: 'mock-model',
+      input,
+      tools,
+    } as never)) as unknown as AnyRecord;
+    expect(second.output_text).toMatch(/^mock-[0-9a-f]{8}: weather\?$/);
+    // The replayed call renders as the generated answer did, so the first turn is a token prefix of the second.
+    const firstPrompt = renderChatPrompt(responsesInputToMessages({ input: 'weather?' }));
+    const secondPrompt = renderChatPrompt(responsesInputToMessages({ input }));
+    const generated = `<tool_call>{"name":"get_weather","arguments":${call.arguments}}</tool_call><|end|>`;
+    expect(secondPrompt.startsWith(firstPrompt + generated)).toBe(true);
+    expect(second.usage.input_tokens).toBe(tokenize(secondPrompt).length);
+  });
+
+  it('is incomplete when max_output_tokens cuts the answer, in both modes', async () => {
+    const body = { model: 'mock-model', input: 'hello', max_output_tokens: 4 };
+    const full = (await client.responses.create(body)) as unknown as AnyRecord;
+    expect(full).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      max_output_tokens: 4,
+      usage: { output_tokens: 4 },
+    });
+    expect(full.output_text).toBe('mock');
+    const events = (await collect(await client.responses.create({ ...body, stream: true }))) as unknown as AnyRecord[];
+    expect(events.at(-1)!.type).toBe('response.incomplete');
+    expect(withoutIds(events.at(-1)!.response)).toEqual(withoutIds(plain(full)));
+  });
+
+  it('rejects an unknown model with a 404 and a too-long request with a 400, like the chat route', async () => {
+    const notFound = await client.responses.create({ model: 'other', input: 'x' }).catch((e: unknown) => e);
+    expect(notFound).toBeInstanceOf(NotFoundError);
+    expect((notFound as NotFoundError).error).toMatchObject({ type: 'NotFoundError', param: 'model', code: 404 });
+    const tooLong = await client.responses
+      .create({ model: 'mock-model', input: 'x', max_output_tokens: 40_000 })
+      .catch((e: unknown) => e);
+    expect(tooLong).toBeInstanceOf(BadRequestError);
+    expect((tooLong as BadRequestError).message).toMatch(/maximum context length is 32768 tokens/);
+  });
+
+  it('applies the status, close-after and error-event-after faults', async () => {
+    const status = await client.responses
+      .create({ model: 'mock-model', input: 'x' }, { headers: { 'x-mock-fault': 'status=503' } })
+      .catch((e: unknown) => e);
+    expect((status as APIError).status).toBe(503);
+    const consume = async (fault: string) => {
+      const stream = await client.responses.create(
+        { model: 'mock-model', input: 'x', stream: true },
+        { headers: { 'x-mock-fault': fault } },
+      );
+      let seen = 0;
+      const err = await (async () => {
+        for await (const _ of stream) seen++;
+      })().catch((e: unknown) => e);
+      return { seen, err };
+    };
+    const closed = await consume('close-after=3');
+    expect(closed.seen).toBe(3);
+    expect(closed.err).toBeInstanceOf(Error);
+    const errored = await consume('error-event-after=2');
+    expect(errored.seen).toBe(2);
+    expect(errored.err).toBeInstanceOf(APIError);
+    const rec = mock.requests.findLast((r) => r.path === '/v1/responses');
+    expect(rec).toMatchObject({ method: 'POST', stream: true, chunksSent: 2 });
+  });
+
+  it('paces the stream with ttft and inter-token delays between token events only', async () => {
+    const m = await startMockVllm({ ttftMs: 100, interTokenMs: 60 });
+    try {
+      const c = new OpenAI({ baseURL: m.url, apiKey: 'x', maxRetries: 0 });
+      const started = Date.now();
+      const times = new Map<string, number[]>();
+      for await (const e of await c.responses.create({
+        model: 'mock-model',
+        input: 'x',
+        stream: true,
+        max_output_tokens: 4,
+      })) {
+        times.set(e.type, [...(times.get(e.type) ?? []), Date.now() - started]);
+      }
+      expect(times.get('response.created')![0]).toBeGreaterThanOrEqual(90);
+      const deltas = times.get('response.output_text.delta')!;
+      expect(deltas).toHaveLength(4);
+      // Four token events: three gaps of ~60 ms, and none between the bookkeeping events and the first one.
+      expect(deltas.at(-1)! - deltas[0]!).toBeGreaterThanOrEqual(170);
+      expect(deltas[0]! - times.get('response.created')![0]!).toBeLessThan(45);
+    } finally {
+      await m.close();
+    }
   });
 });
 
