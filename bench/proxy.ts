@@ -7,7 +7,10 @@
 // A bare Node pass-through (bench/proxy-floor.ts) runs beside them: what node:http + undici alone cost.
 //
 // Env: BENCH_SECONDS (per cell, default 2), BENCH_WARMUP_SECONDS (0.3), BENCH_STREAMS (RSS phase, 256; 0 skips
-// it), BENCH_SCENARIOS (comma-separated name prefixes, e.g. "small,100"), BENCH_CONNECTIONS (e.g. "64").
+// it), BENCH_SCENARIOS (comma-separated name prefixes, e.g. "small,100"), BENCH_CONNECTIONS (e.g. "64"),
+// BENCH_ROUNDS (default 3): every cell is measured once per round, targets taking turns within a round, and the
+// table shows each number's median over the rounds, so a burst of noise on a shared machine moves one sample of
+// one target rather than a whole ratio.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -20,6 +23,7 @@ const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 0.3);
 const RSS_STREAMS = Number(process.env.BENCH_STREAMS ?? 256);
 const SCENARIO_FILTER = process.env.BENCH_SCENARIOS?.split(',').filter((name) => name !== '') ?? [];
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '1,64').split(',').map(Number);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 /** Streams that must be open (first chunk received) before RSS is read. */
 const RSS_READY_FRACTION = 0.9;
 const PROXY_CORE = '0';
@@ -410,6 +414,30 @@ async function rssPerStream(target: Target): Promise<number | null> {
   return open === 0 ? null : (during - before) / open;
 }
 
+function median(values: readonly (number | null)[]): number | null {
+  const known = values.filter((v): v is number => v !== null && !Number.isNaN(v)).sort((a, b) => a - b);
+  if (known.length === 0) return null;
+  const mid = Math.floor(known.length / 2);
+  return known.length % 2 === 1 ? (known[mid] as number) : ((known[mid - 1] as number) + (known[mid] as number)) / 2;
+}
+
+/** One cell from its rounds: the median of each number, the sum of errors. */
+function medianCell(runs: readonly Cell[]): Cell {
+  const first = runs[0] as Cell;
+  const of = (pick: (cell: Cell) => number | null) => median(runs.map(pick));
+  return {
+    scenario: first.scenario,
+    connections: first.connections,
+    target: first.target,
+    rps: of((c) => c.rps) ?? Number.NaN,
+    p50: of((c) => c.p50) ?? Number.NaN,
+    p99: of((c) => c.p99) ?? Number.NaN,
+    ttfbP50: of((c) => c.ttfbP50),
+    cpuMsPerReq: of((c) => c.cpuMsPerReq),
+    errors: runs.reduce((sum, c) => sum + c.errors, 0),
+  };
+}
+
 function fmt(value: number | null, digits = 2): string {
   return value === null || Number.isNaN(value) ? '-' : value.toFixed(digits);
 }
@@ -438,19 +466,27 @@ async function main(): Promise<void> {
     const chosen = scenarios().filter(
       (scenario) => SCENARIO_FILTER.length === 0 || SCENARIO_FILTER.some((name) => scenario.name.startsWith(name)),
     );
-    for (const scenario of chosen) {
-      for (const connections of CONNECTIONS) {
-        for (const target of targets) {
-          const result = await load(target, scenario, connections);
-          cells.push({ scenario: scenario.name, connections, target: target.name, ...result });
-          process.stderr.write(`${scenario.name} c=${connections} ${target.name}: ${result.rps.toFixed(0)} req/s\n`);
+    const samples = new Map<string, Cell[]>();
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const scenario of chosen) {
+        for (const connections of CONNECTIONS) {
+          for (const target of targets) {
+            const result = await load(target, scenario, connections);
+            const key = `${scenario.name}|${connections}|${target.name}`;
+            const cell = { scenario: scenario.name, connections, target: target.name, ...result };
+            samples.set(key, [...(samples.get(key) ?? []), cell]);
+            process.stderr.write(
+              `round ${round}: ${scenario.name} c=${connections} ${target.name}: ${result.rps.toFixed(0)} req/s\n`,
+            );
+          }
         }
       }
     }
+    for (const runs of samples.values()) cells.push(medianCell(runs));
 
     const lines: string[] = [];
     lines.push(
-      `Loopback, ${SECONDS} s per cell, proxy pinned to core ${PROXY_CORE}, load generator + stand-in on core ${LOAD_CORE}.`,
+      `Loopback, ${SECONDS} s per cell, median of ${ROUNDS} rounds, proxy pinned to core ${PROXY_CORE}, load generator + stand-in on core ${LOAD_CORE}.`,
     );
     if (nginx === null) lines.push('nginx is not installed: ratios to nginx are omitted (apt-get install nginx).');
     lines.push('');
