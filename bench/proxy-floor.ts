@@ -33,7 +33,7 @@ const server = createServer((req, res) => {
   });
 });
 server.keepAliveTimeout = 60_000;
-process.once("SIGINT", () => process.exit(0));
+process.once('SIGINT', () => process.exit(0));
 server.listen(0, '127.0.0.1', () => {
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;

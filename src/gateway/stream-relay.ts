@@ -92,7 +92,7 @@ export class StreamRelay implements SseEventHandler {
   #runEnd = -1;
   #writable = true;
   #sentFirst = false;
-  /** Set once [DONE] or an error was seen: nothing more is forwarded. */
+  /** Set once the last event ([DONE], or a Responses terminal event) or an error was seen: nothing more is forwarded. */
   #stopped = false;
   readonly #responses: boolean;
 
