@@ -29,13 +29,18 @@ function parseArguments(raw: unknown): unknown {
   }
 }
 
-function contentParts(content: unknown): GenAiPart[] {
+const CHAT_TEXT_PARTS: ReadonlySet<unknown> = new Set(['text']);
+/** The Responses API's text parts: the agent's own (`input_text`) and earlier model turns replayed (`output_text`). */
+const RESPONSES_TEXT_PARTS: ReadonlySet<unknown> = new Set(['input_text', 'output_text']);
+
+/** Message content (a string or a list of parts) with its text parts as GenAI text parts; others kept as they are. */
+function contentParts(content: unknown, textTypes: ReadonlySet<unknown> = CHAT_TEXT_PARTS): GenAiPart[] {
   if (typeof content === 'string') return [{ type: 'text', content }];
   if (!Array.isArray(content)) return [];
   const parts: GenAiPart[] = [];
   for (const part of content) {
     if (!isObj(part)) continue;
-    if (part.type === 'text' && typeof part.text === 'string') parts.push({ type: 'text', content: part.text });
+    if (textTypes.has(part.type) && typeof part.text === 'string') parts.push({ type: 'text', content: part.text });
     else parts.push({ ...part, type: typeof part.type === 'string' ? part.type : 'unknown' });
   }
   return parts;
@@ -72,20 +77,6 @@ export function inputMessages(messages: unknown): GenAiMessage[] {
   return out;
 }
 
-/** A Responses API input item's content: a string or input/output text parts. */
-function responsesContentParts(content: unknown): GenAiPart[] {
-  if (typeof content === 'string') return [{ type: 'text', content }];
-  if (!Array.isArray(content)) return [];
-  const parts: GenAiPart[] = [];
-  for (const part of content) {
-    if (!isObj(part)) continue;
-    const isText = (part.type === 'input_text' || part.type === 'output_text') && typeof part.text === 'string';
-    if (isText) parts.push({ type: 'text', content: part.text });
-    else parts.push({ ...part, type: typeof part.type === 'string' ? part.type : 'unknown' });
-  }
-  return parts;
-}
-
 /**
  * A Responses API request (`instructions` + `input`) as GenAI messages: `instructions` is the system turn, a
  * string input one user turn; function calls and their outputs become tool-call parts like chat's.
@@ -109,7 +100,7 @@ export function responsesInputMessages(instructions: unknown, input: unknown): G
         parts: [{ type: 'tool_call_response', id: item.call_id ?? null, result: item.output }],
       });
     } else if (typeof item.role === 'string') {
-      out.push({ role: item.role, parts: responsesContentParts(item.content) });
+      out.push({ role: item.role, parts: contentParts(item.content, RESPONSES_TEXT_PARTS) });
     }
   }
   return out;

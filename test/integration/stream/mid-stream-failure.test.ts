@@ -1,9 +1,9 @@
 // pitfalls.md A.6: an upstream failure after headers (socket closed, an error event, garbage) reaches the
 // openai-node agent as an APIError, never as a clean-looking truncated stream; the span is ERROR with
 // stream_error and keeps the partial ids.
-import { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../../src/tracing/attributes.js';
+import { expectApiErrorAfterEvents } from '../../helpers/broken-stream.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
 let h: Harness;
@@ -25,12 +25,7 @@ describe.each(['close-after=3', 'error-event-after=3', 'garbage-after=3'])('%s',
       // The stand-in reads faults from this body key, which the gateway forwards like any unknown key.
       mock_fault: fault,
     } as never);
-    let received = 0;
-    const consume = async () => {
-      for await (const _ of stream as unknown as AsyncIterable<unknown>) received++;
-    };
-    await expect(consume()).rejects.toBeInstanceOf(APIError);
-    expect(received).toBeGreaterThan(0);
+    await expectApiErrorAfterEvents(stream);
     const [span] = await h.spans(rid);
     expect(span?.status.status_code).toBe('ERROR');
     expect(span?.attributes[A.ATTR_STREAM_STATUS]).toBe('stream_error');

@@ -1,9 +1,10 @@
 // The Responses API through the gateway (contracts.md §1.7, pitfall A.10), with the openai SDK as the agent:
 // answers equal the backend's, named events and sequence numbers arrive unchanged with no `data: [DONE]`, the
 // span is in the store when the SDK's stream ends, tool calls round-trip, and a broken stream is an APIError.
-import OpenAI, { APIError } from 'openai';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../../src/tracing/attributes.js';
+import { expectApiErrorAfterEvents } from '../../helpers/broken-stream.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
 let h: Harness;
@@ -115,12 +116,7 @@ describe('stream', () => {
       // The stand-in reads faults from this body key, which the gateway forwards like any unknown key.
       mock_fault: 'close-after=3',
     } as never);
-    let received = 0;
-    const consume = async () => {
-      for await (const _ of stream as unknown as AsyncIterable<unknown>) received++;
-    };
-    await expect(consume()).rejects.toBeInstanceOf(APIError);
-    expect(received).toBeGreaterThan(0);
+    await expectApiErrorAfterEvents(stream);
     const [span] = await h.spans(rid);
     expect(span?.status.status_code).toBe('ERROR');
     expect(span?.attributes[A.ATTR_STREAM_STATUS]).toBe('stream_error');

@@ -3,11 +3,11 @@
 // same call from the whole object and from the events; the rewrite maps the model name and adds nothing else.
 import { describe, expect, it } from 'vitest';
 import type { OpenAIErrorBody } from '../../../src/errors.js';
-import type { AgentSink } from '../../../src/gateway/agent-sink.js';
 import { rewriteBody } from '../../../src/gateway/body-rewrite.js';
 import { CallCapture } from '../../../src/gateway/call-capture.js';
-import { StreamRelay, sseErrorEvent } from '../../../src/gateway/stream-relay.js';
+import { sseErrorEvent } from '../../../src/gateway/stream-relay.js';
 import { outputMessages, responsesInputMessages } from '../../../src/tracing/genai-messages.js';
+import { runRelay } from '../../helpers/stream-relay.js';
 
 const finalResponse = {
   id: 'resp_1',
@@ -52,39 +52,7 @@ const leading = [
 const terminal = event('response.completed', 6, { response: finalResponse });
 
 function relay(input: string, readSize: number) {
-  const written: Buffer[] = [];
-  const sink = {
-    write(chunk: Uint8Array) {
-      written.push(Buffer.from(chunk));
-      return true;
-    },
-  } as unknown as AgentSink;
-  let done: Buffer | null = null;
-  let failure: OpenAIErrorBody | null = null;
-  const capture = new CallCapture('responses');
-  const streamRelay = new StreamRelay({
-    sink,
-    capture,
-    clientAskedUsage: true,
-    hooks: {
-      onFirstEvent: () => undefined,
-      onDone: (last) => {
-        done = last;
-      },
-      onStreamError: (error) => {
-        failure = error;
-      },
-    },
-  });
-  const bytes = Buffer.from(input);
-  for (let i = 0; i < bytes.length; i += readSize) streamRelay.push(bytes.subarray(i, i + readSize));
-  streamRelay.end();
-  return {
-    out: Buffer.concat(written).toString(),
-    done: done as Buffer | null,
-    failure: failure as OpenAIErrorBody | null,
-    capture,
-  };
+  return runRelay(input, { endpoint: 'responses', clientAskedUsage: true, readSize });
 }
 
 describe.each([1, 5, 4096])('named-event streams in reads of %i bytes', (readSize) => {

@@ -3,45 +3,10 @@
 // agent that did not ask for usage, holds back [DONE], and turns garbage or an error event into one
 // OpenAI error event.
 import { describe, expect, it } from 'vitest';
-import type { OpenAIErrorBody } from '../../../src/errors.js';
-import type { AgentSink } from '../../../src/gateway/agent-sink.js';
-import { CallCapture } from '../../../src/gateway/call-capture.js';
-import { StreamRelay } from '../../../src/gateway/stream-relay.js';
+import { runRelay } from '../../helpers/stream-relay.js';
 
 function run(input: string, options: { clientAskedUsage: boolean; readSize: number }) {
-  const written: Buffer[] = [];
-  const sink = {
-    write(chunk: Uint8Array) {
-      written.push(Buffer.from(chunk));
-      return true;
-    },
-  } as unknown as AgentSink;
-  let done: Buffer | null = null;
-  let failure: OpenAIErrorBody | null = null;
-  const capture = new CallCapture('completions');
-  const relay = new StreamRelay({
-    sink,
-    capture,
-    clientAskedUsage: options.clientAskedUsage,
-    hooks: {
-      onFirstEvent: () => undefined,
-      onDone: (event) => {
-        done = event;
-      },
-      onStreamError: (error) => {
-        failure = error;
-      },
-    },
-  });
-  const bytes = Buffer.from(input);
-  for (let i = 0; i < bytes.length; i += options.readSize) relay.push(bytes.subarray(i, i + options.readSize));
-  relay.end();
-  return {
-    out: Buffer.concat(written).toString(),
-    done: done as Buffer | null,
-    failure: failure as OpenAIErrorBody | null,
-    capture,
-  };
+  return runRelay(input, { endpoint: 'completions', ...options });
 }
 
 const chunk1 = '{"id":"c","choices":[{"index":0,"text":"hé","token_ids":[1,2]}],"usage":null}';

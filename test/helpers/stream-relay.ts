@@ -1,0 +1,49 @@
+// Drives a StreamRelay over an in-memory sink, feeding the input in reads of a given size, and returns what the
+// agent would have received, the held-back last event, the failure reported, and the capture.
+import type { OpenAIErrorBody } from '../../src/errors.js';
+import type { AgentSink } from '../../src/gateway/agent-sink.js';
+import { CallCapture, type Endpoint } from '../../src/gateway/call-capture.js';
+import { StreamRelay } from '../../src/gateway/stream-relay.js';
+
+export interface RelayRun {
+  /** Everything written to the agent, in order. */
+  readonly out: string;
+  /** The last event handed to onDone (written only once the span is stored). */
+  readonly done: Buffer | null;
+  readonly failure: OpenAIErrorBody | null;
+  readonly capture: CallCapture;
+}
+
+export function runRelay(
+  input: string,
+  options: { readonly endpoint: Endpoint; readonly clientAskedUsage: boolean; readonly readSize: number },
+): RelayRun {
+  const written: Buffer[] = [];
+  const sink = {
+    write(chunk: Uint8Array) {
+      written.push(Buffer.from(chunk));
+      return true;
+    },
+  } as unknown as AgentSink;
+  let done: Buffer | null = null;
+  let failure: OpenAIErrorBody | null = null;
+  const capture = new CallCapture(options.endpoint);
+  const relay = new StreamRelay({
+    sink,
+    capture,
+    clientAskedUsage: options.clientAskedUsage,
+    hooks: {
+      onFirstEvent: () => undefined,
+      onDone: (event) => {
+        done = event;
+      },
+      onStreamError: (error) => {
+        failure = error;
+      },
+    },
+  });
+  const bytes = Buffer.from(input);
+  for (let i = 0; i < bytes.length; i += options.readSize) relay.push(bytes.subarray(i, i + options.readSize));
+  relay.end();
+  return { out: Buffer.concat(written).toString(), done, failure, capture };
+}
