@@ -6,6 +6,7 @@ import { ATTEMPT_FIELDS, RESOURCES_FIELDS, ROLLOUT_FIELDS, SPAN_FIELDS, WORKER_F
 import {
   ATTEMPT_STATUSES,
   type JsonValue,
+  MAX_DEQUEUE_WAIT_MS,
   type Resource,
   ROLLOUT_MODES,
   ROLLOUT_STATUSES,
@@ -60,7 +61,14 @@ export const enqueueBodySchema = z.object({ rollouts: z.array(enqueueRequestSche
 
 export const startRolloutBodySchema = enqueueRequestSchema.extend({ worker_id: z.string().nullish() }).strict();
 
-export const dequeueBodySchema = z.object({ limit: intParam.nullish(), worker_id: z.string().nullish() });
+export const dequeueBodySchema = z.object({
+  limit: intParam.nullish(),
+  worker_id: z.string().nullish(),
+  /** Long poll: with an empty queue, hold the request until a rollout is enqueued or this many ms pass. */
+  wait_ms: intParam
+    .refine((value) => value >= 0 && value <= MAX_DEQUEUE_WAIT_MS, `must be between 0 and ${MAX_DEQUEUE_WAIT_MS}`)
+    .nullish(),
+});
 
 export const startAttemptBodySchema = z.object({ worker_id: z.string().nullish() });
 

@@ -70,6 +70,9 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
     ttlMs: deps.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS,
   });
   const app = new Hono<AppEnv>();
+  /** Long polls listen to the caller's connection and to the server's shutdown. */
+  const clientOrShutdown = (client: AbortSignal): AbortSignal =>
+    deps.shutdown === undefined ? client : AbortSignal.any([client, deps.shutdown]);
 
   app.get(`${PREFIX}/health`, (c) => c.json({ status: 'ok' }));
 
@@ -94,7 +97,18 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
     const body = parseRequest(dequeueBodySchema, await readJson(c, { optional: true }));
     const limit = body.limit ?? 1;
     if (limit <= 0) return c.json([]);
-    return c.json(await store.dequeueManyRollouts({ limit, worker_id: body.worker_id ?? null }));
+    const waitMs = body.wait_ms ?? 0;
+    if (waitMs === 0) return c.json(await store.dequeueManyRollouts({ limit, worker_id: body.worker_id ?? null }));
+    // A long poll ends, claiming nothing, when the caller hangs up or the server shuts down (it then polls again).
+    const signal = clientOrShutdown(c.req.raw.signal);
+    const claimed = await store.dequeueManyRollouts({
+      limit,
+      worker_id: body.worker_id ?? null,
+      wait_ms: waitMs,
+      signal,
+    });
+    if (c.req.raw.signal.aborted) return c.body(null, 204);
+    return c.json(claimed);
   });
 
   // --- rollouts ---
@@ -276,7 +290,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   app.post(`${PREFIX}/waits/rollouts`, async (c) => {
     const body = parseRequest(waitBodySchema, await readJson(c));
     const client = c.req.raw.signal;
-    const signal = deps.shutdown === undefined ? client : AbortSignal.any([client, deps.shutdown]);
+    const signal = clientOrShutdown(client);
     let finished: Rollout[];
     try {
       finished = await store.waitForRollouts(body.rollout_ids, { timeout: body.timeout ?? null, signal });

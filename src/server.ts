@@ -1,8 +1,8 @@
 // The node HTTP listener for a fetch-style app: keep-alive tuned for long-lived clients (pitfall 23), a clear
 // error for an occupied port (pitfall 63), and a bounded graceful close.
 
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 
 export interface ListenOptions {
@@ -53,12 +53,30 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
   });
 
   const address = server.address() as AddressInfo;
+  const unused = trackUnusedConnections(server);
   return {
     url: `http://${urlHost(options.host)}:${address.port}`,
     port: address.port,
     server,
-    close: ({ graceMs }) => closeServer(server, graceMs),
+    close: ({ graceMs }) => closeServer(server, unused, graceMs),
   };
+}
+
+/**
+ * Connections that have not carried a request yet. Node's closeIdleConnections() leaves them open (a client
+ * that opened a connection ahead of time, or aborted a request before sending it), so a drain would wait the
+ * whole grace period for them; they hold no work, so closing them loses nothing.
+ */
+function trackUnusedConnections(server: Server): Set<Socket> {
+  const unused = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    unused.add(socket);
+    socket.once('close', () => unused.delete(socket));
+  });
+  server.on('request', (request: IncomingMessage) => {
+    unused.delete(request.socket);
+  });
+  return unused;
 }
 
 function urlHost(host: string): string {
@@ -69,17 +87,21 @@ function urlHost(host: string): string {
 /** While draining, sockets whose last response just finished sit idle in keep-alive; close them as they appear. */
 const IDLE_SWEEP_MS = 50;
 
-function closeServer(server: Server, graceMs: number): Promise<void> {
+function closeServer(server: Server, unused: Set<Socket>, graceMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
+    const closeIdle = (): void => {
+      server.closeIdleConnections();
+      for (const socket of unused) socket.destroy();
+    };
     const force = setTimeout(() => server.closeAllConnections(), graceMs);
     force.unref();
-    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    const sweep = setInterval(closeIdle, IDLE_SWEEP_MS);
     sweep.unref();
     server.close(() => {
       clearTimeout(force);
       clearInterval(sweep);
       resolve();
     });
-    server.closeIdleConnections();
+    closeIdle();
   });
 }

@@ -1,9 +1,9 @@
-// Bounded exponential backoff for claiming from an empty queue.
+// Bounded exponential backoff between dequeues that came back empty without waiting.
 //
-// Why a backoff and not a blocking call: `dequeueRollout` is non-blocking by contract (contracts.md §3.7)
-// and the REST API has no long-poll dequeue, so an idle runner must ask again. Starting at 50 ms keeps a
-// freshly enqueued rollout's pick-up latency low; doubling to a 1 s ceiling bounds an idle runner to about
-// one request a second; a successful claim resets it so a busy queue is drained back to back.
+// The runner's dequeue is a long poll (`wait_ms`): the store answers as soon as a rollout is enqueued. An empty
+// answer that came back early means the store could not wait (a transport failure, or an agent-lightning v0.3
+// server without long polls); then the runner asks again after 50 ms, doubling to a 1 s ceiling so an idle
+// runner sends about one request a second, and a successful claim resets it.
 
 export interface BackoffOptions {
   readonly initialMs?: number;

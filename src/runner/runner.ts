@@ -38,6 +38,8 @@ import type {
 export const PLACEHOLDER_API_KEY = 'rollgate';
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
+/** One dequeue waits this long on the store for work (a long poll), so a new rollout is claimed as it arrives. */
+export const DEFAULT_DEQUEUE_WAIT_MS = 30_000;
 /** Heartbeats come at least three times per `unresponsive_seconds`, but never more often than this. */
 const MIN_HEARTBEAT_INTERVAL_MS = 50;
 
@@ -67,6 +69,9 @@ export interface RunnerOptions {
   readonly exitWhenIdle?: boolean;
   /** Aborting it is the same as `close()`. */
   readonly signal?: AbortSignal;
+  /** How long one dequeue waits for work on the store (default 30 s; 0 asks and backs off like v0.3). */
+  readonly dequeueWaitMs?: number;
+  /** Between dequeues that could not wait (a transport failure, a store server without long polls). */
   readonly backoff?: BackoffOptions;
   readonly logger?: Logger;
   readonly observer?: RunnerObserver;
@@ -260,6 +265,8 @@ export function createRunner(options: RunnerOptions): Runner {
 
   const claimLoop = async (): Promise<void> => {
     const backoff = createBackoff(options.backoff);
+    // A batch job asks without waiting: an empty queue is its signal to finish.
+    const waitMs = options.exitWhenIdle ? 0 : (options.dequeueWaitMs ?? DEFAULT_DEQUEUE_WAIT_MS);
     void workerHeartbeat();
     while (!isStopping) {
       const workerId = freeSlots.pop();
@@ -271,8 +278,9 @@ export function createRunner(options: RunnerOptions): Runner {
         continue;
       }
       let claimed: AttemptedRollout | null;
+      const askedAt = performance.now();
       try {
-        claimed = await store.dequeueRollout({ worker_id: workerId });
+        claimed = await store.dequeueRollout({ worker_id: workerId, wait_ms: waitMs, signal: claimStop.signal });
       } catch (error: unknown) {
         logger.warn('dequeue failed; backing off', { workerId, error: errorMessage(error) });
         claimed = null;
@@ -283,7 +291,9 @@ export function createRunner(options: RunnerOptions): Runner {
           void close();
           break;
         }
-        await sleep(backoff.next(), claimStop.signal);
+        // No wait asked for, or an empty answer well before the wait ran out (the store could not wait: a transport
+        // failure, a server without long polls): back off so an idle runner does not spin.
+        if (waitMs === 0 || performance.now() - askedAt < waitMs / 2) await sleep(backoff.next(), claimStop.signal);
         continue;
       }
       backoff.reset();

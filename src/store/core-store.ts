@@ -31,6 +31,7 @@ import {
   validatePage,
   WORKER_FIELDS,
 } from './query.js';
+import { dequeueWaiting, QueueSignal } from './queue-signal.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
 import { isTerminalStatus, nextRolloutState, type RolloutEvent, spanPromotes } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
@@ -42,6 +43,7 @@ import type {
   AttemptUpdate,
   CompletionPage,
   CompletionQuery,
+  DequeueOptions,
   EnqueueRolloutRequest,
   LightningStore,
   NamedResources,
@@ -96,6 +98,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   protected readonly backend: StoreBackend;
   protected readonly logger: Logger | undefined;
   readonly #waiters = new WaiterRegistry();
+  readonly #queueSignal = new QueueSignal();
   readonly #watchdog: Watchdog;
   readonly #startedAt = Date.now();
   #closed = false;
@@ -152,16 +155,24 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     return clone(rollouts);
   }
 
-  async dequeueRollout(options: { worker_id?: string | null } = {}): Promise<AttemptedRollout | null> {
-    const [claimed] = await this.dequeueManyRollouts({ limit: 1, worker_id: options.worker_id ?? null });
+  async dequeueRollout(options: Omit<DequeueOptions, 'limit'> = {}): Promise<AttemptedRollout | null> {
+    const [claimed] = await this.dequeueManyRollouts({ ...options, limit: 1 });
     return claimed ?? null;
   }
 
-  async dequeueManyRollouts(options: { limit?: number; worker_id?: string | null } = {}): Promise<AttemptedRollout[]> {
+  async dequeueManyRollouts(options: DequeueOptions = {}): Promise<AttemptedRollout[]> {
+    return dequeueWaiting(
+      {
+        queue: this.#queueSignal,
+        claim: (limit, workerId) => this.#claimFromQueue(limit, workerId),
+        isClosed: () => this.#closed,
+      },
+      options,
+    );
+  }
+
+  async #claimFromQueue(limit: number, workerId: string | null): Promise<AttemptedRollout[]> {
     this.#watchdog.maybeRun();
-    const limit = options.limit ?? 1;
-    const workerId = options.worker_id ?? null;
-    if (limit <= 0) return [];
     const now = nowSeconds();
     const claimed: AttemptedRollout[] = [];
     while (claimed.length < limit) {
@@ -528,6 +539,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     this.#closed = true;
     this.#watchdog.stop();
     this.#waiters.close();
+    this.#queueSignal.close();
     await this.backend.close();
   }
 
@@ -578,7 +590,10 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     if (isTerminalStatus(next.status) && next.status !== rollout.status) {
       this.backend.appendCompletion({ rollout_id: rollout.rollout_id, status: next.status, time: now });
     }
-    if (next.enqueue) this.backend.enqueue(rollout.rollout_id);
+    if (next.enqueue) {
+      this.backend.enqueue(rollout.rollout_id);
+      this.#queueSignal.notify();
+    }
     if (next.releaseWaiters) this.#waiters.notify(rollout.rollout_id);
     attempt ??= this.backend.getLatestAttempt(rollout.rollout_id);
     return attempt === undefined ? (updated as AttemptedRollout) : { ...updated, attempt };

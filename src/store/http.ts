@@ -7,6 +7,7 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpCallError } from '../http-call-error.js';
 import { StoreError, type StoreErrorCode } from './errors.js';
+import { validWaitMs } from './input-validation.js';
 import type {
   Attempt,
   AttemptedRollout,
@@ -14,6 +15,7 @@ import type {
   AttemptUpdate,
   CompletionPage,
   CompletionQuery,
+  DequeueOptions,
   EnqueueRolloutRequest,
   LightningStore,
   NamedResources,
@@ -138,24 +140,29 @@ export class HttpStore implements LightningStore {
     });
   }
 
-  async dequeueRollout(options?: { worker_id?: string | null }): Promise<AttemptedRollout | null> {
-    const [claimed] = await this.dequeueManyRollouts({ limit: 1, worker_id: options?.worker_id ?? null });
+  async dequeueRollout(options: Omit<DequeueOptions, 'limit'> = {}): Promise<AttemptedRollout | null> {
+    const [claimed] = await this.dequeueManyRollouts({ ...options, limit: 1 });
     return claimed ?? null;
   }
 
-  async dequeueManyRollouts(options?: { limit?: number; worker_id?: string | null }): Promise<AttemptedRollout[]> {
-    const limit = options?.limit ?? 1;
+  async dequeueManyRollouts(options: DequeueOptions = {}): Promise<AttemptedRollout[]> {
+    const limit = options.limit ?? 1;
     if (limit <= 0) return [];
+    const waitMs = validWaitMs(options.wait_ms);
     try {
       return await this.#call({
         method: 'POST',
         path: '/queues/rollouts/dequeue',
-        body: { limit, worker_id: options?.worker_id ?? null },
+        body: { limit, worker_id: options.worker_id ?? null, ...(waitMs > 0 ? { wait_ms: waitMs } : {}) },
         retry: false,
+        // The server holds a waiting dequeue open for up to wait_ms before it answers.
+        timeoutMs: this.#timeoutMs + waitMs,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
     } catch (error) {
-      // The caller's mistakes surface; a transport failure means "nothing claimed this time" (contracts.md §3.10).
-      if (error instanceof HttpStoreError) return [];
+      // The caller's mistakes surface; a transport failure means "nothing claimed this time" (contracts.md §3.10),
+      // and so does the caller's own abort (the server's wait ends with the connection, claiming nothing).
+      if (error instanceof HttpStoreError || options.signal?.aborted) return [];
       throw error;
     }
   }

@@ -6,6 +6,7 @@ import {
   ATTEMPT_STATUSES,
   type AttemptStatus,
   type EnqueueRolloutRequest,
+  MAX_DEQUEUE_WAIT_MS,
   type NamedResources,
   ROLLOUT_MODES,
   ROLLOUT_STATUSES,
@@ -30,6 +31,17 @@ export function validMode(mode: RolloutMode | null | undefined): RolloutMode | n
     );
   }
   return mode;
+}
+
+/** A dequeue's `wait_ms`: a finite number of milliseconds >= 0, capped at MAX_DEQUEUE_WAIT_MS. */
+export function validWaitMs(value: number | undefined): number {
+  if (value === undefined) return 0;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new StoreError('invalid_argument', `Invalid wait_ms: ${String(value)}, expected a number >= 0`, {
+      param: 'wait_ms',
+    });
+  }
+  return Math.min(value, MAX_DEQUEUE_WAIT_MS);
 }
 
 export function validMetadata<T extends object>(value: T | null | undefined, param: string): T | null {

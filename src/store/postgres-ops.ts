@@ -44,6 +44,14 @@ export function finishedPayload(schema: string, rolloutId: string): string {
   return `${schema}\n${rolloutId}`;
 }
 
+/**
+ * Payload of a queue notification (rollouts were enqueued or requeued): `<schema>\n` with no rollout id, which
+ * never collides with a finished one because rollout ids are not empty.
+ */
+export function queuedPayload(schema: string): string {
+  return `${schema}\n`;
+}
+
 export function parseFinishedPayload(payload: string): { schema: string; rolloutId: string } | null {
   const cut = payload.indexOf('\n');
   if (cut <= 0) return null;
@@ -204,6 +212,13 @@ export async function applyRolloutEvent(
       [...values, NOTIFY_CHANNEL, finishedPayload(ctx.schema, rollout.rollout_id), ctx.now],
     );
     ctx.effects.finished.push(rollout.rollout_id);
+  } else if (next.enqueue) {
+    // Back in the queue (a retry): long-poll dequeues on every replica wake on commit.
+    await c.query(`WITH changed AS (${update} RETURNING 1) SELECT pg_notify($7, $8) FROM changed`, [
+      ...values,
+      NOTIFY_CHANNEL,
+      queuedPayload(ctx.schema),
+    ]);
   } else {
     await c.query(update, values);
   }

@@ -42,6 +42,7 @@ import {
   NOTIFY_CHANNEL,
   newEffects,
   parseFinishedPayload,
+  queuedPayload,
   type TxEffects,
   writeAttempt,
   writeRolloutFields,
@@ -78,6 +79,7 @@ import {
   validatePage,
   WORKER_FIELDS,
 } from './query.js';
+import { dequeueWaiting, QueueSignal } from './queue-signal.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
 import { nextRolloutState } from './rollout-status.js';
 import {
@@ -89,6 +91,7 @@ import {
   type CompletionEntry,
   type CompletionPage,
   type CompletionQuery,
+  type DequeueOptions,
   type EnqueueRolloutRequest,
   type LightningStore,
   type NamedResources,
@@ -246,6 +249,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   readonly #listener: PostgresListener;
   readonly #logger: Logger;
   readonly #waiters = new WaiterRegistry();
+  readonly #queueSignal = new QueueSignal();
   readonly #activeWaits = new Set<readonly string[]>();
   readonly #spans: SpanWriteQueue;
   readonly #watchdogIntervalMs: number;
@@ -272,9 +276,13 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     this.#listener.subscribe({
       onPayload: (payload) => {
         const parsed = parseFinishedPayload(payload);
-        if (parsed !== null && parsed.schema === this.schema) this.#waiters.notify(parsed.rolloutId);
+        if (parsed === null || parsed.schema !== this.schema) return;
+        if (parsed.rolloutId === '') this.#queueSignal.notify();
+        else this.#waiters.notify(parsed.rolloutId);
       },
       onResync: () => {
+        // Notifications may have been missed while the listener was down: waiting dequeues look again.
+        this.#queueSignal.notify();
         void this.#resyncWaits().catch((error: unknown) =>
           this.#logger.warn('postgres wait resync failed', { error: String(error) }),
         );
@@ -348,20 +356,32 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     if (requests.length === 0) return [];
     return this.#tx(async (c) => {
       const rows = await this.#insertRollouts(c, { requests, kind: 'enqueued', now: nowSeconds() });
+      // Delivered on commit: long-poll dequeues on every replica look at the queue again.
+      if (rows.some((row) => row.isNew)) {
+        await c.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, queuedPayload(this.schema)]);
+      }
       return rows.map((r) => stripAttempt(r.locked.rollout));
     });
   }
 
-  async dequeueRollout(options: { worker_id?: string | null } = {}): Promise<AttemptedRollout | null> {
-    const [claimed] = await this.dequeueManyRollouts({ limit: 1, worker_id: options.worker_id ?? null });
+  async dequeueRollout(options: Omit<DequeueOptions, 'limit'> = {}): Promise<AttemptedRollout | null> {
+    const [claimed] = await this.dequeueManyRollouts({ ...options, limit: 1 });
     return claimed ?? null;
   }
 
-  async dequeueManyRollouts(options: { limit?: number; worker_id?: string | null } = {}): Promise<AttemptedRollout[]> {
+  async dequeueManyRollouts(options: DequeueOptions = {}): Promise<AttemptedRollout[]> {
     await this.#beforeCall();
-    const limit = options.limit ?? 1;
-    const workerId = options.worker_id ?? null;
-    if (limit <= 0) return [];
+    return dequeueWaiting(
+      {
+        queue: this.#queueSignal,
+        claim: (limit, workerId) => this.#claimFromQueue(limit, workerId),
+        isClosed: () => this.#closed,
+      },
+      options,
+    );
+  }
+
+  #claimFromQueue(limit: number, workerId: string | null): Promise<AttemptedRollout[]> {
     return this.#tx(async (c, effects) => {
       const ctx: ApplyContext = { now: nowSeconds(), workerId, schema: this.schema, effects };
       const claimed: AttemptedRollout[] = [];
@@ -890,6 +910,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     await this.#spans.drain();
     await this.#watchdogRun?.catch(() => undefined);
     this.#waiters.close();
+    this.#queueSignal.close();
     await this.#listener.close();
     await this.#pool.end();
   }

@@ -333,6 +333,21 @@ export interface RolloutLifecycle {
   queryCompletions(query?: CompletionQuery): Promise<CompletionPage>;
 }
 
+/** The longest a dequeue may wait for work (`wait_ms`); a client that wants longer asks again. */
+export const MAX_DEQUEUE_WAIT_MS = 60_000;
+
+export interface DequeueOptions {
+  limit?: number;
+  worker_id?: string | null;
+  /**
+   * With an empty queue, wait up to this long for a rollout to be enqueued (or requeued) instead of answering at
+   * once (default 0, the v0.3 behaviour). Capped at MAX_DEQUEUE_WAIT_MS.
+   */
+  wait_ms?: number;
+  /** Ends the wait early; a dequeue that was aborted claims nothing. */
+  signal?: AbortSignal;
+}
+
 /** The agent-lightning v0.3 LightningStore contract (contracts.md §3.7), async everywhere. */
 export interface LightningStore extends RolloutLifecycle {
   readonly capabilities: StoreCapabilities;
@@ -340,8 +355,8 @@ export interface LightningStore extends RolloutLifecycle {
   startRollout(request: StartRolloutRequest): Promise<AttemptedRollout>;
   enqueueRollout(request: EnqueueRolloutRequest): Promise<Rollout>;
   enqueueManyRollouts(requests: EnqueueRolloutRequest[]): Promise<Rollout[]>;
-  dequeueRollout(options?: { worker_id?: string | null }): Promise<AttemptedRollout | null>;
-  dequeueManyRollouts(options?: { limit?: number; worker_id?: string | null }): Promise<AttemptedRollout[]>;
+  dequeueRollout(options?: Omit<DequeueOptions, 'limit'>): Promise<AttemptedRollout | null>;
+  dequeueManyRollouts(options?: DequeueOptions): Promise<AttemptedRollout[]>;
   /** `attempt_id`: client-supplied id of the new attempt (default: generated). */
   startAttempt(
     rolloutId: string,

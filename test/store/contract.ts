@@ -637,6 +637,63 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     });
 
+    describe('long-poll dequeue (wait_ms)', () => {
+      it('answers at once when there is work, and with [] when the wait runs out', async () => {
+        const queued = await store.enqueueRollout({ input: 'now' });
+        const started = Date.now();
+        expect((await store.dequeueRollout({ wait_ms: 5_000 }))?.rollout_id).toBe(queued.rollout_id);
+        expect(Date.now() - started).toBeLessThan(1_000);
+        const waitedFrom = Date.now();
+        expect(await store.dequeueManyRollouts({ limit: 2, wait_ms: 150 })).toEqual([]);
+        expect(Date.now() - waitedFrom).toBeGreaterThanOrEqual(100);
+      });
+
+      it('wakes a waiting dequeue when a rollout is enqueued, and exactly one of two waiters claims it', async () => {
+        const first = store.dequeueRollout({ worker_id: 'w1', wait_ms: 1_200 });
+        const second = store.dequeueRollout({ worker_id: 'w2', wait_ms: 400 });
+        await sleep(50);
+        const enqueuedAt = Date.now();
+        const rollout = await store.enqueueRollout({ input: 'later' });
+        const winner = await Promise.race([first, second]);
+        // Woken by the enqueue itself, not a poll: well under the waits, even on a loaded machine.
+        expect(Date.now() - enqueuedAt).toBeLessThan(1_000);
+        expect(winner?.rollout_id).toBe(rollout.rollout_id);
+        const claims = (await Promise.all([first, second])).filter((r) => r !== null);
+        expect(claims.map((r) => r?.rollout_id)).toEqual([rollout.rollout_id]);
+        expect(attemptOf(claims[0] ?? null)?.sequence_id).toBe(1);
+      });
+
+      it('wakes on a requeue (a retried attempt) too', async () => {
+        await store.enqueueRollout({
+          input: 'retry me',
+          config: cfg({ max_attempts: 2, retry_condition: ['failed'] }),
+        });
+        const claimed = await store.dequeueRollout();
+        const waiting = store.dequeueRollout({ wait_ms: 3_000 });
+        await sleep(50);
+        const failedAt = Date.now();
+        await store.updateAttempt(claimed?.rollout_id as string, 'latest', { status: 'failed' });
+        const retry = await waiting;
+        expect(Date.now() - failedAt).toBeLessThan(1_000);
+        expect(retry?.rollout_id).toBe(claimed?.rollout_id);
+        expect(attemptOf(retry)?.sequence_id).toBe(2);
+      });
+
+      it('claims nothing once the caller aborts, and the rollout stays queued for the next one', async () => {
+        const controller = new AbortController();
+        const waiting = store.dequeueRollout({ wait_ms: 3_000, signal: controller.signal });
+        await sleep(50);
+        controller.abort();
+        expect(await waiting).toBeNull();
+        const rollout = await store.enqueueRollout({ input: 'after abort' });
+        expect((await store.dequeueRollout())?.rollout_id).toBe(rollout.rollout_id);
+      });
+
+      it('refuses a negative or non-finite wait_ms', async () => {
+        await expectStoreError(store.dequeueRollout({ wait_ms: -1 }), 'invalid_argument', { param: 'wait_ms' });
+      });
+    });
+
     describe('updates: UNSET vs null (pitfall 37)', () => {
       it('an absent key is untouched, an explicit null clears', async () => {
         const rollout = await store.enqueueRollout({

@@ -93,6 +93,31 @@ describe('runner core with an in-process agent', () => {
     expect(workers.every((w) => w.status === 'idle' && w.heartbeat_stats !== null)).toBe(true);
   });
 
+  it('claims a rollout enqueued while it sat idle as it arrives (a long-poll dequeue, not a backoff)', async () => {
+    const startedAt: number[] = [];
+    const runner = track(
+      createRunner({
+        store,
+        gatewayUrl: GATEWAY,
+        workerId: 'idle',
+        agent: async () => {
+          startedAt.push(Date.now());
+        },
+      }),
+    );
+    // Long enough idle that a polling runner would be at its 1 s backoff ceiling.
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    const enqueuedAt = Date.now();
+    await store.enqueueRollout({ input: 'late' });
+    for (let i = 0; i < 100 && startedAt.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(startedAt).toHaveLength(1);
+    expect((startedAt[0] as number) - enqueuedAt).toBeLessThan(300);
+    // Closing ends the waiting dequeue at once rather than after its 30 s.
+    const closing = Date.now();
+    await runner.close({ graceMs: 0 });
+    expect(Date.now() - closing).toBeLessThan(1_000);
+  });
+
   it('records a timeout and frees the slot when the agent ignores its signal', async () => {
     const rollout = await store.enqueueRollout({ input: 1, config: { timeout_seconds: 0.2 } });
     let aborted: unknown = null;

@@ -1,6 +1,9 @@
 // Listener and lifecycle: keep-alive vs idle clients (pitfall 23), port conflicts (pitfall 63), idempotent close,
 // and long-poll waits released when their client goes away.
+
+import { once } from 'node:events';
 import { Agent, request } from 'node:http';
+import { connect } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
 import { listen } from '../../../src/server.js';
 import { MemoryStore } from '../../../src/store/memory.js';
@@ -118,6 +121,40 @@ describe('lifecycle', () => {
       expect(response.status).toBe(200);
       const body = (await response.json()) as Array<{ rollout_id: string }>;
       expect(body.map((r) => r.rollout_id)).toEqual([done.rollout_id]);
+    } finally {
+      await gw.close();
+      await store.close();
+    }
+  });
+
+  it('closes at once past a connection that never sent a request (Node leaves those open)', async () => {
+    const gw = await startTestGateway({ server: { shutdownGraceMs: 60_000 } });
+    const socket = connect(Number(new URL(gw.url).port), '127.0.0.1');
+    await once(socket, 'connect');
+    const closed = once(socket, 'close');
+    const t0 = performance.now();
+    await gw.close();
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    await closed;
+    socket.destroy();
+  });
+
+  it('answers a long-poll dequeue with [] at once when the gateway closes', async () => {
+    const store = new MemoryStore();
+    const gw = await startTestGateway({ server: { shutdownGraceMs: 60_000 } }, { store });
+    try {
+      const pending = fetch(`${gw.url}/v1/agl/queues/rollouts/dequeue`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ worker_id: 'w', wait_ms: 60_000 }),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const t0 = performance.now();
+      await gw.close();
+      expect(performance.now() - t0).toBeLessThan(5_000);
+      const response = await pending;
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual([]);
     } finally {
       await gw.close();
       await store.close();
