@@ -105,6 +105,13 @@ export const configSchema = z
         mode: z.enum(['reject', 'hold']).default('reject'),
         retryAfterS: z.int().min(0).default(5),
         maxHoldMs: z.int().min(0).default(30_000),
+        alertAfterS: z
+          .int()
+          .min(0)
+          .default(600)
+          .describe(
+            'A pause longer than this is logged as an error and raises rollgate_pause_overdue (0: never); a pause is never lifted by itself',
+          ),
       })
       .strict()
       .prefault({}),

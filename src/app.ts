@@ -129,7 +129,18 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   });
   parts.push({ name: 'proxy', close: () => proxy.close() });
   pools.start();
-  const gate = new PauseGate(config.pause);
+  const gate = new PauseGate({
+    ...config.pause,
+    onOverdue: (state) =>
+      logger.error(
+        'gateway still paused past pause.alertAfterS: resume it (POST /admin/resume) if no weight load runs',
+        {
+          reason: state.reason,
+          pausedSince: state.paused_since,
+          alertAfterS: config.pause.alertAfterS,
+        },
+      ),
+  });
   // Closed before the proxy: calls held by a pause are refused rather than kept until the grace period ends.
   parts.push({ name: 'pause-gate', close: async () => gate.close() });
   const keys = createKeyRing(config.auth);
@@ -150,6 +161,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
       })),
     paused: () => gate.paused,
     pausedSince: () => gate.state().paused_since,
+    pauseOverdue: () => gate.overdue,
     storeStatistics: () => store.statistics(),
     otlpIngest: () => ({ ...ingester.stats() }),
   });

@@ -16,6 +16,8 @@ export interface MetricsSources {
   paused?: () => boolean;
   /** Epoch seconds when the current pause began, null while running (pitfall 47: alert on long pauses). */
   pausedSince?: () => number | null;
+  /** Whether the current pause has outlived `pause.alertAfterS`. */
+  pauseOverdue?: () => boolean;
   /** Cumulative OTLP ingest counters (spans received, stored, skipped by reason), read at scrape time. */
   otlpIngest?: () => Readonly<Record<string, number>>;
 }
@@ -173,6 +175,14 @@ export class GatewayMetrics {
       collect() {
         const since = sources().pausedSince?.() ?? null;
         this.set(since === null ? 0 : Math.max(0, Date.now() / 1000 - since));
+      },
+    });
+    new Gauge({
+      name: `${p}pause_overdue`,
+      help: '1 while a pause has lasted longer than pause.alertAfterS (a resume was probably forgotten)',
+      registers,
+      collect() {
+        this.set(sources().pauseOverdue?.() ? 1 : 0);
       },
     });
     new Gauge({

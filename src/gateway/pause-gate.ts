@@ -1,7 +1,9 @@
 // Pause/drain for weight updates (contracts.md §7.6, pitfalls 46-47). A call enters the gate before it is
 // forwarded and releases its slot only when the upstream response has fully closed, so `inflight == 0`
 // really means no backend is still generating. While paused, new calls are refused with 429 + Retry-After
-// (mode "reject"), or held until resume for at most `maxHoldMs` (mode "hold").
+// (mode "reject"), or held until resume for at most `maxHoldMs` (mode "hold"). A pause that outlives
+// `alertAfterS` is reported once through `onOverdue` (pitfall 47: a forgotten resume must page someone); it is
+// never lifted by the gate itself, since resuming mid weight-load would serve half-loaded weights.
 import { GatewayError } from '../errors.js';
 import { HEADER_AGL_PAUSED } from './headers.js';
 
@@ -20,6 +22,10 @@ export interface PauseGateOptions {
   mode: PauseMode;
   retryAfterS: number;
   maxHoldMs: number;
+  /** Seconds after which a pause is overdue (0: never). */
+  alertAfterS?: number;
+  /** Called once per pause when it becomes overdue. */
+  onOverdue?: (state: PauseState) => void;
   now?: () => number;
 }
 
@@ -39,6 +45,7 @@ export class PauseGate {
   #inflight = 0;
   #held = new Set<HeldCall>();
   #drainWaiters = new Set<() => void>();
+  #overdueTimer: NodeJS.Timeout | undefined;
   readonly #options: PauseGateOptions;
   readonly #now: () => number;
 
@@ -56,6 +63,12 @@ export class PauseGate {
     return this.#paused;
   }
 
+  /** Whether the current pause has lasted longer than `alertAfterS`. */
+  get overdue(): boolean {
+    const limitS = this.#options.alertAfterS ?? 0;
+    return this.#pausedSince !== null && limitS > 0 && this.#now() - this.#pausedSince > limitS * 1000;
+  }
+
   state(): PauseState {
     return {
       paused: this.#paused,
@@ -67,7 +80,10 @@ export class PauseGate {
   }
 
   pause(options: { retryAfterSeconds?: number; reason?: string | null } = {}): PauseState {
-    if (!this.#paused) this.#pausedSince = this.#now();
+    if (!this.#paused) {
+      this.#pausedSince = this.#now();
+      this.#watchOverdue();
+    }
     this.#paused = true;
     this.#retryAfterS = options.retryAfterSeconds ?? this.#options.retryAfterS;
     this.#reason = options.reason ?? null;
@@ -75,6 +91,8 @@ export class PauseGate {
   }
 
   resume(): PauseState {
+    clearTimeout(this.#overdueTimer);
+    this.#overdueTimer = undefined;
     this.#paused = false;
     this.#reason = null;
     this.#pausedSince = null;
@@ -83,6 +101,18 @@ export class PauseGate {
     this.#held.clear();
     for (const call of held) call.resolve();
     return this.state();
+  }
+
+  #watchOverdue(): void {
+    const limitS = this.#options.alertAfterS ?? 0;
+    const onOverdue = this.#options.onOverdue;
+    if (limitS <= 0 || onOverdue === undefined) return;
+    this.#overdueTimer = setTimeout(() => {
+      this.#overdueTimer = undefined;
+      if (this.#paused) onOverdue(this.state());
+    }, limitS * 1000);
+    // An alarm, not work: it must not keep a stopping process alive.
+    this.#overdueTimer.unref();
   }
 
   /** Takes an in-flight slot, waiting or refusing while paused. The returned release is idempotent. */
@@ -121,6 +151,7 @@ export class PauseGate {
 
   /** Refuses everything still held (shutdown). */
   close(): void {
+    clearTimeout(this.#overdueTimer);
     const held = [...this.#held];
     this.#held.clear();
     for (const call of held) call.reject(this.#pausedError());

@@ -11,6 +11,7 @@ describe('GatewayMetrics', () => {
       storeStatistics: async () => ({ total_rollouts: 3, total_attempts: 4, total_spans: 9 }),
       pools: () => [{ model: 'm', version: 2, backends: [{ id: 'b0', healthy: true, inflight: 5 }] }],
       paused: () => true,
+      pauseOverdue: () => true,
     });
     const text = await metrics.render();
     expect(text).toContain('rollgate_requests_total{route="chat",status="200",model="m"} 1');
@@ -23,6 +24,7 @@ describe('GatewayMetrics', () => {
     expect(text).toContain('rollgate_backend_healthy{model="m",backend="b0"} 1');
     expect(text).toContain('rollgate_model_version{model="m"} 2');
     expect(text).toContain('rollgate_paused 1');
+    expect(text).toContain('rollgate_pause_overdue 1');
     expect(metrics.contentType).toContain('text/plain');
   });
 

@@ -1,10 +1,47 @@
 // pitfalls.md G.46-47: the in-flight slot is held until the caller releases it (upstream closed),
 // pause refuses with 429 + Retry-After + X-Agl-Paused, hold mode is bounded, drain is event-driven.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isGatewayError } from '../../../src/errors.js';
+import type { PauseState } from '../../../src/gateway/pause-gate.js';
 import { PauseGate } from '../../../src/gateway/pause-gate.js';
 
 describe('PauseGate', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('reports a pause that outlives alertAfterS once, and never one that was resumed in time (pitfall 47)', () => {
+    vi.useFakeTimers();
+    const overdue: PauseState[] = [];
+    const gate = new PauseGate({
+      mode: 'reject',
+      retryAfterS: 5,
+      maxHoldMs: 0,
+      alertAfterS: 60,
+      onOverdue: (state) => overdue.push(state),
+    });
+    gate.pause({ reason: 'weights v2' });
+    vi.advanceTimersByTime(59_000);
+    gate.resume();
+    vi.advanceTimersByTime(120_000);
+    expect(overdue).toEqual([]);
+    expect(gate.overdue).toBe(false);
+
+    gate.pause({ reason: 'weights v3' });
+    vi.advanceTimersByTime(30_000);
+    // Pausing again while paused does not restart the clock.
+    gate.pause({ reason: 'weights v3' });
+    vi.advanceTimersByTime(31_000);
+    expect(overdue.map((s) => s.reason)).toEqual(['weights v3']);
+    expect(gate.overdue).toBe(true);
+    vi.advanceTimersByTime(600_000);
+    expect(overdue).toHaveLength(1);
+    // Still paused: the gate reports, it does not resume by itself.
+    expect(gate.paused).toBe(true);
+    gate.resume();
+    expect(gate.overdue).toBe(false);
+  });
+
   it('counts in-flight calls until each releases, once', async () => {
     const gate = new PauseGate({ mode: 'reject', retryAfterS: 5, maxHoldMs: 0 });
     const a = await gate.enter();
