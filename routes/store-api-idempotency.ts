@@ -1,46 +1,28 @@
-// Idempotent rollout creation (pitfall 22): a retried POST with the same Idempotency-Key, or an item carrying a
-// client-chosen rollout_id, returns what the first request created instead of a duplicate.
-// Creations that carry such a key run one at a time in this process so a retry racing its original sees its
-// record; requests without a key never wait on this.
-import type { Keyv } from 'keyv';
+// Idempotent rollout creation (pitfall 22): a retried POST with the same Idempotency-Key returns what the first
+// request created instead of a duplicate. The key is turned into the rollout ids themselves (a hash of scope, key
+// and position), and the store already treats a known rollout_id as "return it unchanged". So the guarantee lives
+// in the store's own data: it holds across gateway restarts and across replicas sharing one database, needs no
+// record of its own, and two copies of one request racing each other meet in the store, not in a process lock.
+// Items that carry their own rollout_id keep it.
+import { createHash } from 'node:crypto';
 
-export interface IdempotencyRecord {
-  readonly rollout_ids: readonly string[];
+export type IdempotentScope = 'enqueue' | 'start';
+
+/** The id format of every rollout (contracts.md §3.1: "ro-" + 12 hex), the same 48 bits random ids carry. */
+const KEYED_ID_HEX_CHARS = 12;
+
+export function keyedRolloutId(scope: IdempotentScope, key: string, index: number): string {
+  const digest = createHash('sha256').update(`${scope}\n${index}\n${key}`).digest('hex');
+  return `ro-${digest.slice(0, KEYED_ID_HEX_CHARS)}`;
 }
 
-export interface IdempotentCreatesOptions {
-  readonly keyv: Keyv;
-  /** How long a key is remembered. */
-  readonly ttlMs: number;
-}
-
-export class IdempotentCreates {
-  readonly #keyv: Keyv;
-  readonly #ttlMs: number;
-  #tail: Promise<unknown> = Promise.resolve();
-
-  constructor(options: IdempotentCreatesOptions) {
-    this.#keyv = options.keyv;
-    this.#ttlMs = options.ttlMs;
-  }
-
-  /** Runs `task` after every earlier exclusive task has settled. */
-  exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#tail.then(task, task);
-    this.#tail = run.catch(() => undefined);
-    return run;
-  }
-
-  async recall(scope: string, key: string): Promise<IdempotencyRecord | undefined> {
-    const stored = await this.#keyv.get<IdempotencyRecord>(recordKey(scope, key));
-    return stored ?? undefined;
-  }
-
-  async remember(scope: string, key: string, record: IdempotencyRecord): Promise<void> {
-    await this.#keyv.set(recordKey(scope, key), record, this.#ttlMs);
-  }
-}
-
-function recordKey(scope: string, key: string): string {
-  return `idempotency:${scope}:${key}`;
+/** The requests with a key-derived rollout_id wherever the client chose none. */
+export function withKeyedIds<T extends { rollout_id?: string | null | undefined }>(
+  scope: IdempotentScope,
+  key: string,
+  requests: readonly T[],
+): T[] {
+  return requests.map((request, index) =>
+    request.rollout_id ? request : { ...request, rollout_id: keyedRolloutId(scope, key, index) },
+  );
 }

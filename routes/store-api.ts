@@ -3,7 +3,6 @@
 // middleware/openai-errors.ts; StoreError('not_found') becomes a 404 naming the id.
 import { randomBytes } from 'node:crypto';
 import { type Context, Hono } from 'hono';
-import type { Keyv } from 'keyv';
 import type { AppEnv } from '../middleware/env.js';
 import { GatewayError } from '../src/errors.js';
 import { HEADER_IDEMPOTENCY_KEY } from '../src/gateway/headers.js';
@@ -18,7 +17,7 @@ import type {
 } from '../src/store/types.js';
 import { PRIMARY_REWARD_NAME, REWARD_SPAN_NAME, rewardNameAttr, rewardValueAttr } from '../src/tracing/attributes.js';
 import { parseRequest } from './request-body.js';
-import { IdempotentCreates } from './store-api-idempotency.js';
+import { withKeyedIds } from './store-api-idempotency.js';
 import {
   ATTEMPT_UPDATE_KEYS,
   attemptQuerySchema,
@@ -47,10 +46,6 @@ import {
 
 export interface StoreApiDeps {
   readonly store: LightningStore;
-  /** Holds Idempotency-Key records; pass a persistent keyv to keep them across restarts. */
-  readonly idempotency: Keyv;
-  /** How long an Idempotency-Key is remembered (default 24 h). */
-  readonly idempotencyTtlMs?: number;
   /** Aborted when the gateway starts closing: pending long polls answer with what has finished so far. */
   readonly shutdown?: AbortSignal;
   /** Told after a rollout is deleted here, so in-process caches of it are dropped at once (pitfall 50). */
@@ -58,17 +53,12 @@ export interface StoreApiDeps {
 }
 
 const PREFIX = '/v1/agl';
-const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const SAFE_IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** Query parameters that repeat (`?status_in=a&status_in=b`); `name[]` spellings are accepted too. */
 const ARRAY_QUERY_PARAMS = new Set(['status_in', 'rollout_id_in', 'status', 'rollout_ids']);
 
 export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   const { store } = deps;
-  const creates = new IdempotentCreates({
-    keyv: deps.idempotency,
-    ttlMs: deps.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS,
-  });
   const app = new Hono<AppEnv>();
   /** Long polls listen to the caller's connection and to the server's shutdown. */
   const clientOrShutdown = (client: AbortSignal): AbortSignal =>
@@ -79,18 +69,10 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   // --- queue ---
   app.post(`${PREFIX}/queues/rollouts/enqueue`, async (c) => {
     const body = parseRequest(enqueueBodySchema, await readJson(c));
-    const requests: EnqueueRolloutRequest[] = body.rollouts;
-    // A client rollout_id is idempotent in the store itself; the Idempotency-Key is handled here.
     const key = idempotencyKey(c);
-    if (key === null) return c.json(await store.enqueueManyRollouts(requests), 201);
-    const rollouts = await creates.exclusive(async () => {
-      const replayed = await replay(store, creates.recall('enqueue', key));
-      if (replayed !== undefined) return replayed;
-      const created = await store.enqueueManyRollouts(requests);
-      await creates.remember('enqueue', key, { rollout_ids: created.map((r) => r.rollout_id) });
-      return created;
-    });
-    return c.json(rollouts, 201);
+    const requests: EnqueueRolloutRequest[] =
+      key === null ? body.rollouts : withKeyedIds('enqueue', key, body.rollouts);
+    return c.json(await store.enqueueManyRollouts(requests), 201);
   });
 
   app.post(`${PREFIX}/queues/rollouts/dequeue`, async (c) => {
@@ -113,17 +95,10 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
 
   // --- rollouts ---
   app.post(`${PREFIX}/rollouts`, async (c) => {
-    const request: StartRolloutRequest = parseRequest(startRolloutBodySchema, await readJson(c));
+    const parsed: StartRolloutRequest = parseRequest(startRolloutBodySchema, await readJson(c));
     const key = idempotencyKey(c);
-    if (key === null) return c.json(await store.startRollout(request), 201);
-    const rollout = await creates.exclusive(async () => {
-      const replayed = await replay(store, creates.recall('start', key));
-      if (replayed?.[0] !== undefined) return replayed[0];
-      const started = await store.startRollout(request);
-      await creates.remember('start', key, { rollout_ids: [started.rollout_id] });
-      return started;
-    });
-    return c.json(rollout, 201);
+    const [request] = key === null ? [parsed] : withKeyedIds('start', key, [parsed]);
+    return c.json(await store.startRollout(request ?? parsed), 201);
   });
 
   const queryRollouts = async (c: Context<AppEnv>, raw: unknown) => {
@@ -398,16 +373,6 @@ function idempotencyKey(c: Context<AppEnv>): string | null {
     });
   }
   return key;
-}
-
-async function replay(
-  store: LightningStore,
-  pending: Promise<{ rollout_ids: readonly string[] } | undefined>,
-): Promise<Rollout[] | undefined> {
-  const record = await pending;
-  if (record === undefined) return undefined;
-  const rollouts = await Promise.all(record.rollout_ids.map((id) => store.getRolloutById(id)));
-  return rollouts.filter((rollout): rollout is Rollout => rollout !== null);
 }
 
 async function resolveAttemptId(store: LightningStore, rolloutId: string, attemptId: string): Promise<string> {

@@ -3,7 +3,6 @@
 import { setMaxListeners } from 'node:events';
 import { Hono } from 'hono';
 import { cors } from 'hono/cors';
-import { Keyv } from 'keyv';
 import type { RollgateConfig } from '../config/schema.js';
 import { createOtlpSpanProcessor } from '../exporters/otlp-exporter.js';
 import { StoreSpanProcessor } from '../exporters/store-span-exporter.js';
@@ -54,8 +53,6 @@ export interface CreateGatewayOptions {
   /** Use this store instead of building one from `config.store`; the caller keeps ownership and closes it. */
   readonly store?: LightningStore;
   readonly logger?: Logger;
-  /** Key-value store for Idempotency-Key records (default: in memory). */
-  readonly idempotency?: Keyv;
 }
 
 interface Part {
@@ -97,8 +94,6 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   // Aborted first thing in close(): long polls answer at once instead of holding the drain until the grace ends.
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
-  const idempotency = options.idempotency ?? new Keyv();
-  if (options.idempotency === undefined) parts.push({ name: 'idempotency', close: () => idempotency.disconnect() });
   const metrics = new GatewayMetrics();
   const knownPairs = new KnownPairs<KnownPair>();
   const forgetRollout = (rid: string) => {
@@ -186,10 +181,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   // ---- Route modules: one mount line each. -------------------------------------------------------------------
-  app.route(
-    '/',
-    createStoreApiRoutes({ store, idempotency, shutdown: shutdown.signal, onRolloutDeleted: forgetRollout }),
-  );
+  app.route('/', createStoreApiRoutes({ store, shutdown: shutdown.signal, onRolloutDeleted: forgetRollout }));
   app.route(
     '/',
     createOtlpRoutes({
