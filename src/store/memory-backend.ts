@@ -3,6 +3,7 @@
 import { totalmem } from 'node:os';
 import { EVICTED, type StoreBackend } from './backend.js';
 import { StoreError } from './errors.js';
+import { shareRepeatedStrings } from './shared-strings.js';
 import { estimateSpanBytes } from './span-normalize.js';
 import type {
   Attempt,
@@ -200,12 +201,14 @@ export class MemoryBackend implements StoreBackend {
     return this.#spans.get(rolloutId)?.keys.has(spanKey(attemptId, spanId)) ?? false;
   }
 
-  insertSpan(span: Span): void {
-    let bucket = this.#spans.get(span.rollout_id);
+  insertSpan(input: Span): void {
+    let bucket = this.#spans.get(input.rollout_id);
     if (bucket === undefined) {
       bucket = { spans: [], keys: new Set(), bytes: 0 };
-      this.#spans.set(span.rollout_id, bucket);
+      this.#spans.set(input.rollout_id, bucket);
     }
+    const previous = bucket.spans[bucket.spans.length - 1];
+    const span = previous === undefined ? input : shareRepeatedStrings(input, previous);
     const bytes = estimateSpanBytes(span);
     bucket.spans.push(span);
     bucket.keys.add(spanKey(span.attempt_id, span.span_id));

@@ -4,29 +4,15 @@
 // V8 finish most of its optimisation: heap snapshots show the remaining growth is JIT code (deopt data,
 // relocation info) that levels off, the rollout/attempt pairs the attribution middleware remembers (capped at
 // 10 000), and completion-log tombstones of deleted rollouts (about 0.2 KB each, by design of the terminal cursor).
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { findGc } from '../helpers/gc.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 
 const WARM_CYCLES = 1_000;
 const CYCLES = 1_000;
 const CONCURRENCY = 8;
-
-/** global.gc when node runs with --expose-gc; otherwise the flag is set at run time and gc read from a new context. */
-function findGc(): (() => void) | null {
-  const existing = (globalThis as { gc?: () => void }).gc;
-  if (typeof existing === 'function') return existing;
-  try {
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as unknown;
-    return typeof gc === 'function' ? (gc as () => void) : null;
-  } catch {
-    return null;
-  }
-}
 
 const gc = findGc();
 let mock: MockVllm;
