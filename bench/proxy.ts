@@ -12,7 +12,7 @@
 // table shows each number's median over the rounds, so a burst of noise on a shared machine moves one sample of
 // one target rather than a whole ratio.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,8 +121,14 @@ async function startMock(extra: string[]): Promise<{ child: ChildProcess; url: s
   return { child, url: match[1] as string };
 }
 
+/**
+ * Runs a Node proxy from its compiled JavaScript (`npm run build` puts it under dist/, as `npm start` runs the
+ * gateway): under tsx, its transpiler's helpers would run on every call and be measured as gateway cost.
+ */
 function startNodeProxy(script: string, args: object): { child: ChildProcess; ready: Promise<string> } {
-  const [command, ...rest] = pinned(process.execPath, [...TSX, join(ROOT, script), JSON.stringify(args)], PROXY_CORE);
+  const compiled = join(ROOT, 'dist', script.replace(/\.ts$/, '.js'));
+  if (!existsSync(compiled)) throw new Error(`${compiled} is missing: run \`npm run build\` first (npm run bench:proxy does)`);
+  const [command, ...rest] = pinned(process.execPath, [compiled, JSON.stringify(args)], PROXY_CORE);
   const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   const ready = readLine(child, /(\{.*"url".*\})\n/).then(
     (match) => (JSON.parse(match[1] as string) as { url: string }).url,
