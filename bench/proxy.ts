@@ -58,6 +58,7 @@ interface Cell {
   p50: number;
   p99: number;
   ttfbP50: number | null;
+  ttfbP99: number | null;
   cpuMsPerReq: number | null;
   errors: number;
 }
@@ -127,7 +128,8 @@ async function startMock(extra: string[]): Promise<{ child: ChildProcess; url: s
  */
 function startNodeProxy(script: string, args: object): { child: ChildProcess; ready: Promise<string> } {
   const compiled = join(ROOT, 'dist', script.replace(/\.ts$/, '.js'));
-  if (!existsSync(compiled)) throw new Error(`${compiled} is missing: run \`npm run build\` first (npm run bench:proxy does)`);
+  if (!existsSync(compiled))
+    throw new Error(`${compiled} is missing: run \`npm run build\` first (npm run bench:proxy does)`);
   const [command, ...rest] = pinned(process.execPath, [compiled, JSON.stringify(args)], PROXY_CORE);
   const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   const ready = readLine(child, /(\{.*"url".*\})\n/).then(
@@ -358,6 +360,7 @@ async function load(
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     ttfbP50: scenario.stream ? percentile(ttfbs, 50) : null,
+    ttfbP99: scenario.stream ? percentile(ttfbs, 99) : null,
     cpuMsPerReq: target.pid === null || count === 0 ? null : (cpuAfter - cpuBefore) / count,
     errors,
   };
@@ -439,6 +442,7 @@ function medianCell(runs: readonly Cell[]): Cell {
     p50: of((c) => c.p50) ?? Number.NaN,
     p99: of((c) => c.p99) ?? Number.NaN,
     ttfbP50: of((c) => c.ttfbP50),
+    ttfbP99: of((c) => c.ttfbP99),
     cpuMsPerReq: of((c) => c.cpuMsPerReq),
     errors: runs.reduce((sum, c) => sum + c.errors, 0),
   };
@@ -497,15 +501,15 @@ async function main(): Promise<void> {
     if (nginx === null) lines.push('nginx is not installed: ratios to nginx are omitted (apt-get install nginx).');
     lines.push('');
     lines.push(
-      '| scenario | conns | target | req/s | p50 ms | p99 ms | stream TTFB p50 ms | proxy CPU ms/req | req/s vs nginx | p50 vs nginx | p99 vs nginx | TTFB vs nginx | CPU vs nginx | errors |',
+      '| scenario | conns | target | req/s | p50 ms | p99 ms | stream TTFB p50 ms | stream TTFB p99 ms | proxy CPU ms/req | req/s vs nginx | p50 vs nginx | p99 vs nginx | TTFB vs nginx | TTFB p99 vs nginx | CPU vs nginx | errors |',
     );
-    lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const cell of cells) {
       const base = cells.find(
         (c) => c.target === 'nginx' && c.scenario === cell.scenario && c.connections === cell.connections,
       );
       lines.push(
-        `| ${cell.scenario} | ${cell.connections} | ${cell.target} | ${fmt(cell.rps, 0)} | ${fmt(cell.p50)} | ${fmt(cell.p99)} | ${fmt(cell.ttfbP50)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.rps, base?.rps)} | ${ratio(cell.p50, base?.p50)} | ${ratio(cell.p99, base?.p99)} | ${ratio(cell.ttfbP50, base?.ttfbP50)} | ${ratio(cell.cpuMsPerReq, base?.cpuMsPerReq)} | ${cell.errors} |`,
+        `| ${cell.scenario} | ${cell.connections} | ${cell.target} | ${fmt(cell.rps, 0)} | ${fmt(cell.p50)} | ${fmt(cell.p99)} | ${fmt(cell.ttfbP50)} | ${fmt(cell.ttfbP99)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.rps, base?.rps)} | ${ratio(cell.p50, base?.p50)} | ${ratio(cell.p99, base?.p99)} | ${ratio(cell.ttfbP50, base?.ttfbP50)} | ${ratio(cell.ttfbP99, base?.ttfbP99)} | ${ratio(cell.cpuMsPerReq, base?.cpuMsPerReq)} | ${cell.errors} |`,
       );
     }
     lines.push('');
