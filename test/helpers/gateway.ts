@@ -5,6 +5,7 @@ import { deepMerge } from '../../config/load.js';
 import { configSchema } from '../../config/schema.js';
 import { type CreateGatewayOptions, createGateway, type Gateway } from '../../src/app.js';
 import { silentLogger } from '../../src/logger.js';
+import { type MockVllm, type MockVllmOptions, startMockVllm } from '../servers/mock-vllm.js';
 
 export type ConfigOverrides = z.input<typeof configSchema>;
 
@@ -28,6 +29,29 @@ export async function startTestGateway(
     return { url, gateway, close: () => gateway.close() };
   } catch (error) {
     await gateway.close();
+    throw error;
+  }
+}
+
+export interface GatewayWithMock extends TestGateway {
+  readonly mock: MockVllm;
+}
+
+/** A test gateway in front of a fresh vLLM stand-in serving `mock-model`; close() stops both. */
+export async function startGatewayWithMock(mockOptions: MockVllmOptions = {}): Promise<GatewayWithMock> {
+  const mock = await startMockVllm(mockOptions);
+  try {
+    const gw = await startTestGateway({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
+    return {
+      ...gw,
+      mock,
+      async close() {
+        await gw.close();
+        await mock.close();
+      },
+    };
+  } catch (error) {
+    await mock.close();
     throw error;
   }
 }

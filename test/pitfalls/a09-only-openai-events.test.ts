@@ -3,18 +3,14 @@
 // split into events that are each a chunk of the endpoint's object type, an {"error": ...} event, a `:` comment
 // or the final [DONE], and [DONE] comes last when it comes at all.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
+import { type GatewayWithMock, startGatewayWithMock } from '../helpers/gateway.js';
 
-let mock: MockVllm;
-let gw: TestGateway;
+let gw: GatewayWithMock;
 beforeAll(async () => {
-  mock = await startMockVllm();
-  gw = await startTestGateway({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
+  gw = await startGatewayWithMock();
 });
 afterAll(async () => {
   await gw?.close();
-  await mock?.close();
 });
 
 async function rawStream(path: string, body: Record<string, unknown>): Promise<string> {

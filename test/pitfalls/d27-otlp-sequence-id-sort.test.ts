@@ -3,18 +3,14 @@
 // read path (store query, REST GET and search, both directions) orders them 2 < 10 < 100.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
+import { type GatewayWithMock, startGatewayWithMock } from '../helpers/gateway.js';
 
-let mock: MockVllm;
-let gw: TestGateway;
+let gw: GatewayWithMock;
 beforeAll(async () => {
-  mock = await startMockVllm();
-  gw = await startTestGateway({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
+  gw = await startGatewayWithMock();
 });
 afterAll(async () => {
   await gw?.close();
-  await mock?.close();
 });
 
 type OtlpValue = { stringValue: string } | { intValue: string | number };

@@ -6,29 +6,26 @@
 // 10 000), and completion-log tombstones of deleted rollouts (about 0.2 KB each, by design of the terminal cursor).
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { type GatewayWithMock, startGatewayWithMock } from '../helpers/gateway.js';
 import { findGc } from '../helpers/gc.js';
-import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 
 const WARM_CYCLES = 1_000;
 const CYCLES = 1_000;
 const CONCURRENCY = 8;
 
 const gc = findGc();
-let mock: MockVllm;
-let gw: TestGateway;
+let gw: GatewayWithMock;
 let client: (rid: string, aid: string) => OpenAI;
 
 beforeAll(async () => {
-  mock = await startMockVllm();
-  gw = await startTestGateway({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
+  // The stand-in's request log is test scaffolding, not the gateway under test: bounded, so it does not count.
+  gw = await startGatewayWithMock({ maxRecordedRequests: 100 });
   // One SDK client for every cycle (a client per cycle would measure the SDK); the base URL is set per call.
   const base = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'k', maxRetries: 0 });
   client = (rid, aid) => base.withOptions({ baseURL: `${gw.url}/rollout/${rid}/attempt/${aid}/v1` });
 });
 afterAll(async () => {
   await gw?.close();
-  await mock?.close();
 });
 
 async function cycles(count: number): Promise<void> {
@@ -50,8 +47,6 @@ async function cycles(count: number): Promise<void> {
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  // The stand-in keeps its own request log; it is test scaffolding, not the gateway under test.
-  mock.requests.length = 0;
 }
 
 function settle(): { rss: number; heap: number; external: number } {

@@ -7,25 +7,21 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
+import { type GatewayWithMock, startGatewayWithMock } from '../helpers/gateway.js';
 
 const STREAMS = 200;
 const CHUNKS = 50;
 const P99_BOUND_MS = 300;
 
-let mock: MockVllm;
-let gw: TestGateway;
+let gw: GatewayWithMock;
 const agentPool = new Agent({ connections: STREAMS });
 
 beforeAll(async () => {
-  mock = await startMockVllm({ interTokenMs: 20, respond: () => 'x'.repeat(CHUNKS) });
-  gw = await startTestGateway({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
+  gw = await startGatewayWithMock({ interTokenMs: 20, respond: () => 'x'.repeat(CHUNKS) });
 });
 afterAll(async () => {
   await agentPool.destroy();
   await gw?.close();
-  await mock?.close();
 });
 
 function client(rid: string): OpenAI {

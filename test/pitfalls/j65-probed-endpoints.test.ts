@@ -4,18 +4,14 @@
 // NotFoundError, never an HTML or plain-text page.
 import OpenAI, { NotFoundError } from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
+import { type GatewayWithMock, startGatewayWithMock } from '../helpers/gateway.js';
 
-let mock: MockVllm;
-let gw: TestGateway;
+let gw: GatewayWithMock;
 beforeAll(async () => {
-  mock = await startMockVllm();
-  gw = await startTestGateway({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
+  gw = await startGatewayWithMock();
 });
 afterAll(async () => {
   await gw?.close();
-  await mock?.close();
 });
 
 it('lists models through the plain and the attributed base URL, recording no call', async () => {

@@ -43,6 +43,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createRng } from '../../src/algorithms/rng.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Tokenizer
@@ -150,17 +151,6 @@ function mix(a: number, b: number): number {
 /** Logprob of generated token `id` at response position `position`: finite, in [-2.0, -0.001]. */
 export function tokenLogprob(id: number, position: number): number {
   return -((mix(id, position) % 2000) + 1) / 1000;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -946,7 +936,7 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
   const respond = options.respond ?? defaultRespond;
   const randomOrder =
     options.randomOrder === true ? {} : options.randomOrder === false ? undefined : options.randomOrder;
-  const random = mulberry32(randomOrder?.seed ?? 42);
+  const random = createRng(randomOrder?.seed ?? 42).next;
   const requests: MockRequestRecord[] = [];
   let requestCount = 0;
   const maxRecorded = options.maxRecordedRequests ?? Number.POSITIVE_INFINITY;

@@ -15,6 +15,7 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createRng } from '../../src/algorithms/rng.js';
 import { detokenize, END_TOKEN_ID, type MockChatMessage, renderChatPrompt, tokenize, tokenText } from './mock-vllm.js';
 
 export const ACTIONS = [...'abcdefghijklmnop'];
@@ -55,17 +56,6 @@ export function nextTokenDistribution(
   if (state.kind === 'end') return { ids: [END_TOKEN_ID], logprobs: [0] };
   const logits = weights.theta[state.key] ?? ACTION_IDS.map(() => 0);
   return { ids: ACTION_IDS, logprobs: logSoftmax(logits) };
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export interface TinyPolicyOptions {
@@ -114,7 +104,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 
 export async function startTinyPolicy(options: TinyPolicyOptions = {}): Promise<TinyPolicy> {
   const model = options.model ?? 'tiny-policy';
-  const random = mulberry32(options.seed ?? 1);
+  const random = createRng(options.seed ?? 1).next;
   let weights: TinyPolicyWeights = options.weights ?? { theta: {} };
   const loads: Array<{ lora_name: string; lora_path: string }> = [];
   let completions = 0;
