@@ -16,13 +16,12 @@ export function keyedRolloutId(scope: IdempotentScope, key: string, index: numbe
   return `ro-${digest.slice(0, KEYED_ID_HEX_CHARS)}`;
 }
 
-/** The requests with a key-derived rollout_id wherever the client chose none. */
-export function withKeyedIds<T extends { rollout_id?: string | null | undefined }>(
+/** The request with a key-derived rollout_id (for its position in the batch) unless the client chose one. */
+export function withKeyedId<T extends { rollout_id?: string | null | undefined }>(
   scope: IdempotentScope,
   key: string,
-  requests: readonly T[],
-): T[] {
-  return requests.map((request, index) =>
-    request.rollout_id ? request : { ...request, rollout_id: keyedRolloutId(scope, key, index) },
-  );
+  request: T,
+  index = 0,
+): T {
+  return request.rollout_id ? request : { ...request, rollout_id: keyedRolloutId(scope, key, index) };
 }

@@ -17,7 +17,7 @@ import type {
 } from '../src/store/types.js';
 import { PRIMARY_REWARD_NAME, REWARD_SPAN_NAME, rewardNameAttr, rewardValueAttr } from '../src/tracing/attributes.js';
 import { parseRequest } from './request-body.js';
-import { withKeyedIds } from './store-api-idempotency.js';
+import { withKeyedId } from './store-api-idempotency.js';
 import {
   ATTEMPT_UPDATE_KEYS,
   attemptQuerySchema,
@@ -71,7 +71,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
     const body = parseRequest(enqueueBodySchema, await readJson(c));
     const key = idempotencyKey(c);
     const requests: EnqueueRolloutRequest[] =
-      key === null ? body.rollouts : withKeyedIds('enqueue', key, body.rollouts);
+      key === null ? body.rollouts : body.rollouts.map((request, i) => withKeyedId('enqueue', key, request, i));
     return c.json(await store.enqueueManyRollouts(requests), 201);
   });
 
@@ -95,10 +95,9 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
 
   // --- rollouts ---
   app.post(`${PREFIX}/rollouts`, async (c) => {
-    const parsed: StartRolloutRequest = parseRequest(startRolloutBodySchema, await readJson(c));
+    const request: StartRolloutRequest = parseRequest(startRolloutBodySchema, await readJson(c));
     const key = idempotencyKey(c);
-    const [request] = key === null ? [parsed] : withKeyedIds('start', key, [parsed]);
-    return c.json(await store.startRollout(request ?? parsed), 201);
+    return c.json(await store.startRollout(key === null ? request : withKeyedId('start', key, request)), 201);
   });
 
   const queryRollouts = async (c: Context<AppEnv>, raw: unknown) => {

@@ -52,20 +52,17 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
 
   if (body.model !== options.upstreamModel) set('model', options.upstreamModel);
 
-  // The Responses API has no token ids, logprobs flag or stream_options (its last event carries the usage):
-  // only the model name is mapped, so the body vLLM or OpenAI receives is the agent's own.
-  if (options.endpoint === 'responses') {
-    for (const [key, value] of Object.entries(options.forced ?? {})) set(key, value);
-    return { body, overrides, isStream: body.stream === true, clientAskedUsage: true };
-  }
+  // The Responses API has no token ids, logprobs flag or stream_options (its last event carries the usage): only
+  // the model name is mapped, so the body vLLM or OpenAI receives is the agent's own.
+  const responses = options.endpoint === 'responses';
 
-  if (options.backendType === 'vllm' && options.tokenIds) set('return_token_ids', true);
+  if (!responses && options.backendType === 'vllm' && options.tokenIds) set('return_token_ids', true);
 
   if (options.endpoint === 'chat') {
     // top_logprobs without logprobs:true is a 400 on vLLM and OpenAI alike (pitfall 13).
     const needsForTop = body.top_logprobs !== undefined && body.top_logprobs !== null;
     if (needsForTop || wantsLogprobs(options.logprobs, options.mode)) set('logprobs', true);
-  } else if (wantsLogprobs(options.logprobs, options.mode)) {
+  } else if (options.endpoint === 'completions' && wantsLogprobs(options.logprobs, options.mode)) {
     const current = body.logprobs;
     if (typeof current !== 'number' || !Number.isInteger(current) || current < COMPLETIONS_LOGPROBS)
       set('logprobs', COMPLETIONS_LOGPROBS);
@@ -74,8 +71,9 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
   for (const [key, value] of Object.entries(options.forced ?? {})) set(key, value);
 
   const isStream = body.stream === true;
-  let clientAskedUsage = false;
-  if (isStream) {
+  // Nothing is injected into a Responses stream, so there is nothing to strip from it either.
+  let clientAskedUsage = responses;
+  if (isStream && !responses) {
     const clientOptions = isRecord(client.stream_options) ? client.stream_options : null;
     clientAskedUsage = clientOptions?.include_usage === true;
     // vLLM rejects stream_options on non-streams, so it is only ever added here (contracts.md §1.3).

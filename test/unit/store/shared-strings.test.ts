@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { shareRepeatedStrings } from '../../../src/store/shared-strings.js';
 import { findGc } from '../../helpers/gc.js';
+import { makeSpan } from '../adapters/fixtures.js';
 
 /** A new flat string each call, as JSON.stringify would produce for every call's tool definitions. */
 function freshString(chars: number, fill = 't'): string {
@@ -34,23 +35,14 @@ it.skipIf(gc === null)('holds one copy of 200 KB of tool definitions repeated by
     collect();
     const before = process.memoryUsage().heapUsed;
     for (let i = 0; i < 100; i++) {
-      await store.addSpan({
-        rollout_id: rollout.rollout_id,
-        attempt_id: rollout.attempt.attempt_id,
-        span_id: `s${i}`,
-        trace_id: 't',
-        parent_id: null,
-        name: 'chat',
-        status: { status_code: 'OK', description: null },
-        attributes: { 'gen_ai.tool.definitions': freshString(200_000), 'gen_ai.request.model': 'm' },
-        events: [],
-        links: [],
-        context: null,
-        parent: null,
-        resource: { attributes: {}, schema_url: '' },
-        start_time: 1,
-        end_time: 2,
-      });
+      await store.addSpan(
+        makeSpan({
+          seq: i + 1,
+          rolloutId: rollout.rollout_id,
+          attemptId: rollout.attempt.attempt_id,
+          attributes: { 'gen_ai.tool.definitions': freshString(200_000), 'gen_ai.request.model': 'm' },
+        }),
+      );
     }
     collect();
     const grown = process.memoryUsage().heapUsed - before;
