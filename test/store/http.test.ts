@@ -169,21 +169,26 @@ describe('HttpStore retry rules (msw)', () => {
       await gw.close();
     });
 
+    /** The server does the work, but the client never hears the first answer (a network error instead). */
+    function dropFirstAnswer(path: string, onRequest?: (request: Request) => void): { done: boolean } {
+      const dropped = { done: false };
+      msw.use(
+        http.post(`${gw.url}${path}`, async ({ request }) => {
+          onRequest?.(request);
+          const real = await fetch(bypass(request));
+          if (dropped.done) return real;
+          dropped.done = true;
+          await real.arrayBuffer();
+          return HttpResponse.error();
+        }),
+      );
+      return dropped;
+    }
+
     it('an enqueue whose first response is lost is retried and creates exactly one rollout (pitfall 22)', async () => {
       const keys: Array<string | null> = [];
-      let dropped = false;
-      msw.use(
-        http.post(`${gw.url}/v1/agl/queues/rollouts/enqueue`, async ({ request }) => {
-          keys.push(request.headers.get('idempotency-key'));
-          // The server does the work; the client never hears about it the first time.
-          const real = await fetch(bypass(request));
-          if (!dropped) {
-            dropped = true;
-            await real.arrayBuffer();
-            return HttpResponse.error();
-          }
-          return real;
-        }),
+      dropFirstAnswer('/v1/agl/queues/rollouts/enqueue', (request) =>
+        keys.push(request.headers.get('idempotency-key')),
       );
       const store = new HttpStore({ baseUrl: gw.url, ...FAST });
       const marker = `lost-${Date.now()}`;
@@ -199,23 +204,12 @@ describe('HttpStore retry rules (msw)', () => {
     });
 
     it('a span whose first answer is lost is stored once and still returned to the caller', async () => {
-      let dropped = false;
-      msw.use(
-        http.post(`${gw.url}/v1/agl/spans`, async ({ request }) => {
-          const real = await fetch(bypass(request));
-          if (!dropped) {
-            dropped = true;
-            await real.arrayBuffer();
-            return HttpResponse.error();
-          }
-          return real;
-        }),
-      );
+      const dropped = dropFirstAnswer('/v1/agl/spans');
       const store = new HttpStore({ baseUrl: gw.url, ...FAST });
       const started = await store.startRollout({ input: 'span-once' });
       const span = makeSpan(started.rollout_id, started.attempt.attempt_id);
       const stored = await store.addSpan(span);
-      expect(dropped).toBe(true);
+      expect(dropped.done).toBe(true);
       expect(stored).toMatchObject({ span_id: span.span_id, sequence_id: 1 });
       const all = await gw.gateway.store.querySpans(started.rollout_id);
       expect(all.items.map((s) => s.span_id)).toEqual([span.span_id]);
