@@ -10,6 +10,7 @@ import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import type { JsonObject, JsonValue, NamedResources } from '../../../src/store/types.js';
 import { type FakeHandler, withFakeWorker } from './fake-worker.js';
+import { tempFilePath } from '../../helpers/temp-path.js';
 
 const RULES = ['alpha', 'beta', 'gamma'];
 const SEED = 'Solve {task}.';
@@ -57,7 +58,7 @@ function context(store: AlgorithmContext['store'], signal = new AbortController(
     logger: silentLogger,
     progress: createProgressReporter({ output: { write: () => true }, name: 'apo', isTTY: false }),
     signal,
-    reportPath: '/dev/null',
+    reportPath: tempFilePath('report.json'),
   };
 }
 

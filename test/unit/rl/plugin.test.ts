@@ -5,6 +5,7 @@ import { rlOptionsSchema } from '../../../src/algorithms/rl/options.js';
 import type { ProgressReporter } from '../../../src/algorithms/types.js';
 import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory.js';
+import { tempFilePath } from '../../helpers/temp-path.js';
 
 const quiet: ProgressReporter = { phase() {}, advance() {}, note() {}, close() {} };
 
@@ -41,7 +42,7 @@ describe('rl plugin', () => {
       logger: silentLogger,
       progress: quiet,
       signal: new AbortController().signal,
-      reportPath: '/dev/null',
+      reportPath: tempFilePath('report.json'),
     };
     await expect(algorithm.run(ctx)).rejects.toThrow(/trainer hub/);
     const { TrainerHub } = await import('../../../src/algorithms/rl/trainer-hub.js');
@@ -87,7 +88,7 @@ describe('rl plugin', () => {
       logger: silentLogger,
       progress: quiet,
       signal: controller.signal,
-      reportPath: '/dev/null',
+      reportPath: tempFilePath('report.json'),
     });
     const ids = await enqueuedIds;
     expect(ids).toHaveLength(4);
