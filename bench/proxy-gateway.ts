@@ -1,5 +1,7 @@
 // The gateway process of bench/proxy.ts: a real `createGateway` on an in-memory store, pinned to its own
 // core by the parent. It prints its URL, then answers IPC `stats` requests with its own CPU time and RSS.
+// `raw-model` is `mock-model` on the same backend with `agentView: 'raw'`: the relay without the agent view, to
+// measure what cutting injected ids and logprobs out of the answer costs.
 import { configSchema } from '../config/schema.js';
 import { createGateway } from '../src/app.js';
 import { silentLogger } from '../src/logger.js';
@@ -16,6 +18,7 @@ const config = configSchema.parse({
   logging: { level: 'silent' },
   models: [
     { name: 'mock-model', backends: [{ url: args.fastUrl }] },
+    { name: 'raw-model', upstreamModel: 'mock-model', agentView: 'raw', backends: [{ url: args.fastUrl }] },
     { name: 'slow-model', upstreamModel: 'mock-model', backends: [{ url: args.slowUrl }] },
   ],
 });

@@ -6,6 +6,11 @@
 //
 // A bare Node pass-through (bench/proxy-floor.ts) runs beside them: what node:http + undici alone cost.
 //
+// Agent view (docs/agent-view.md): the scenario "16-chunk stream (agent's own body)" sends what an agent sends (no
+// token ids, no logprobs, no usage asked for), so the gateway injects them and cuts them out of every chunk. The
+// same gateway process also serves it as `raw-model` (`agentView: 'raw'`, nothing cut), measured in the same rounds;
+// a last table gives the agent view's cost as a ratio to that raw relay.
+//
 // Env: BENCH_SECONDS (per cell, default 2), BENCH_WARMUP_SECONDS (0.3), BENCH_STREAMS (RSS phase, 256; 0 skips
 // it), BENCH_SCENARIOS (comma-separated name prefixes, e.g. "small,100"), BENCH_CONNECTIONS (e.g. "64"),
 // BENCH_ROUNDS (default 3): every cell is measured once per round, targets taking turns within a round, and the
@@ -30,6 +35,9 @@ const PROXY_CORE = '0';
 const LOAD_CORE = '1';
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 const ROOT = new URL('..', import.meta.url).pathname;
+const GATEWAY_ON = 'gateway (recording on)';
+const GATEWAY_ON_RAW = "gateway (recording on, agentView 'raw')";
+const AGENT_VIEW_SCENARIO = "16-chunk stream (agent's own body)";
 const TSX = ['--import', 'tsx'];
 
 interface Target {
@@ -38,6 +46,8 @@ interface Target {
   /** Path prefix of the slow (in-flight stream) route. */
   readonly slowPrefix: string;
   readonly slowModel: string;
+  /** Sent as the body's `model` instead of the scenario's (a pool of the same backend with other settings). */
+  readonly model?: string;
   readonly pid: number | null;
   cpuMs(): Promise<number>;
   rssBytes(): Promise<number>;
@@ -158,13 +168,16 @@ function nodeTarget(child: ChildProcess, name: string, base: string, slowModel: 
 async function startGateway(
   fastUrl: string,
   slowUrl: string,
-): Promise<{ child: ChildProcess; target: Target; on: Target }> {
+): Promise<{ child: ChildProcess; target: Target; on: Target; onRaw: Target }> {
   const { child, ready } = startNodeProxy('bench/proxy-gateway.ts', { fastUrl, slowUrl });
   const url = await ready;
+  const on = nodeTarget(child, GATEWAY_ON, `${url}/rollout/bench/attempt/a1`, 'slow-model');
   return {
     child,
     target: nodeTarget(child, 'gateway (recording off)', url, 'slow-model'),
-    on: nodeTarget(child, 'gateway (recording on)', `${url}/rollout/bench/attempt/a1`, 'slow-model'),
+    on,
+    // Same process as `on`: its RSS phase would measure the same thing again.
+    onRaw: { ...on, name: GATEWAY_ON_RAW, model: 'raw-model', slowPrefix: '' },
   };
 }
 
@@ -283,6 +296,19 @@ function scenarios(): Scenario[] {
       }),
     },
     {
+      // What an agent sends: the gateway adds return_token_ids, logprobs and the usage chunk, and takes them out
+      // of the answer again (the stand-in answers with one token per chunk: 15 token chunks, with logprobs).
+      name: AGENT_VIEW_SCENARIO,
+      path: '/v1/chat/completions',
+      stream: true,
+      body: JSON.stringify({
+        model: 'mock-model',
+        messages: [{ role: 'user', content: 'hello' }],
+        max_tokens: 15,
+        stream: true,
+      }),
+    },
+    {
       // 100 KB of tool definitions: the proxy parses, rewrites and records them, while the stand-in's
       // tokenizer (one id per character) stays out of the measurement.
       name: '100 KB request',
@@ -315,6 +341,8 @@ async function load(
   const url = new URL(target.base);
   const pool = new Pool(url.origin, { connections, pipelining: 1 });
   const path = url.pathname.replace(/\/$/, '') + scenario.path;
+  const body =
+    target.model === undefined ? scenario.body : JSON.stringify({ ...JSON.parse(scenario.body), model: target.model });
   const latencies: number[] = [];
   const ttfbs: number[] = [];
   let errors = 0;
@@ -327,7 +355,7 @@ async function load(
       path,
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: scenario.body,
+      body,
     });
     for await (const _chunk of response.body) if (first === 0) first = performance.now();
     const end = performance.now();
@@ -466,7 +494,7 @@ async function main(): Promise<void> {
   const nginx = await startNginx(fast.url, slow.url);
   const targets: Target[] = [directTarget(fast.url, slow.url)];
   if (nginx !== null) targets.push(nginx.target);
-  targets.push(floor.target, gateway.target, gateway.on);
+  targets.push(floor.target, gateway.target, gateway.on, gateway.onRaw);
   const cells: Cell[] = [];
   try {
     // RSS first, on processes that have served only a short warm-up: after the load phases the heap has
@@ -510,6 +538,21 @@ async function main(): Promise<void> {
       );
       lines.push(
         `| ${cell.scenario} | ${cell.connections} | ${cell.target} | ${fmt(cell.rps, 0)} | ${fmt(cell.p50)} | ${fmt(cell.p99)} | ${fmt(cell.ttfbP50)} | ${fmt(cell.ttfbP99)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.rps, base?.rps)} | ${ratio(cell.p50, base?.p50)} | ${ratio(cell.p99, base?.p99)} | ${ratio(cell.ttfbP50, base?.ttfbP50)} | ${ratio(cell.ttfbP99, base?.ttfbP99)} | ${ratio(cell.cpuMsPerReq, base?.cpuMsPerReq)} | ${cell.errors} |`,
+      );
+    }
+    lines.push('');
+    lines.push(
+      `Agent view: the gateway (recording on) as a ratio to the same gateway with agentView 'raw', same rounds.`,
+    );
+    lines.push('');
+    lines.push('| scenario | conns | req/s vs raw | p50 vs raw | p99 vs raw | TTFB p50 vs raw | CPU ms/req vs raw |');
+    lines.push('|---|---|---|---|---|---|---|');
+    for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
+      const base = cells.find(
+        (c) => c.target === GATEWAY_ON_RAW && c.scenario === cell.scenario && c.connections === cell.connections,
+      );
+      lines.push(
+        `| ${cell.scenario} | ${cell.connections} | ${ratio(cell.rps, base?.rps)} | ${ratio(cell.p50, base?.p50)} | ${ratio(cell.p99, base?.p99)} | ${ratio(cell.ttfbP50, base?.ttfbP50)} | ${ratio(cell.cpuMsPerReq, base?.cpuMsPerReq)} |`,
       );
     }
     lines.push('');

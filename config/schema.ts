@@ -40,6 +40,20 @@ const healthSchema = z
   })
   .strict();
 
+const prefixCacheSchema = z
+  .object({
+    strategy: z
+      .enum(['salt', 'reset', 'off'])
+      .default('salt')
+      .describe(
+        'How no generation reuses KV computed under older weights after a version change: salt = a per-version ' +
+          'cache_salt in every vLLM request body; reset = POST /reset_prefix_cache on every vLLM backend before ' +
+          'the new version takes traffic (needs VLLM_SERVER_DEV_MODE=1); off = nothing (the engine flushes itself)',
+      ),
+    resetTimeoutMs: z.int().positive().default(30_000).describe('Per-backend limit of one /reset_prefix_cache call'),
+  })
+  .strict();
+
 const modelSchema = z
   .object({
     name: z.string().min(1).describe('Name agents send as `model`'),
@@ -47,6 +61,21 @@ const modelSchema = z
     backends: z.array(backendSchema).min(1),
     tokenIds: z.boolean().default(true).describe('Ask vLLM backends for return_token_ids'),
     logprobs: z.enum(['off', 'train', 'always']).default('train').describe('When to inject logprobs'),
+    agentView: z
+      .enum(['requested', 'raw'])
+      .default('requested')
+      .describe(
+        'What the agent gets back: `requested` nulls the token ids and logprobs rollgate injected (spans keep them); `raw` passes them on',
+      ),
+    logprobsMode: z
+      .enum(['raw', 'processed'])
+      .default('raw')
+      .describe(
+        "What the backends' logprobs mean: raw = before temperature, penalties, top-k/top-p (vLLM's default); " +
+          'processed = of the sampling distribution (vLLM started with --logprobs-mode processed_logprobs). ' +
+          'Declare processed only for servers started that way',
+      ),
+    prefixCache: prefixCacheSchema.prefault({}),
     version: z.int().min(0).default(0).describe('Model version stamped on every span'),
     retry: retrySchema.prefault({}),
     timeouts: timeoutSchema.prefault({}),
@@ -91,6 +120,13 @@ export const configSchema = z
         keepAliveTimeoutMs: z.int().positive().default(120_000),
         shutdownGraceMs: z.int().min(0).default(30_000),
         corsOrigins: z.array(z.string()).default([]),
+        allowedHosts: z
+          .array(z.string().min(1))
+          .default([])
+          .describe(
+            'Host names (besides localhost and loopback addresses) a keyless gateway on a loopback address answers; ' +
+              '"*" answers any. Guards against DNS rebinding; ignored when keys are configured',
+          ),
       })
       .strict()
       .prefault({}),
@@ -145,5 +181,7 @@ export const configSchema = z
 export type RollgateConfig = z.infer<typeof configSchema>;
 export type ModelConfig = z.infer<typeof modelSchema>;
 export type BackendConfig = z.infer<typeof backendSchema>;
+export type PrefixCacheStrategy = ModelConfig['prefixCache']['strategy'];
+export type LogprobsMode = ModelConfig['logprobsMode'];
 export type AlgorithmConfig = z.infer<typeof algorithmSchema>;
 export type StoreConfig = z.infer<typeof storeSchema>;

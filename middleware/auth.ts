@@ -18,7 +18,16 @@ const ATTRIBUTED_PROXY = /^\/rollout\/([^/]+)\/attempt\/[^/]+(?:\/|$)/;
 const V1_PROXY = /^\/proxy\/rollout\/([^/]+)\/attempt\/[^/]+\/mode\//;
 const V1_EVENTS = /^\/api\/rollouts\/([^/]+)\/attempt\/[^/]+\/events$/;
 const REWARD = /^\/v1\/agl\/rollouts\/([^/]+)\/attempts\/[^/]+\/reward$/;
-const UNPREFIXED_PROXY = new Set(['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/models']);
+const UNPREFIXED_PROXY = new Set([
+  '/v1/chat/completions',
+  '/v1/completions',
+  '/v1/responses',
+  '/v1/models',
+  '/v1/messages',
+  '/v1/messages/count_tokens',
+]);
+/** Claude Code's connection warm-up (HEAD /api/hello at its base URL) carries no key and reveals nothing. */
+const HELLO = /^(?:\/rollout\/[^/]+\/attempt\/[^/]+)?\/api\/hello$/;
 const API_PREFIXES = ['/v1/', '/rollout/', '/proxy/', '/api/', '/admin/', '/metrics'];
 
 function decode(segment: string): string {
@@ -36,7 +45,7 @@ export function requirementFor(request: {
   rolloutHeader: string | undefined;
 }): Requirement {
   const { method, path } = request;
-  if (PUBLIC_PATHS.has(path)) return { kind: 'public' };
+  if (PUBLIC_PATHS.has(path) || HELLO.test(path)) return { kind: 'public' };
   for (const pattern of [ATTRIBUTED_PROXY, V1_PROXY, REWARD, V1_EVENTS]) {
     const match = pattern.exec(path);
     if (

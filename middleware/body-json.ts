@@ -1,8 +1,10 @@
 // Parses a JSON request body once and puts it in typed context. The size limit is enforced before
-// this by the app-wide body limit (413); here a body that is not a JSON object is a 400 invalid_json.
+// this by the app-wide body limit (413); here a body that is not a JSON object is a 400 invalid_json, and one
+// nested deeper than MAX_JSON_DEPTH a 400 json_too_deep (docs/input-limits.md).
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { GatewayError } from '../src/errors.js';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../src/json-depth.js';
 import type { AppEnv } from './env.js';
 
 export type JsonBodyEnv = {
@@ -12,6 +14,13 @@ export type JsonBodyEnv = {
     jsonBodyBytes: Buffer;
   };
 };
+
+/** Refuses a parsed body nested too deeply, before anything recursive (serialisers, the store) meets it. */
+export function assertJsonDepth(value: unknown): void {
+  if (exceedsJsonDepth(value)) {
+    throw new GatewayError('json_too_deep', `The request body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+}
 
 export function bodyJson(): MiddlewareHandler<JsonBodyEnv> {
   return async function bodyJsonMiddleware(c, next) {
@@ -27,6 +36,7 @@ export function bodyJson(): MiddlewareHandler<JsonBodyEnv> {
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw new GatewayError('invalid_json', 'The request body must be a JSON object');
     }
+    assertJsonDepth(parsed);
     c.set('jsonBody', parsed as Record<string, unknown>);
     c.set('jsonBodyBytes', bytes);
     await next();

@@ -1,10 +1,18 @@
 // The one place errors become HTTP responses (style.md §1.3): app.onError and app.notFound both use it.
-// Every error is OpenAI-shaped and carries x-request-id; the caller's mistakes never become a 500.
+// Every error is OpenAI-shaped (Anthropic-shaped for Messages API calls) and carries x-request-id; the caller's
+// mistakes never become a 500.
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ERROR_SPECS, type ErrorCode, GatewayError, isGatewayError, openAIErrorBody } from '../src/errors.js';
-import { HEADER_REQUEST_ID, HEADER_RETRY_AFTER, HEADER_SHOULD_RETRY } from '../src/gateway/headers.js';
+import { anthropicErrorBody, isAnthropicRequest } from '../src/gateway/anthropic/errors.js';
+import {
+  HEADER_ANTHROPIC_REQUEST_ID,
+  HEADER_ANTHROPIC_VERSION,
+  HEADER_REQUEST_ID,
+  HEADER_RETRY_AFTER,
+  HEADER_SHOULD_RETRY,
+} from '../src/gateway/headers.js';
 import { silentLogger } from '../src/logger.js';
 import { isStoreError, type StoreErrorCode } from '../src/store/errors.js';
 import type { AppEnv } from './env.js';
@@ -75,6 +83,13 @@ export function renderError(c: Context<AppEnv>, error: unknown): Response {
   const retryAfterS = rendered.retryAfterS ?? ('retryAfterS' in spec ? spec.retryAfterS : undefined);
   if (retryAfterS !== undefined) c.header(HEADER_RETRY_AFTER, String(retryAfterS));
   for (const [name, value] of Object.entries(rendered.headers)) c.header(name, value);
+  if (isAnthropicRequest({ path: c.req.path, anthropicVersion: c.req.header(HEADER_ANTHROPIC_VERSION) })) {
+    if (requestId) c.header(HEADER_ANTHROPIC_REQUEST_ID, requestId);
+    return c.json(
+      anthropicErrorBody({ status: spec.status, message: rendered.message }),
+      spec.status as ContentfulStatusCode,
+    );
+  }
   return c.json(
     openAIErrorBody({ message: rendered.message, type: spec.type, param: rendered.param, code: rendered.code }),
     spec.status as ContentfulStatusCode,

@@ -109,7 +109,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
 
   app.put('/admin/pools/:model', async (c) => {
     const body = parseRequest(replaceBody, await readJsonBody(c));
-    const snapshot = pools.replace(c.req.param('model'), body);
+    const snapshot = await pools.replace(c.req.param('model'), body);
     c.get('logger').info('pool replaced', { model: snapshot.model, version: snapshot.version });
     return c.json(snapshot);
   });

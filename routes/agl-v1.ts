@@ -366,7 +366,7 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
         if (!served.has(name)) continue;
         const entries = [...models.values()].filter((e) => e.model === name);
         // One atomic swap per pool: no window without backends (pitfall 48); spans carry the version.
-        pools.replace(name, {
+        await pools.replace(name, {
           version: Math.max(...entries.map((e) => e.version)),
           backends: entries.map((e) => ({ url: e.endpoint, type: 'vllm' as const })),
         });

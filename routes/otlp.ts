@@ -8,6 +8,7 @@ import { Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../middleware/env.js';
 import { GatewayError } from '../src/errors.js';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../src/json-depth.js';
 import type { Logger } from '../src/logger.js';
 import { isStoreError } from '../src/store/errors.js';
 import { createOtlpCodec, type OtlpCodec } from '../src/tracing/otlp-codec.js';
@@ -84,6 +85,8 @@ function decode(bytes: Uint8Array, encoding: Encoding, codec: OtlpCodec): OtlpTr
     const what = encoding === 'protobuf' ? 'protobuf ExportTraceServiceRequest' : 'JSON';
     throw new OtlpRequestError(400, `Body is not a valid ${what}: ${error instanceof Error ? error.message : ''}`);
   }
+  // A 400, never the 503 "retry later" that a store choking on it would give: the batch can never succeed.
+  if (exceedsJsonDepth(raw)) throw new OtlpRequestError(400, `Body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const parsed = otlpTraceRequestSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -3,6 +3,7 @@
 // middleware/openai-errors.ts; StoreError('not_found') becomes a 404 naming the id.
 import { randomBytes } from 'node:crypto';
 import { type Context, Hono } from 'hono';
+import { assertJsonDepth } from '../middleware/body-json.js';
 import type { AppEnv } from '../middleware/env.js';
 import { GatewayError } from '../src/errors.js';
 import { HEADER_IDEMPOTENCY_KEY } from '../src/gateway/headers.js';
@@ -295,11 +296,14 @@ async function readJson(c: Context<AppEnv>, options?: { optional?: boolean }): P
     if (options?.optional) return {};
     throw new GatewayError('invalid_json', 'Request body must be a JSON document');
   }
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    parsed = JSON.parse(text);
   } catch (error) {
     throw new GatewayError('invalid_json', `Malformed JSON body: ${(error as Error).message}`, { cause: error });
   }
+  assertJsonDepth(parsed);
+  return parsed;
 }
 
 function resourcesWriteOptions(c: Context<AppEnv>): { latest: boolean } {

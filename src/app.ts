@@ -9,11 +9,14 @@ import { StoreSpanProcessor } from '../exporters/store-span-exporter.js';
 import { auth } from '../middleware/auth.js';
 import { bodyLimitFast } from '../middleware/body-json.js';
 import type { AppEnv } from '../middleware/env.js';
+import { hostGuard, isLoopbackHost } from '../middleware/host-guard.js';
+import { requireJsonContentType } from '../middleware/json-content-type.js';
 import { notFound, onError } from '../middleware/openai-errors.js';
 import { requestId } from '../middleware/request-id.js';
 import type { KnownPair } from '../middleware/rollout-attempt.js';
 import { createAdminRoutes } from '../routes/admin.js';
 import { createAglV1Routes } from '../routes/agl-v1.js';
+import { createAnthropicRoutes } from '../routes/anthropic.js';
 import { createDashboardRoutes } from '../routes/dashboard.js';
 import { createMetricsRoutes } from '../routes/metrics.js';
 import { createOpenAiRoutes } from '../routes/openai.js';
@@ -165,6 +168,11 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   app.onError(onError);
   app.notFound(notFound);
   app.use(requestId());
+  // Without keys every caller is trusted, which only a loopback address makes safe; a rebound DNS name must
+  // not turn a web page into such a caller (middleware/host-guard.ts).
+  if (!keys.enabled && isLoopbackHost(config.server.host)) {
+    app.use(hostGuard({ allowedHosts: config.server.allowedHosts }));
+  }
   // Before auth: a browser's preflight carries no key, and a 401 must still be readable cross-origin.
   if (config.server.corsOrigins.length > 0) {
     const origins = config.server.corsOrigins;
@@ -176,6 +184,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     await next();
   });
   app.use(bodyLimitFast({ maxBytes: config.server.bodyLimitBytes }));
+  app.use(requireJsonContentType());
 
   app.get('/health', (c) => c.json({ status: 'ok' }));
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
@@ -190,6 +199,18 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
       autoCreate: config.rollouts.autoCreate,
       logger,
       maxBodyBytes: config.server.bodyLimitBytes,
+    }),
+  );
+  // Before the OpenAI routes: their catch-all refuses unknown paths under the prefix, and /v1/models falls through
+  // to them unless the caller is an Anthropic client.
+  app.route(
+    '/',
+    createAnthropicRoutes({
+      gateway: gateGateway(proxy.gateway, gate),
+      registry: pools,
+      store,
+      autoCreate: config.rollouts.autoCreate,
+      knownPairs,
     }),
   );
   app.route(

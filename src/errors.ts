@@ -5,13 +5,16 @@
 export type ErrorCode =
   | 'invalid_json'
   | 'invalid_request'
+  | 'json_too_deep'
   | 'body_too_large'
+  | 'unsupported_media_type'
   | 'unsupported_path'
   | 'method_not_allowed'
   | 'rollout_not_found'
   | 'not_found'
   | 'invalid_api_key'
   | 'permission_denied'
+  | 'host_not_allowed'
   | 'conflict'
   | 'validation_error'
   | 'gateway_paused'
@@ -20,6 +23,7 @@ export type ErrorCode =
   | 'upstream_timeout'
   | 'upstream_unreachable'
   | 'stream_error'
+  | 'prefix_cache_reset_failed'
   | 'evicted'
   | 'not_implemented'
   | 'internal_error';
@@ -39,13 +43,16 @@ export interface ErrorSpec {
 export const ERROR_SPECS = {
   invalid_json: { status: 400, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   invalid_request: { status: 400, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  json_too_deep: { status: 400, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   body_too_large: { status: 413, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   unsupported_path: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   method_not_allowed: { status: 405, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   rollout_not_found: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   not_found: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   invalid_api_key: { status: 401, type: 'authentication_error', shouldRetry: false, level: 'info' },
   permission_denied: { status: 403, type: 'permission_error', shouldRetry: false, level: 'info' },
+  host_not_allowed: { status: 403, type: 'permission_error', shouldRetry: false, level: 'info' },
   conflict: { status: 409, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   validation_error: { status: 422, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   gateway_paused: { status: 429, type: 'rate_limit_error', retryAfterS: 1, level: 'debug' },
@@ -54,6 +61,7 @@ export const ERROR_SPECS = {
   upstream_timeout: { status: 504, type: 'timeout_error', shouldRetry: false, level: 'warn' },
   upstream_unreachable: { status: 502, type: 'upstream_error', shouldRetry: false, level: 'warn' },
   stream_error: { status: 502, type: 'upstream_error', shouldRetry: false, level: 'warn' },
+  prefix_cache_reset_failed: { status: 502, type: 'upstream_error', shouldRetry: false, level: 'error' },
   evicted: { status: 410, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   not_implemented: { status: 501, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   internal_error: { status: 500, type: 'server_error', level: 'error' },

@@ -32,7 +32,9 @@ export class GatewayMetrics {
   readonly timeToFirstToken: Histogram<'model' | 'backend'>;
   readonly tokens: Counter<'model' | 'direction'>;
   readonly upstreamRetries: Counter<'model' | 'backend' | 'reason'>;
-  readonly tokenIdsMissing: Counter<'model' | 'status'>;
+  readonly tokenIdsMissing: Counter<'model' | 'status' | 'reason'>;
+  readonly callsAborted: Counter<'model'>;
+  readonly logprobsDropped: Counter<'model' | 'reason'>;
   readonly spanWriteLatency: Histogram<'store'>;
   readonly spansDropped: Counter<'exporter'>;
   readonly orphanCalls: Counter;
@@ -77,8 +79,20 @@ export class GatewayMetrics {
     });
     this.tokenIdsMissing = new Counter({
       name: `${p}token_ids_incomplete_total`,
-      help: 'Calls whose token ids were missing or partial (untrainable)',
-      labelNames: ['model', 'status'],
+      help: 'Calls whose token ids were missing or partial (untrainable), by status and rollgate.token_ids.reason',
+      labelNames: ['model', 'status', 'reason'],
+      registers,
+    });
+    this.callsAborted = new Counter({
+      name: `${p}calls_aborted_total`,
+      help: 'Calls the engine aborted (finish reason abort, Responses status cancelled); never trainable',
+      labelNames: ['model'],
+      registers,
+    });
+    this.logprobsDropped = new Counter({
+      name: `${p}logprobs_dropped_total`,
+      help: 'Calls whose logprobs were left out of the record, by rollgate.logprobs.dropped (floor = -9999 placeholder)',
+      labelNames: ['model', 'reason'],
       registers,
     });
     this.spanWriteLatency = new Histogram({

@@ -14,9 +14,12 @@ import {
   ATTR_RESPONSE_LOGPROBS,
   ATTR_RESPONSE_TOKEN_IDS,
   ATTR_STREAM_STATUS,
+  ATTR_TOKEN_IDS_STATUS,
   ATTR_UPSTREAM_STATUS_CODE,
+  LOGPROB_FLOOR,
   STREAM_STATUS_VALUE_OK,
 } from '../tracing/attributes.js';
+import { type CallDropReason, callDropReason } from './call-trainability.js';
 import { maybeParseLiteral } from './literal.js';
 
 /** Weave-instrumented agents (contracts.md §4.1) nest the record under this prefix. */
@@ -26,8 +29,12 @@ export interface LlmCall {
   readonly span: Span;
   readonly promptIds: number[];
   readonly responseIds: number[];
-  /** Chosen-token logprobs, only when every value is finite and the length matches the response. */
+  /** Chosen-token logprobs, only when every value is finite, above -9999 and the length matches the response. */
   readonly logprobs: number[] | null;
+  /** The logprobs were left out because one was vLLM's -9999 placeholder (the call itself stays trainable). */
+  readonly logprobsFloor: boolean;
+  /** Why the call must never be a training sample; null when it may be (see also isError). */
+  readonly dropReason: CallDropReason | null;
   /** `gen_ai.response.id`, else the vLLM id; null when the producer recorded none. */
   readonly responseId: string | null;
   /** `X-Stainless-Retry-Count` of the request; 0 when absent. */
@@ -91,17 +98,29 @@ function readResponseIds(attrs: Attributes): number[] {
   );
 }
 
-function usableLogprobs(values: unknown, length: number): number[] | null {
-  if (!Array.isArray(values) || values.length !== length || length === 0) return null;
-  for (const v of values) if (typeof v !== 'number' || !Number.isFinite(v)) return null;
-  return values as number[];
+interface ReadLogprobs {
+  readonly values: number[] | null;
+  readonly floor: boolean;
 }
 
-function readLogprobs(attrs: Attributes, responseLength: number): number[] | null {
+const UNUSABLE: ReadLogprobs = { values: null, floor: false };
+
+function usableLogprobs(values: unknown, length: number): ReadLogprobs {
+  if (!Array.isArray(values) || values.length !== length || length === 0) return UNUSABLE;
+  let floor = false;
+  for (const v of values) {
+    if (typeof v !== 'number' || !Number.isFinite(v)) return UNUSABLE;
+    // vLLM's placeholder for -inf or a missing entry: a fake value that would wreck an importance ratio.
+    if (v <= LOGPROB_FLOOR) floor = true;
+  }
+  return floor ? { values: null, floor } : { values: values as number[], floor };
+}
+
+function readLogprobs(attrs: Attributes, responseLength: number): ReadLogprobs {
   const canonical = usableLogprobs(maybeParseLiteral(attrs[ATTR_RESPONSE_LOGPROBS]), responseLength);
-  if (canonical) return canonical;
+  if (canonical.values !== null || canonical.floor) return canonical;
   const content = maybeParseLiteral(attrs[ATTR_LOGPROBS_CONTENT]);
-  if (!Array.isArray(content)) return null;
+  if (!Array.isArray(content)) return UNUSABLE;
   const chosen = content.map((entry: unknown) =>
     typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>).logprob : undefined,
   );
@@ -130,18 +149,25 @@ function isErrorSpan(span: Span): boolean {
   return typeof upstream === 'number' && upstream >= 400;
 }
 
-/** The call recorded by `span`, or null when the span holds no prompt or no response token ids. */
+/**
+ * The call recorded by `span`, or null when the span is no LLM call: it holds no prompt or no response
+ * token ids and no token-id status either. A gateway call whose ids did not come back is still a call,
+ * returned with `dropReason` set, so readers can count what they leave out.
+ */
 export function readLlmCall(span: Span): LlmCall | null {
   const attrs = span.attributes ?? {};
   const promptIds = readPromptIds(attrs);
-  if (promptIds.length === 0) return null;
   const responseIds = readResponseIds(attrs);
-  if (responseIds.length === 0) return null;
+  const hasIds = promptIds.length > 0 && responseIds.length > 0;
+  if (!hasIds && attrs[ATTR_TOKEN_IDS_STATUS] === undefined) return null;
+  const logprobs = hasIds ? readLogprobs(attrs, responseIds.length) : UNUSABLE;
   return {
     span,
     promptIds,
     responseIds,
-    logprobs: readLogprobs(attrs, responseIds.length),
+    logprobs: logprobs.values,
+    logprobsFloor: logprobs.floor,
+    dropReason: callDropReason(attrs, hasIds ? responseIds.length : 0),
     responseId: readResponseId(attrs),
     clientRetryCount: readRetryCount(attrs),
     isError: isErrorSpan(span),

@@ -4,7 +4,7 @@
 import type { Span } from '../store/types.js';
 import { findFinalReward } from './reward.js';
 import { sortSpansBySequence } from './span-order.js';
-import { spansToTriplets, type TokenTriplet } from './triplets.js';
+import { spansToTriplets, type TokenTriplet, type TrainingDrop } from './triplets.js';
 
 export interface TrajectoryOptions {
   /** `trajectory` merges continuing turns; `transition` makes one row per triplet. */
@@ -15,6 +15,11 @@ export interface TrajectoryOptions {
   readonly rewardFillna?: number;
   /** Called once per turn that could not be merged (it starts a new row). */
   readonly onMergeMismatch?: (info: { rowIndex: number; sequenceId: number }) => void;
+  /**
+   * Called once per call left out of the rows (aborted, incomplete token ids) or kept without logprobs
+   * (`logprobs_floor`). A call left out inside a row becomes masked context (mask 0) when the next turn merges.
+   */
+  readonly onDropped?: (drop: TrainingDrop) => void;
 }
 
 export interface TrajectoryRow {
@@ -137,8 +142,12 @@ export function tripletsToTrajectories(
   return rows;
 }
 
-/** Spans of one rollout (any order) -> training rows: triplets, then the final reward on every row. */
+/**
+ * Spans of one rollout (any order) -> training rows: triplets, then the final reward on every row. A rollout
+ * that continued from an aborted call yields no rows (see spansToTriplets).
+ */
 export function spansToTrajectories(spans: readonly Span[], options: TrajectoryOptions = {}): TrajectoryRow[] {
   const sorted = sortSpansBySequence(spans);
-  return tripletsToTrajectories(spansToTriplets(sorted), findFinalReward(sorted), options);
+  const triplets = spansToTriplets(sorted, options.onDropped ? { onDropped: options.onDropped } : {});
+  return tripletsToTrajectories(triplets, findFinalReward(sorted), options);
 }

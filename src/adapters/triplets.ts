@@ -1,7 +1,9 @@
 // Spans -> RL triplets (contracts.md §5.1, the `LlmProxyTraceToTriplet` behaviours) with rollgate's
 // decisions: sequence id is the only order, LLM calls are found by attributes (never by span name),
-// client retries collapse to the call the agent consumed, and rewards are keyed by call index.
+// client retries collapse to the call the agent consumed, rewards are keyed by call index, and calls that
+// cannot be trained on (aborted, incomplete token ids) never become triplets.
 import type { Span, Triplet } from '../store/types.js';
+import type { CallDropReason } from './call-trainability.js';
 import { type LlmCall, readLlmCall } from './llm-call.js';
 import { getRewardValue } from './reward.js';
 import { sortSpansBySequence } from './span-order.js';
@@ -18,6 +20,19 @@ export type TokenTriplet = Triplet & {
   };
 };
 
+/** What was left out of training data: a whole call, or (`logprobs_floor`) only a kept call's logprobs. */
+export type TrainingDropReason = CallDropReason | 'logprobs_floor';
+
+export interface TrainingDrop {
+  readonly sequenceId: number;
+  readonly reason: TrainingDropReason;
+}
+
+export interface TripletOptions {
+  /** Told once per call (or call's logprobs) left out; error calls are left out without a word, as before. */
+  readonly onDropped?: (drop: TrainingDrop) => void;
+}
+
 function sameIds(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
@@ -27,20 +42,29 @@ function sameIds(a: readonly number[], b: readonly number[]): boolean {
 /**
  * LLM calls in sequence order, one per call the agent consumed:
  * - error calls (upstream error, stream error, client disconnect) never become training data;
+ * - calls with a drop reason (aborted, incomplete token ids) never do either, and are told to `onDropped`;
  * - a response id seen before is skipped, the first occurrence wins; calls without an id are kept;
  * - a call sent with `X-Stainless-Retry-Count > 0` replaces the latest earlier call of the same attempt
  *   with identical prompt ids: the SDK only retries when it did not get (or use) the earlier answer
  *   (pitfalls.md 20). Identical prompts with retry count 0 are legitimate repeats and both stay (21).
+ * - an aborted call whose prompt ids come again later in the same attempt was re-sent, not built upon:
+ *   it is left out silently. Only an aborted answer the rollout may have continued from is told.
  */
-export function collectLlmCalls(sortedSpans: readonly Span[]): LlmCall[] {
+export function collectLlmCalls(sortedSpans: readonly Span[], options: TripletOptions = {}): LlmCall[] {
   const calls: LlmCall[] = [];
   const seenResponseIds = new Set<string>();
+  let abortedPending: LlmCall[] = [];
   for (const span of sortedSpans) {
     const call = readLlmCall(span);
     if (!call || call.isError) continue;
     if (call.responseId !== null) {
       if (seenResponseIds.has(call.responseId)) continue;
       seenResponseIds.add(call.responseId);
+    }
+    if (call.promptIds.length > 0 && abortedPending.length > 0) {
+      abortedPending = abortedPending.filter(
+        (a) => a.span.attempt_id !== span.attempt_id || !sameIds(a.promptIds, call.promptIds),
+      );
     }
     if (call.clientRetryCount > 0) {
       for (let i = calls.length - 1; i >= 0; i--) {
@@ -51,8 +75,17 @@ export function collectLlmCalls(sortedSpans: readonly Span[]): LlmCall[] {
         }
       }
     }
+    if (call.dropReason === 'aborted') {
+      abortedPending.push(call);
+      continue;
+    }
+    if (call.dropReason !== null) {
+      options.onDropped?.({ sequenceId: span.sequence_id, reason: call.dropReason });
+      continue;
+    }
     calls.push(call);
   }
+  for (const call of abortedPending) options.onDropped?.({ sequenceId: call.span.sequence_id, reason: 'aborted' });
   return calls;
 }
 
@@ -80,10 +113,24 @@ export function assignRewards(calls: readonly LlmCall[], sortedSpans: readonly S
   return assigned;
 }
 
-/** Spans of one rollout (any order, any attempts) -> triplets in call order. */
-export function spansToTriplets(spans: readonly Span[]): TokenTriplet[] {
+/**
+ * Spans of one rollout (any order, any attempts) -> triplets in call order. A rollout that may have continued
+ * from an aborted answer yields none: the agent acted on a truncated generation, so its later turns and its
+ * final reward measure the interruption, not the policy.
+ */
+export function spansToTriplets(spans: readonly Span[], options: TripletOptions = {}): TokenTriplet[] {
   const sorted = sortSpansBySequence(spans);
-  const calls = collectLlmCalls(sorted);
+  let aborted = false;
+  const calls = collectLlmCalls(sorted, {
+    onDropped: (drop) => {
+      if (drop.reason === 'aborted') aborted = true;
+      options.onDropped?.(drop);
+    },
+  });
+  if (aborted) return [];
+  for (const call of calls) {
+    if (call.logprobsFloor) options.onDropped?.({ sequenceId: call.span.sequence_id, reason: 'logprobs_floor' });
+  }
   const rewards = assignRewards(calls, sorted);
   return calls.map((call, i) => {
     const response: TokenTriplet['response'] = { token_ids: call.responseIds };

@@ -4,6 +4,7 @@
 // canonical token-level record, not the verbatim bodies, so `request` and `response` are rebuilt from it
 // (model, messages when captured, overrides; choice 0 with token ids, logprobs and finish reason, usage).
 import { randomBytes } from 'node:crypto';
+import { callDropReason } from '../adapters/call-trainability.js';
 import { getRewardValue, rewardAttributes } from '../adapters/reward.js';
 import type { Attributes, AttributeValue, JsonObject, JsonValue, Span, SpanInput } from '../store/types.js';
 import * as A from '../tracing/attributes.js';
@@ -19,6 +20,11 @@ export interface V1Event {
 
 export const REWARD_EVENT = 'reward';
 export const MODEL_REQUEST_EVENT = 'model_request';
+/**
+ * rollgate's extra `model_request` data key: why the call must not be trained on (`aborted`,
+ * `incomplete_token_ids`, `token_count_mismatch`; `rollout_aborted` in the triplet view). Absent otherwise.
+ */
+export const UNTRAINABLE_KEY = 'untrainable';
 
 function parseJson(value: AttributeValue | undefined): JsonValue | undefined {
   if (typeof value !== 'string') return undefined;
@@ -162,6 +168,9 @@ function modelRequestData(span: Span): JsonObject {
   if (mode !== null) data.mode = mode;
   if (usage !== null) data.usage = usage;
   if (finishReason !== null) data.finish_reason = finishReason;
+  const promptLength = promptIds?.length ?? 0;
+  const untrainable = failed ? null : callDropReason(attrs, promptLength > 0 ? (responseIds?.length ?? 0) : 0);
+  if (untrainable !== null) data[UNTRAINABLE_KEY] = untrainable;
   return data;
 }
 

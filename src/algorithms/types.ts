@@ -11,6 +11,8 @@ export interface ModelPoolInfo {
   /** Stamped on every span of calls served by this pool (`rollgate.model_version`). */
   readonly version: number;
   readonly backends: readonly string[];
+  /** What the pool's logprobs mean as its config declares it; absent (an older gateway): assume raw. */
+  readonly logprobsMode?: 'raw' | 'processed';
 }
 
 /**

@@ -1,7 +1,8 @@
 // `rollgate export`: training data for offline trainers, straight from the store's token ids (never
 // re-tokenised). One row per trajectory (turns merged, gaps masked), per transition (one per call) or per
 // triplet, as JSON lines or Parquet. Reads a store file/database directly (--store) or a running
-// gateway's store API (--gateway).
+// gateway's store API (--gateway). Calls that must not be trained on (aborted, incomplete token ids) are left
+// out by the adapters and counted on stderr; a rollout that continued from an aborted call exports no rows.
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -11,7 +12,7 @@ import { configSchema } from '../../config/schema.js';
 import { findFinalReward } from '../adapters/reward.js';
 import { sortSpansBySequence } from '../adapters/span-order.js';
 import { tripletsToTrajectories } from '../adapters/trajectories.js';
-import { spansToTriplets } from '../adapters/triplets.js';
+import { spansToTriplets, type TrainingDrop, type TrainingDropReason } from '../adapters/triplets.js';
 import { silentLogger } from '../logger.js';
 import { normalizeGatewayUrl } from '../runner/attempt-urls.js';
 import { createStore } from '../store/create-store.js';
@@ -51,6 +52,8 @@ export interface ExportOptions {
   readonly statuses?: readonly RolloutStatus[];
   readonly maxPromptLength?: number;
   readonly maxResponseLength?: number;
+  /** Told once per call left out of the rows (or kept without logprobs: `logprobs_floor`). */
+  readonly onDropped?: (drop: TrainingDrop & { readonly rolloutId: string }) => void;
 }
 
 const PAGE = 200;
@@ -86,7 +89,11 @@ function versionOf(spans: readonly Span[], sequenceIds: readonly number[]): numb
 function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions): ExportRow[] {
   const sorted = sortSpansBySequence(spans);
   const attemptId = sorted[0]?.attempt_id ?? '';
-  const triplets = spansToTriplets(sorted);
+  const onDropped = options.onDropped;
+  const triplets = spansToTriplets(
+    sorted,
+    onDropped ? { onDropped: (drop) => onDropped({ ...drop, rolloutId: rollout.rollout_id }) } : {},
+  );
   if (options.level === 'triplet') {
     return triplets.map((t, i) => ({
       rollout_id: rollout.rollout_id,
@@ -128,6 +135,23 @@ export async function* exportRows(options: ExportOptions): AsyncGenerator<Export
     const spans = (await options.store.querySpans(rollout.rollout_id, { attempt_id: 'latest' })).items;
     yield* rowsOf(rollout, spans, options);
   }
+}
+
+const DROP_LABELS: Readonly<Record<TrainingDropReason, string>> = {
+  aborted: 'aborted calls (their rollouts export no rows)',
+  incomplete_token_ids: 'calls with incomplete token ids',
+  token_count_mismatch: 'calls whose token ids do not match usage.completion_tokens',
+  logprobs_floor: 'calls exported without logprobs (-9999 placeholder)',
+};
+
+/** One stderr line per reason, so a user sees what the export left out and why. */
+function describeDrops(counts: Readonly<Partial<Record<TrainingDropReason, number>>>): string[] {
+  const lines: string[] = [];
+  for (const reason of Object.keys(DROP_LABELS) as TrainingDropReason[]) {
+    const count = counts[reason] ?? 0;
+    if (count > 0) lines.push(`rollgate: left out ${count} ${DROP_LABELS[reason]}\n`);
+  }
+  return lines;
 }
 
 async function write(stream: WriteStream, text: string): Promise<void> {
@@ -259,10 +283,14 @@ async function runExport(options: ExportCommandOptions): Promise<number> {
     process.stderr.write(`rollgate: cannot open the store: ${message}\n`);
     return EXIT_USAGE_ERROR;
   }
+  const drops: Partial<Record<TrainingDropReason, number>> = {};
   try {
     const rows = exportRows({
       store,
       level: options.level,
+      onDropped: ({ reason }) => {
+        drops[reason] = (drops[reason] ?? 0) + 1;
+      },
       ...(options.rollouts ? { rolloutIds: options.rollouts } : {}),
       ...(options.since !== undefined ? { since: options.since } : {}),
       ...(options.status ? { statuses: options.status } : {}),
@@ -286,6 +314,7 @@ async function runExport(options: ExportCommandOptions): Promise<number> {
       }
     }
     process.stderr.write(`rollgate: exported ${count} ${options.level} rows\n`);
+    for (const line of describeDrops(drops)) process.stderr.write(line);
     return 0;
   } catch (error) {
     process.stderr.write(`rollgate: export failed: ${error instanceof Error ? error.message : String(error)}\n`);

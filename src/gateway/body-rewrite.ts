@@ -1,6 +1,7 @@
 // The upstream body: the client's body with keys added or overridden, never removed (architecture §3,
 // pitfall 11). The client's original value of every key we change goes into `overrides`, which the
 // span records as `rollgate.request.overrides` (pitfall 12).
+import { clientCacheSalt } from './cache-salt.js';
 import type { Endpoint } from './call-capture.js';
 
 export type BackendType = 'vllm' | 'openai';
@@ -20,12 +21,19 @@ export interface RewriteOptions {
   readonly mode: RolloutModeHint;
   /** Keys a route forces on top of the standard rewrite (v1's mode routes set `temperature`); recorded too. */
   readonly forced?: Readonly<Record<string, unknown>>;
+  /** The pool version's `cache_salt` (cache-salt.ts) for vLLM backends; null or absent: none. */
+  readonly cacheSalt?: string | null;
 }
 
 export interface RewrittenBody {
   readonly body: Record<string, unknown>;
   /** Key -> the client's original value (null when it sent none). Empty when nothing changed. */
   readonly overrides: Record<string, unknown>;
+  /**
+   * Keys added that the client did not send and that are not overrides (the version's cache_salt): the
+   * gateway's own bookkeeping, on every call, would only bury the real overrides on the span.
+   */
+  readonly injected: readonly string[];
   readonly isStream: boolean;
   /** Whether the client itself asked for the usage chunk (only meaningful for streams). */
   readonly clientAskedUsage: boolean;
@@ -53,7 +61,7 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
   if (body.model !== options.upstreamModel) set('model', options.upstreamModel);
 
   // The Responses API has no token ids, logprobs flag or stream_options (its last event carries the usage): only
-  // the model name is mapped, so the body vLLM or OpenAI receives is the agent's own.
+  // the model name is mapped (plus a vLLM backend's cache_salt, below), so the body is otherwise the agent's own.
   const responses = options.endpoint === 'responses';
 
   if (!responses && options.backendType === 'vllm' && options.tokenIds) set('return_token_ids', true);
@@ -70,6 +78,22 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
 
   for (const [key, value] of Object.entries(options.forced ?? {})) set(key, value);
 
+  const injected: string[] = [];
+  const salt = options.backendType === 'vllm' ? (options.cacheSalt ?? null) : null;
+  // vLLM's Responses API takes cache_salt too, and its prefix cache is the same one.
+  if (salt !== null) {
+    const own = client.cache_salt;
+    if (own === undefined) {
+      body.cache_salt = salt;
+      injected.push('cache_salt');
+    } else if (own === null) {
+      set('cache_salt', salt);
+    } else if (typeof own === 'string' && own !== '') {
+      set('cache_salt', clientCacheSalt({ versionSalt: salt, clientSalt: own }));
+    }
+    // Any other value is the client's own 400 to get from vLLM: replacing it would hide the mistake.
+  }
+
   const isStream = body.stream === true;
   // Nothing is injected into a Responses stream, so there is nothing to strip from it either.
   let clientAskedUsage = responses;
@@ -82,5 +106,5 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
       body.stream_options = { ...clientOptions, include_usage: true };
     }
   }
-  return { body, overrides, isStream, clientAskedUsage };
+  return { body, overrides, injected, isStream, clientAskedUsage };
 }

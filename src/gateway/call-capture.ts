@@ -31,7 +31,10 @@ export interface CapturedChoice {
   refusal: string | null;
   toolCalls: CapturedToolCall[];
   finishReason: string | null;
-  /** Completions put prompt ids on each choice. */
+  /**
+   * Completions put prompt ids on each choice; with several prompts (`prompt: [a, b]`) choice
+   * `i = output_index + prompt_index * n` carries its own prompt's ids.
+   */
   promptTokenIds: number[] | null;
   tokenIds: number[] | null;
   /** Set when some chunk of this choice carried text but no token ids (ids cannot be trusted whole). */
@@ -122,6 +125,12 @@ function chatLogprobEntries(logprobs: Obj): LogprobEntry[] | null {
     });
   }
   return entries;
+}
+
+/** SGLang may send the finish reason as an object (`{type: "abort", message}`): its `type` is the reason. */
+function finishReasonOf(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  return isObj(value) ? str(value.type) : null;
 }
 
 function appendText(current: string | null, piece: unknown): string | null {
@@ -233,7 +242,7 @@ export class CallCapture {
       }
       this.#tokenIds(choice, raw, hasText);
       this.#logprobs(choice, raw.logprobs);
-      const finish = str(raw.finish_reason);
+      const finish = finishReasonOf(raw.finish_reason);
       if (finish !== null) choice.finishReason = finish;
     }
   }
@@ -317,7 +326,7 @@ export class CallCapture {
       }
       this.#tokenIds(choice, raw, hasText);
       this.#logprobs(choice, raw.logprobs);
-      choice.finishReason = str(raw.finish_reason);
+      choice.finishReason = finishReasonOf(raw.finish_reason);
     }
   }
 

@@ -62,8 +62,11 @@ export class CallObserver implements SpanProcessor {
     if (retries > 0) metrics.upstreamRetries.inc({ model, backend, reason: status }, retries);
     const tokenIds = text(attributes[A.ATTR_TOKEN_IDS_STATUS]);
     if (tokenIds !== null && tokenIds !== A.TOKEN_IDS_STATUS_VALUE_OK) {
-      metrics.tokenIdsMissing.inc({ model, status: tokenIds });
+      metrics.tokenIdsMissing.inc({ model, status: tokenIds, reason: text(attributes[A.ATTR_TOKEN_IDS_REASON]) ?? '' });
     }
+    if (attributes[A.ATTR_CALL_OUTCOME] === A.CALL_OUTCOME_VALUE_ABORTED) metrics.callsAborted.inc({ model });
+    const logprobsDropped = text(attributes[A.ATTR_LOGPROBS_DROPPED]);
+    if (logprobsDropped !== null) metrics.logprobsDropped.inc({ model, reason: logprobsDropped });
     const line = {
       requestId: text(attributes[A.ATTR_REQUEST_ID]),
       rollout: text(attributes[A.ATTR_ROLLOUT_ID]),

@@ -2,18 +2,35 @@
 // and chosen-token logprobs per choice, a status saying whether the call is trainable, and usage
 // (derived from the ids when the usage chunk never came, contracts.md §1.3 rule 3).
 import {
+  FINISH_REASON_VALUE_ABORT,
+  LOGPROB_FLOOR,
+  LOGPROBS_DROPPED_VALUE_FLOOR,
+  LOGPROBS_DROPPED_VALUE_MISALIGNED,
+  LOGPROBS_DROPPED_VALUE_NON_FINITE,
+  type LogprobsDropReason,
+  TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH,
+  TOKEN_IDS_REASON_VALUE_INCOMPLETE,
+  TOKEN_IDS_REASON_VALUE_NO_PROMPT_IDS,
+  TOKEN_IDS_REASON_VALUE_NO_RESPONSE_IDS,
+  TOKEN_IDS_REASON_VALUE_NOT_RETURNED,
+  TOKEN_IDS_REASON_VALUE_TEXT_WITHOUT_IDS,
   TOKEN_IDS_STATUS_VALUE_MISSING,
   TOKEN_IDS_STATUS_VALUE_OK,
   TOKEN_IDS_STATUS_VALUE_PARTIAL,
+  type TokenIdsReason,
   type TokenIdsStatus,
 } from '../tracing/attributes.js';
 import type { CapturedCall, CapturedChoice, CapturedUsage, LogprobEntry } from './call-capture.js';
 
 export interface CanonicalChoice {
   readonly index: number;
+  /** This choice's prompt: its own ids (completions, one per prompt), else the call's. */
+  readonly promptTokenIds: readonly number[] | null;
   readonly tokenIds: readonly number[] | null;
-  /** Same length as tokenIds and all finite, else null (never padded). */
+  /** Same length as tokenIds, all finite and above the -9999 floor, else null (never padded). */
   readonly logprobs: readonly number[] | null;
+  /** Why logprobs the engine sent were left out; null when kept or when none came. */
+  readonly logprobsDropped: LogprobsDropReason | null;
 }
 
 export interface CanonicalUsage extends CapturedUsage {
@@ -21,9 +38,14 @@ export interface CanonicalUsage extends CapturedUsage {
 }
 
 export interface CanonicalRecord {
+  /** The first choice's prompt (chat: the call's one prompt). */
   readonly promptTokenIds: readonly number[] | null;
   readonly choices: readonly CanonicalChoice[];
   readonly status: TokenIdsStatus;
+  /** Why the status is not ok; null when it is. */
+  readonly reason: TokenIdsReason | null;
+  /** Some choice ended with the engine's abort finish reason: a truncated answer that looks complete. */
+  readonly aborted: boolean;
   readonly usage: CanonicalUsage | null;
 }
 
@@ -42,23 +64,41 @@ function idsFromTokenStrings(entries: readonly LogprobEntry[] | null): number[] 
   return ids;
 }
 
-export function chosenLogprobs(entries: readonly LogprobEntry[] | null, expectedLength: number): number[] | null {
-  if (entries === null || entries.length !== expectedLength || expectedLength === 0) return null;
+export interface ChosenLogprobs {
+  readonly values: number[] | null;
+  readonly dropped: LogprobsDropReason | null;
+}
+
+const NO_LOGPROBS: ChosenLogprobs = { values: null, dropped: null };
+
+/**
+ * The chosen-token logprobs when every one is usable. vLLM's -9999.0 (a clamped -inf, or the default when a
+ * step has no entry for the sampled token) is a placeholder: an importance ratio computed from it is garbage,
+ * so the whole list goes rather than one fake value staying.
+ */
+export function chosenLogprobs(entries: readonly LogprobEntry[] | null, expectedLength: number): ChosenLogprobs {
+  if (entries === null || entries.length === 0 || expectedLength === 0) return NO_LOGPROBS;
+  if (entries.length !== expectedLength) return { values: null, dropped: LOGPROBS_DROPPED_VALUE_MISALIGNED };
   const values: number[] = new Array(expectedLength);
   for (let i = 0; i < expectedLength; i++) {
     const value = (entries[i] as LogprobEntry).logprob;
-    if (typeof value !== 'number' || !Number.isFinite(value)) return null;
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      return { values: null, dropped: LOGPROBS_DROPPED_VALUE_NON_FINITE };
+    if (value <= LOGPROB_FLOOR) return { values: null, dropped: LOGPROBS_DROPPED_VALUE_FLOOR };
     values[i] = value;
   }
-  return values;
+  return { values, dropped: null };
 }
 
-function canonicalChoice(choice: CapturedChoice): CanonicalChoice {
+function canonicalChoice(choice: CapturedChoice, sharedPrompt: number[] | null): CanonicalChoice {
   const tokenIds = choice.tokenIds ?? idsFromTokenStrings(choice.logprobs);
+  const logprobs = tokenIds === null ? NO_LOGPROBS : chosenLogprobs(choice.logprobs, tokenIds.length);
   return {
     index: choice.index,
+    promptTokenIds: choice.promptTokenIds ?? sharedPrompt,
     tokenIds,
-    logprobs: tokenIds === null ? null : chosenLogprobs(choice.logprobs, tokenIds.length),
+    logprobs: logprobs.values,
+    logprobsDropped: logprobs.dropped,
   };
 }
 
@@ -67,22 +107,54 @@ export interface CanonicalOptions {
   readonly complete: boolean;
 }
 
+interface StatusInput {
+  readonly call: CapturedCall;
+  readonly choices: readonly CanonicalChoice[];
+  readonly hasPrompt: boolean;
+  readonly complete: boolean;
+}
+
+/**
+ * The first reason, in this order, that makes the ids untrustworthy. The count check catches what no text gap
+ * shows: vLLM 0.10.2-0.11 with a tool or reasoning parser skipped the chunks the parser buffered, ids and all.
+ * `usage.completion_tokens` counts every choice of the call, so it is compared with all of them together.
+ */
+function statusOf(input: StatusInput): { status: TokenIdsStatus; reason: TokenIdsReason | null } {
+  const { call, choices, hasPrompt, complete } = input;
+  const withIds = choices.filter((c) => c.tokenIds !== null && c.tokenIds.length > 0).length;
+  const partial = (reason: TokenIdsReason) => ({ status: TOKEN_IDS_STATUS_VALUE_PARTIAL, reason });
+  if (!hasPrompt && withIds === 0) {
+    return {
+      status: TOKEN_IDS_STATUS_VALUE_MISSING,
+      reason: complete ? TOKEN_IDS_REASON_VALUE_NOT_RETURNED : TOKEN_IDS_REASON_VALUE_INCOMPLETE,
+    };
+  }
+  if (!complete) return partial(TOKEN_IDS_REASON_VALUE_INCOMPLETE);
+  if (!hasPrompt || choices.some((c) => c.promptTokenIds === null || c.promptTokenIds.length === 0))
+    return partial(TOKEN_IDS_REASON_VALUE_NO_PROMPT_IDS);
+  if (withIds === 0 || withIds !== choices.length) return partial(TOKEN_IDS_REASON_VALUE_NO_RESPONSE_IDS);
+  // A gap only matters where ids came from token_ids deltas; recovered or absent ids have none.
+  if (call.choices.some((c) => c.tokenIdsGap && c.tokenIds !== null))
+    return partial(TOKEN_IDS_REASON_VALUE_TEXT_WITHOUT_IDS);
+  const expected = call.usage?.outputTokens ?? null;
+  if (expected !== null) {
+    let total = 0;
+    for (const choice of choices) total += choice.tokenIds?.length ?? 0;
+    if (total !== expected) return partial(TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH);
+  }
+  return { status: TOKEN_IDS_STATUS_VALUE_OK, reason: null };
+}
+
 export function canonicalRecord(call: CapturedCall, options: CanonicalOptions): CanonicalRecord {
   const promptTokenIds = call.promptTokenIds ?? call.choices[0]?.promptTokenIds ?? null;
-  const choices = call.choices.map(canonicalChoice);
+  const choices = call.choices.map((choice) => canonicalChoice(choice, call.promptTokenIds));
   const hasPrompt = promptTokenIds !== null && promptTokenIds.length > 0;
-  const withIds = choices.filter((c) => c.tokenIds !== null && c.tokenIds.length > 0).length;
-  // A gap only matters where ids came from token_ids deltas; recovered or absent ids have none.
-  const gaps = call.choices.some((c) => c.tokenIdsGap && c.tokenIds !== null);
-  let status: TokenIdsStatus;
-  if (!hasPrompt && withIds === 0) status = TOKEN_IDS_STATUS_VALUE_MISSING;
-  else if (hasPrompt && withIds > 0 && withIds === choices.length && !gaps && options.complete)
-    status = TOKEN_IDS_STATUS_VALUE_OK;
-  else status = TOKEN_IDS_STATUS_VALUE_PARTIAL;
+  const { status, reason } = statusOf({ call, choices, hasPrompt, complete: options.complete });
+  const aborted = call.choices.some((c) => c.finishReason === FINISH_REASON_VALUE_ABORT);
 
   let usage: CanonicalUsage | null = null;
   if (call.usage !== null) usage = { ...call.usage, derived: false };
-  else if (hasPrompt || withIds > 0) {
+  else if (hasPrompt || choices.some((c) => c.tokenIds !== null && c.tokenIds.length > 0)) {
     let output = 0;
     for (const choice of choices) output += choice.tokenIds?.length ?? 0;
     usage = {
@@ -93,5 +165,5 @@ export function canonicalRecord(call: CapturedCall, options: CanonicalOptions): 
       derived: true,
     };
   }
-  return { promptTokenIds, choices, status, usage };
+  return { promptTokenIds, choices, status, reason, aborted, usage };
 }

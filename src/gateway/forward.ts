@@ -8,7 +8,7 @@
 import { EventEmitter } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { type Attributes, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import { GatewayError, isGatewayError, type OpenAIErrorBody } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -16,7 +16,8 @@ import * as A from '../tracing/attributes.js';
 import { requestAttributes, responseAttributes, spanName } from '../tracing/call-attributes.js';
 import type { PendingSpanWrites } from '../tracing/pending-writes.js';
 import type { AgentSink } from './agent-sink.js';
-import { type RolloutModeHint, rewriteBody } from './body-rewrite.js';
+import { type AgentView, type AgentViewStrip, agentViewStrip, viewJsonBody } from './agent-view.js';
+import { type RewrittenBody, type RolloutModeHint, rewriteBody } from './body-rewrite.js';
 import { CallCapture, type Endpoint } from './call-capture.js';
 import { canonicalRecord } from './canonical.js';
 import {
@@ -29,6 +30,7 @@ import {
   HEADER_SEQUENCE_ID,
   HEADER_SHOULD_RETRY,
 } from './headers.js';
+import { logprobSemanticsAttributes } from './logprob-semantics.js';
 import type { ModelListing, ModelRegistry, ResolvedRoute } from './model-registry.js';
 import {
   type CachedResponse,
@@ -50,6 +52,11 @@ const UPSTREAM_PATHS: Record<Endpoint, string> = {
 const JSON_CONTENT_TYPE = 'application/json';
 const EVENT_STREAM = 'text/event-stream';
 const ROLLOUT_OPTED_IN = { [RESPONSE_CACHE_METADATA_KEY]: true } as const;
+/** A 2xx body that could not be read as an answer: no ids to train on. */
+const NO_TOKEN_IDS = {
+  [A.ATTR_TOKEN_IDS_STATUS]: A.TOKEN_IDS_STATUS_VALUE_MISSING,
+  [A.ATTR_TOKEN_IDS_REASON]: A.TOKEN_IDS_REASON_VALUE_NOT_RETURNED,
+} as const;
 
 export interface CallAttribution {
   readonly rid: string;
@@ -80,6 +87,13 @@ export interface ForwardCall {
    * x-rollgate-cache header and whether the call's rollout opted in to the response cache.
    */
   readonly cacheOptIn?: { readonly header: string | undefined; readonly rollout: boolean };
+  /**
+   * Overrides the pool's agent view for this call: a translating route (the Messages API) reads the whole answer
+   * itself and never passes token ids or logprobs on, so it asks for `raw` and skips the stripping.
+   */
+  readonly agentView?: AgentView;
+  /** Set on the call's span with the request attributes (e.g. which API the agent spoke). */
+  readonly spanAttributes?: Attributes;
 }
 
 export interface GatewayOptions {
@@ -154,6 +168,8 @@ class CallRun {
   /** Whether this call's span records messages. */
   captureContent = false;
   spanEnded = false;
+  /** Asked as the span ends: whether the serving backend's weights may have changed under the call. */
+  versionChangedInFlight: (() => boolean) | null = null;
 
   constructor(
     span: Span,
@@ -186,6 +202,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (run.spanEnded) return Promise.resolve();
     run.spanEnded = true;
     const span = run.span;
+    if (run.versionChangedInFlight?.() === true) span.setAttribute(A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT, true);
     span.setAttribute(A.ATTR_STREAM_STATUS, outcome);
     if (outcome !== A.STREAM_STATUS_VALUE_OK) {
       span.setAttribute(A.ATTR_ERROR_TYPE, errorType ?? outcome);
@@ -226,7 +243,33 @@ export function createGateway(options: GatewayOptions): Gateway {
     return headers;
   }
 
-  type CacheLookup = { readonly hit: CachedResponse; readonly version: number } | CacheMiss | null;
+  type CacheLookup =
+    | { readonly hit: CachedResponse; readonly version: number; readonly strip: AgentViewStrip | null }
+    | CacheMiss
+    | null;
+
+  function rewriteFor(call: ForwardCall, route: ResolvedRoute): RewrittenBody {
+    return rewriteBody(call.body, {
+      endpoint: call.endpoint,
+      backendType: route.backend.type,
+      upstreamModel: route.model.upstreamModel,
+      tokenIds: route.model.tokenIds,
+      logprobs: route.model.logprobs,
+      mode: call.mode,
+      ...(call.forcedBody === undefined ? {} : { forced: call.forcedBody }),
+      cacheSalt: route.model.cacheSalt,
+    });
+  }
+
+  /** What the agent must not get back: what the rewrite added for the recording, unless the pool keeps it. */
+  function stripFor(call: ForwardCall, route: ResolvedRoute, rewritten: RewrittenBody): AgentViewStrip | null {
+    return agentViewStrip({
+      endpoint: call.endpoint,
+      client: call.body,
+      overrides: rewritten.overrides,
+      agentView: call.agentView ?? route.model.agentView,
+    });
+  }
 
   function cacheKey(miss: Pick<CacheMiss, 'keyPrefix' | 'body'>, endpoint: Endpoint, version: number): string {
     return (
@@ -257,7 +300,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     const key = cacheKey(miss, call.endpoint, version);
     try {
       const hit = await responseCache.get(key);
-      if (hit !== undefined) return { hit, version };
+      // The cache holds the backend's full answer (the hit's span needs its ids); the agent's view is cut from it
+      // the way the call would have been answered now.
+      if (hit !== undefined) return { hit, version, strip: stripFor(call, route, rewriteFor(call, route)) };
     } catch (error) {
       logger.warn('response cache read failed', { requestId: call.requestId, err: String(error) });
     }
@@ -265,22 +310,30 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   /** A cache hit is a call like any other for the store: same span, same token ids, marked `hit`. */
-  async function answerFromCache(call: ForwardCall, run: CallRun, hit: CachedResponse, version: number): Promise<void> {
+  async function answerFromCache(
+    call: ForwardCall,
+    run: CallRun,
+    cached: { readonly hit: CachedResponse; readonly version: number; readonly strip: AgentViewStrip | null },
+  ): Promise<void> {
+    const { hit, version, strip } = cached;
     const span = run.span;
     const capture = new CallCapture(call.endpoint);
+    let parsed: unknown = null;
     try {
-      capture.setResponse(JSON.parse(hit.body));
+      parsed = JSON.parse(hit.body);
+      capture.setResponse(parsed);
     } catch {
       // Only parsed bodies are stored; a foreign store's value is still answered as it is.
     }
     recordCapture(run, capture, true);
-    if (!capture.sawChunk) span.setAttribute(A.ATTR_TOKEN_IDS_STATUS, A.TOKEN_IDS_STATUS_VALUE_MISSING);
+    if (!capture.sawChunk) span.setAttributes(NO_TOKEN_IDS);
     span.setAttribute(A.ATTR_CACHE_STATUS, A.CACHE_STATUS_VALUE_HIT);
     span.setAttribute(A.ATTR_MODEL_VERSION, version);
     if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
     await endSpan(run, A.STREAM_STATUS_VALUE_OK);
     if (run.clientGone) return;
-    const body = Buffer.from(hit.body);
+    const stored = Buffer.from(hit.body);
+    const body = strip === null || parsed === null ? stored : viewJsonBody(stored, parsed, strip);
     const headers = agentHeaders(call, hit.contentType);
     headers['content-length'] = body.length;
     run.finished = true;
@@ -301,12 +354,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     call: ForwardCall,
     run: CallRun,
     response: Dispatcher.ResponseData,
-    options: { readonly isStream: boolean; readonly miss: CacheMiss | null },
+    options: { readonly isStream: boolean; readonly miss: CacheMiss | null; readonly strip: AgentViewStrip | null },
   ): Promise<void> {
-    const { isStream, miss } = options;
+    const { isStream, miss, strip } = options;
     const status = response.statusCode;
     const contentType = headerString(response.headers['content-type']);
-    let body = Buffer.from(await response.body.arrayBuffer());
+    let body: Buffer = Buffer.from(await response.body.arrayBuffer());
     const headers = agentHeaders(call, contentType);
     let outcome: Outcome = A.STREAM_STATUS_VALUE_OK;
     let errorType: string | undefined;
@@ -336,16 +389,20 @@ export function createGateway(options: GatewayOptions): Gateway {
     } else if (isJsonContentType(contentType)) {
       const capture = new CallCapture(call.endpoint);
       const text = body.toString('utf8');
+      let parsed: unknown = null;
       try {
-        capture.setResponse(JSON.parse(text));
+        parsed = JSON.parse(text);
+        capture.setResponse(parsed);
       } catch {
         // Not our JSON to judge: the agent gets the bytes; the span says ids are missing.
       }
       recordCapture(run, capture, true);
-      if (!capture.sawChunk) run.span.setAttribute(A.ATTR_TOKEN_IDS_STATUS, A.TOKEN_IDS_STATUS_VALUE_MISSING);
+      if (!capture.sawChunk) run.span.setAttributes(NO_TOKEN_IDS);
       else if (miss !== null && status < 300 && !run.clientGone) {
         await fillCache(call, miss, { status, contentType: contentType ?? JSON_CONTENT_TYPE, body: text });
       }
+      // After the capture and the cache, which keep the full answer; Content-Length follows the new body below.
+      if (strip !== null && parsed !== null) body = viewJsonBody(body, parsed, strip);
     }
     run.span.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, status);
     if (isStream && status < 400) run.span.setAttribute(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds(run));
@@ -365,7 +422,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     call: ForwardCall,
     run: CallRun,
     response: Dispatcher.ResponseData,
-    clientAskedUsage: boolean,
+    options: { readonly clientAskedUsage: boolean; readonly strip: AgentViewStrip | null },
   ): Promise<void> {
     const sink = call.sink;
     const body = response.body;
@@ -402,7 +459,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       const relay = new StreamRelay({
         sink,
         capture,
-        clientAskedUsage,
+        clientAskedUsage: options.clientAskedUsage,
+        strip: options.strip,
         hooks: {
           onFirstEvent: () => {
             run.span.setAttribute(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds(run));
@@ -471,34 +529,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       },
       ROOT_CONTEXT,
     );
+    if (call.spanAttributes !== undefined) span.setAttributes(call.spanAttributes);
     const run = new CallRun(span, call.sink);
     run.captureContent = callCapturesContent;
     const cached = await lookupCache(call);
     let miss: CacheMiss | null = null;
     if (cached !== null) {
       if ('hit' in cached) {
-        await answerFromCache(call, run, cached.hit, cached.version);
+        await answerFromCache(call, run, cached);
         return;
       }
       miss = cached;
       span.setAttribute(A.ATTR_CACHE_STATUS, A.CACHE_STATUS_VALUE_MISS);
     }
-    let sent: SentUpstream<ReturnType<typeof rewriteBody>>;
+    let sent: SentUpstream<RewrittenBody>;
     try {
       sent = await sendUpstream({
         registry,
         modelName: call.poolModel ?? call.body.model,
         context: { rolloutId: attribution?.rid ?? null },
         build: (route) => {
-          const rewritten = rewriteBody(call.body, {
-            endpoint: call.endpoint,
-            backendType: route.backend.type,
-            upstreamModel: route.model.upstreamModel,
-            tokenIds: route.model.tokenIds,
-            logprobs: route.model.logprobs,
-            mode: call.mode,
-            ...(call.forcedBody === undefined ? {} : { forced: call.forcedBody }),
-          });
+          const rewritten = rewriteFor(call, route);
           const payload = upstreamPayload({ client: call.body, raw: call.rawBody, rewritten });
           return {
             request: {
@@ -520,6 +571,11 @@ export function createGateway(options: GatewayOptions): Gateway {
         return;
       }
       const failed = error instanceof UpstreamTriesFailed ? error : null;
+      if (failed === null && !isGatewayError(error)) {
+        // Building the request failed before any backend was contacted: our fault, never `upstream_unreachable`.
+        await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, 'internal_error');
+        throw error;
+      }
       if (failed !== null) span.setAttribute(A.ATTR_UPSTREAM_RETRY_COUNT, failed.retries);
       const gatewayError = transportError(failed?.lastError ?? error);
       logger.debug('upstream request failed', { requestId: call.requestId, code: gatewayError.code });
@@ -527,31 +583,42 @@ export function createGateway(options: GatewayOptions): Gateway {
       throw gatewayError;
     }
     const { route, response, data: rewritten } = sent;
-    const { backend, model } = route;
-    run.retries = sent.retries;
-    // A pool replaced while the call was on its way: its answer belongs to the version that gave it.
-    if (miss !== null && miss.version !== model.version) {
-      miss = { ...miss, key: cacheKey(miss, call.endpoint, model.version), version: model.version };
-    }
-    span.setAttributes({
-      [A.ATTR_GEN_AI_PROVIDER_NAME]:
-        backend.type === 'vllm' ? A.GEN_AI_PROVIDER_NAME_VALUE_VLLM : A.GEN_AI_PROVIDER_NAME_VALUE_OPENAI,
-      [A.ATTR_SERVER_ADDRESS]: backend.host,
-      [A.ATTR_SERVER_PORT]: backend.port,
-      [A.ATTR_BACKEND]: backend.url,
-      [A.ATTR_UPSTREAM_URL]: backend.url + UPSTREAM_PATHS[call.endpoint],
-      [A.ATTR_MODEL_VERSION]: model.version,
-      [A.ATTR_UPSTREAM_RETRY_COUNT]: sent.retries,
-    });
-    if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
-    if (Object.keys(rewritten.overrides).length > 0) {
-      span.setAttribute(A.ATTR_REQUEST_OVERRIDES, JSON.stringify(rewritten.overrides));
-    }
-
+    // Every exit from here on frees the backend's in-flight slot, our own failures included (pitfall 46).
     try {
-      await relayAnswer(call, run, response, { rewritten, miss });
+      const { backend, model } = route;
+      run.retries = sent.retries;
+      // A pool replaced while the call was on its way: its answer belongs to the version that gave it.
+      if (miss !== null && miss.version !== model.version) {
+        miss = { ...miss, key: cacheKey(miss, call.endpoint, model.version), version: model.version };
+      }
+      span.setAttributes({
+        [A.ATTR_GEN_AI_PROVIDER_NAME]:
+          backend.type === 'vllm' ? A.GEN_AI_PROVIDER_NAME_VALUE_VLLM : A.GEN_AI_PROVIDER_NAME_VALUE_OPENAI,
+        [A.ATTR_SERVER_ADDRESS]: backend.host,
+        [A.ATTR_SERVER_PORT]: backend.port,
+        [A.ATTR_BACKEND]: backend.url,
+        [A.ATTR_UPSTREAM_URL]: backend.url + UPSTREAM_PATHS[call.endpoint],
+        [A.ATTR_MODEL_VERSION]: model.version,
+        [A.ATTR_UPSTREAM_RETRY_COUNT]: sent.retries,
+      });
+      span.setAttributes(logprobSemanticsAttributes(route, rewritten.body));
+      const changed = registry.versionChangedInFlight?.bind(registry);
+      if (changed !== undefined) run.versionChangedInFlight = () => changed(route);
+      if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
+      if (Object.keys(rewritten.overrides).length > 0) {
+        span.setAttribute(A.ATTR_REQUEST_OVERRIDES, JSON.stringify(rewritten.overrides));
+      }
+      await relayAnswer(call, run, response, { rewritten, miss, strip: stripFor(call, route, rewritten) });
+    } catch (error) {
+      // A failure before the relay took the answer leaves its body unread, and an unread body never closes:
+      // destroying it lets the release below happen. The abort error it then emits is expected, not a crash.
+      // (The relay's own failures arrive here already handled.)
+      response.body.on('error', () => undefined);
+      response.body.destroy();
+      await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, 'internal_error');
+      throw error;
     } finally {
-      // The backend's in-flight slot is held until its response has closed (pitfall 46).
+      // The slot is held until the upstream response has closed.
       sent.release();
     }
   }
@@ -560,15 +627,19 @@ export function createGateway(options: GatewayOptions): Gateway {
     call: ForwardCall,
     run: CallRun,
     response: Dispatcher.ResponseData,
-    options: { readonly rewritten: ReturnType<typeof rewriteBody>; readonly miss: CacheMiss | null },
+    options: {
+      readonly rewritten: RewrittenBody;
+      readonly miss: CacheMiss | null;
+      readonly strip: AgentViewStrip | null;
+    },
   ): Promise<void> {
-    const { rewritten, miss } = options;
+    const { rewritten, miss, strip } = options;
     const contentType = headerString(response.headers['content-type']);
     try {
       if (rewritten.isStream && response.statusCode < 400 && contentType?.startsWith(EVENT_STREAM)) {
-        await relayStream(call, run, response, rewritten.clientAskedUsage);
+        await relayStream(call, run, response, { clientAskedUsage: rewritten.clientAskedUsage, strip });
       } else {
-        await answerWhole(call, run, response, { isStream: rewritten.isStream, miss });
+        await answerWhole(call, run, response, { isStream: rewritten.isStream, miss, strip });
       }
     } catch (error) {
       response.body.destroy();

@@ -12,3 +12,7 @@ export const HEADER_API_KEY = 'x-api-key' as const;
 export const HEADER_AUTHORIZATION = 'authorization' as const;
 export const HEADER_IDEMPOTENCY_KEY = 'idempotency-key' as const;
 export const HEADER_ROLLGATE_CACHE = 'x-rollgate-cache' as const;
+/** Sent by every Anthropic SDK call: the Messages API's errors and models list answer in Anthropic's shape. */
+export const HEADER_ANTHROPIC_VERSION = 'anthropic-version' as const;
+/** Anthropic's request id header (the Anthropic SDK's `requestID`). */
+export const HEADER_ANTHROPIC_REQUEST_ID = 'request-id' as const;

@@ -5,7 +5,7 @@
 // - unattributed calls go to the least-loaded backend;
 // - when no backend is healthy, every non-draining backend is a candidate again (panic routing, as in Envoy):
 //   an all-ejected pool is more often a stale health view than a dead fleet, and the retry budget bounds the cost.
-import type { BackendConfig, ModelConfig } from '../../config/schema.js';
+import type { BackendConfig, LogprobsMode, ModelConfig, PrefixCacheStrategy } from '../../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { BackendHealth, type BackendHealthSnapshot } from './backend-health.js';
@@ -17,7 +17,8 @@ import type {
   ResolveContext,
   ResolvedRoute,
 } from './model-registry.js';
-import { createBackend } from './model-registry.js';
+import { createBackend, modelPolicy } from './model-registry.js';
+import { resetPrefixCaches } from './prefix-cache-reset.js';
 import { createRetryPolicy, type RetryPolicy } from './retry-policy.js';
 import { stickyIndex } from './sticky-hash.js';
 
@@ -39,6 +40,9 @@ export interface PoolBackendSnapshot {
 export interface PoolSnapshot {
   readonly model: string;
   readonly version: number;
+  readonly prefix_cache: PrefixCacheStrategy;
+  /** What the backends' logprobs mean, as configured: an RL trainer checks it against its sampling. */
+  readonly logprobs_mode: LogprobsMode;
   readonly backends: readonly PoolBackendSnapshot[];
   /** Backends replaced by a newer version that still carry calls. */
   readonly retiring: readonly PoolBackendSnapshot[];
@@ -55,8 +59,12 @@ export interface PoolRegistry extends ModelRegistry {
   snapshot(): readonly PoolSnapshot[];
   /** True when every pool has at least one healthy, non-draining backend. */
   ready(): boolean;
-  /** Swaps a pool's backends and version in one step; old backends finish their calls, then close. */
-  replace(model: string, request: ReplacePoolRequest): PoolSnapshot;
+  /**
+   * Swaps a pool's backends and version in one step; old backends finish their calls, then close. With the
+   * `reset` prefix-cache strategy a version change first resets every new vLLM backend's prefix cache and
+   * rejects (the pool unchanged) if one refuses. Updates of one pool run one after another.
+   */
+  replace(model: string, request: ReplacePoolRequest): Promise<PoolSnapshot>;
   /** Marks one backend as draining (no new calls) or back in service. */
   setDraining(options: { model: string; url: string; draining: boolean }): PoolSnapshot;
   /** Probes every backend of every pool once now. */
@@ -80,18 +88,8 @@ interface PoolEntry {
   readonly health: BackendHealth;
   readonly byBackend: Map<Backend, PoolMember>;
   next: number;
-}
-
-function policyOf(model: ModelConfig, version: number): ModelPolicy {
-  return {
-    name: model.name,
-    upstreamModel: model.upstreamModel ?? model.name,
-    tokenIds: model.tokenIds,
-    logprobs: model.logprobs,
-    version,
-    firstByteTimeoutMs: model.timeouts.firstByteMs,
-    totalTimeoutMs: model.timeouts.totalMs,
-  };
+  /** The last update of this pool; the next one starts after it settles. */
+  updating: Promise<unknown>;
 }
 
 /** The order contracts.md §7.4 hashes over: endpoint strings sorted by code unit, like Python's sorted(). */
@@ -158,12 +156,13 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     const entry: PoolEntry = {
       config: model,
       retry: createRetryPolicy(model.retry),
-      policy: policyOf(model, model.version),
+      policy: modelPolicy(model, model.version),
       members,
       retiring: new Set(),
       byBackend: new Map(members.map((m) => [m.backend, m])),
       health,
       next: 0,
+      updating: Promise.resolve(),
     };
     entries.set(model.name, entry);
   }
@@ -237,6 +236,8 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     return {
       model: entry.config.name,
       version: entry.policy.version,
+      prefix_cache: entry.policy.prefixCache,
+      logprobs_mode: entry.policy.logprobsMode,
       backends: entry.members.map((m) => memberSnapshot(m, health)),
       retiring: [...entry.retiring].map((m) => memberSnapshot(m, health)),
     };
@@ -251,6 +252,51 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     member.backend.pool.close().catch((error: unknown) => {
       logger.warn('closing a retired backend failed', { backend: member.backend.url, err: String(error) });
     });
+  }
+
+  async function swap(entry: PoolEntry, request: ReplacePoolRequest): Promise<PoolSnapshot> {
+    const model = entry.config.name;
+    const members = sortedByUrl(
+      request.backends.map((config) => ({
+        backend: createBackend(config, entry.config),
+        version: request.version,
+        inflight: 0,
+        draining: false,
+        retired: false,
+      })),
+    );
+    const prefixCache = entry.config.prefixCache;
+    // Only a version change can make cached KV stale; re-registering the same version resets nothing.
+    if (prefixCache.strategy === 'reset' && request.version !== entry.policy.version) {
+      try {
+        await resetPrefixCaches({
+          model,
+          version: request.version,
+          backends: members.map((m) => m.backend),
+          timeoutMs: prefixCache.resetTimeoutMs,
+        });
+      } catch (error) {
+        for (const member of members) member.backend.pool.close().catch(() => undefined);
+        logger.error('pool update refused: prefix cache reset failed', { model, version: request.version });
+        throw error;
+      }
+    }
+    for (const member of members) {
+      entry.byBackend.set(member.backend, member);
+      // A backend kept across versions keeps its health view; a new one starts healthy until proven otherwise.
+      entry.health.add(member.backend.url);
+    }
+    const old = entry.members;
+    // The one step agents can observe: before it every call gets an old backend, after it a new one.
+    entry.members = members;
+    entry.policy = modelPolicy(entry.config, request.version);
+    for (const member of old) {
+      member.retired = true;
+      entry.retiring.add(member);
+      retireIfIdle(entry, member);
+    }
+    logger.info('pool replaced', { model, version: request.version, backends: members.length });
+    return poolSnapshot(entry);
   }
 
   return {
@@ -277,6 +323,13 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
         member.inflight -= 1;
         retireIfIdle(entry, member);
       };
+    },
+    versionChangedInFlight(route) {
+      const entry = entries.get(route.model.name);
+      const member = entry?.byBackend.get(route.backend);
+      if (entry === undefined || member === undefined || !member.retired) return false;
+      // A retired server that is not in the new set kept its weights (blue/green): its tokens are all one version.
+      return entry.members.some((m) => m.backend.url === member.backend.url && m.version !== member.version);
     },
     report(route, outcome) {
       const health = entries.get(route.model.name)?.health;
@@ -306,35 +359,18 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     },
     replace(model, request) {
       const entry = entries.get(model);
-      if (entry === undefined) throw new GatewayError('not_found', `No pool for model '${model}'`);
+      if (entry === undefined) {
+        return Promise.reject(new GatewayError('not_found', `No pool for model '${model}'`));
+      }
       if (request.backends.length === 0) {
-        throw new GatewayError('validation_error', 'A pool needs at least one backend', { param: 'backends' });
+        return Promise.reject(
+          new GatewayError('validation_error', 'A pool needs at least one backend', { param: 'backends' }),
+        );
       }
-      const members = sortedByUrl(
-        request.backends.map((config) => ({
-          backend: createBackend(config, entry.config),
-          version: request.version,
-          inflight: 0,
-          draining: false,
-          retired: false,
-        })),
-      );
-      for (const member of members) {
-        entry.byBackend.set(member.backend, member);
-        // A backend kept across versions keeps its health view; a new one starts healthy until proven otherwise.
-        entry.health.add(member.backend.url);
-      }
-      const old = entry.members;
-      // The one step agents can observe: before it every call gets an old backend, after it a new one.
-      entry.members = members;
-      entry.policy = policyOf(entry.config, request.version);
-      for (const member of old) {
-        member.retired = true;
-        entry.retiring.add(member);
-        retireIfIdle(entry, member);
-      }
-      logger.info('pool replaced', { model, version: request.version, backends: members.length });
-      return poolSnapshot(entry);
+      const run = () => swap(entry, request);
+      const update = entry.updating.then(run, run);
+      entry.updating = update.catch(() => undefined);
+      return update;
     },
     setDraining({ model, url, draining }) {
       const entry = entries.get(model);

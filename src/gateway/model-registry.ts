@@ -2,9 +2,11 @@
 // sticky routing and draining can replace the round-robin choice here without touching it.
 // One undici keep-alive Pool per backend, created once and closed with the registry.
 import { Pool } from 'undici';
-import type { ModelConfig } from '../../config/schema.js';
+import type { LogprobsMode, ModelConfig, PrefixCacheStrategy } from '../../config/schema.js';
 import { GatewayError } from '../errors.js';
+import type { AgentView } from './agent-view.js';
 import type { BackendType, LogprobsPolicy } from './body-rewrite.js';
+import { versionCacheSalt } from './cache-salt.js';
 import type { RetryPolicy } from './retry-policy.js';
 
 /** Sockets idle longer than this are closed by us first, before a server's own idle timeout races us. */
@@ -28,9 +30,34 @@ export interface ModelPolicy {
   readonly upstreamModel: string;
   readonly tokenIds: boolean;
   readonly logprobs: LogprobsPolicy;
+  /** What the backends' logprobs mean (declared in config; the gateway cannot see the server flag). */
+  readonly logprobsMode: LogprobsMode;
+  /** Whether the agent's answer keeps what the gateway injected for the recording (agent-view.ts). */
+  readonly agentView: AgentView;
   readonly version: number;
+  readonly prefixCache: PrefixCacheStrategy;
+  /** The `cache_salt` of this version's vLLM bodies; null unless the strategy is `salt`. */
+  readonly cacheSalt: string | null;
   readonly firstByteTimeoutMs: number;
   readonly totalTimeoutMs: number;
+}
+
+/** A model's policy at one version. A new object per version: a call keeps the one it was sent under. */
+export function modelPolicy(model: ModelConfig, version: number): ModelPolicy {
+  const strategy = model.prefixCache.strategy;
+  return {
+    name: model.name,
+    upstreamModel: model.upstreamModel ?? model.name,
+    tokenIds: model.tokenIds,
+    logprobs: model.logprobs,
+    logprobsMode: model.logprobsMode,
+    agentView: model.agentView,
+    version,
+    prefixCache: strategy,
+    cacheSalt: strategy === 'salt' ? versionCacheSalt({ pool: model.name, version }) : null,
+    firstByteTimeoutMs: model.timeouts.firstByteMs,
+    totalTimeoutMs: model.timeouts.totalMs,
+  };
 }
 
 export interface ResolvedRoute {
@@ -63,6 +90,11 @@ export interface ModelRegistry {
   /** Counts a call on the route's backend until the returned release is called (idempotent). */
   begin?(route: ResolvedRoute): () => void;
   report?(route: ResolvedRoute, outcome: TryOutcome): void;
+  /**
+   * While the route's call is still counted (before its release): whether the pool moved to another version
+   * on the same backend server meanwhile, so the weights may have changed under the generation.
+   */
+  versionChangedInFlight?(route: ResolvedRoute): boolean;
   close(): Promise<void>;
 }
 
@@ -104,15 +136,7 @@ export function createStaticModelRegistry(options: StaticModelRegistryOptions): 
   const entries = new Map<string, ModelEntry>();
   for (const model of options.models) {
     entries.set(model.name, {
-      policy: {
-        name: model.name,
-        upstreamModel: model.upstreamModel ?? model.name,
-        tokenIds: model.tokenIds,
-        logprobs: model.logprobs,
-        version: model.version,
-        firstByteTimeoutMs: model.timeouts.firstByteMs,
-        totalTimeoutMs: model.timeouts.totalMs,
-      },
+      policy: modelPolicy(model, model.version),
       backends: model.backends.map((backend) => createBackend(backend, model)),
       next: 0,
     });

@@ -28,7 +28,7 @@ const OPT_IN_VALUES = new Set(['on', '1', 'true', 'yes']);
 export interface CachedResponse {
   readonly status: number;
   readonly contentType: string;
-  /** The exact body the agent received (JSON, or the SSE bytes of a stream). */
+  /** The backend's body as received, ids included (a hit cuts the agent's view from it, as the miss did). */
   readonly body: string;
   /** Epoch ms when it was stored. */
   readonly storedAt: number;

@@ -48,6 +48,9 @@ function finishReason(response: Obj, toolCalls: number): string | null {
     }
     case 'failed':
       return 'error';
+    // vLLM reports an engine abort (pause, sleep, abort_requests) this way; chat and completions say "abort".
+    case 'cancelled':
+      return 'abort';
     default:
       return null;
   }

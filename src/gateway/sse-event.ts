@@ -13,6 +13,8 @@ const RETRY = Buffer.from('retry');
 export interface SseFields {
   /** Joined `data:` values, or null when the event has none (a comment or a blank event). */
   readonly data: string | null;
+  /** How many `data:` lines were joined: with one, the JSON lies contiguous in the event's bytes. */
+  readonly dataLines: number;
   readonly event: string | null;
   /** A line whose field is none of data/event/id/retry: not an OpenAI stream (garbage from upstream). */
   readonly hasUnknownField: boolean;
@@ -24,6 +26,7 @@ function fieldIs(event: Buffer, lineStart: number, colon: number, name: Buffer):
 
 export function readSseFields(event: Buffer): SseFields {
   let data: string | null = null;
+  let dataLines = 0;
   let eventName: string | null = null;
   let hasUnknownField = false;
   const length = event.length;
@@ -43,6 +46,7 @@ export function readSseFields(event: Buffer): SseFields {
       if (fieldIs(event, lineStart, colon, DATA)) {
         const value = event.toString('utf8', valueStart, lineEnd);
         data = data === null ? value : `${data}\n${value}`;
+        dataLines++;
       } else if (fieldIs(event, lineStart, colon, EVENT)) {
         eventName = event.toString('utf8', valueStart, lineEnd);
       } else if (!fieldIs(event, lineStart, colon, ID) && !fieldIs(event, lineStart, colon, RETRY)) {
@@ -52,5 +56,5 @@ export function readSseFields(event: Buffer): SseFields {
     // Skip exactly one line terminator (CRLF counts as one).
     lineStart = lineEnd + (event[lineEnd] === CR && event[lineEnd + 1] === LF ? 2 : 1);
   }
-  return { data, event: eventName, hasUnknownField };
+  return { data, dataLines, event: eventName, hasUnknownField };
 }

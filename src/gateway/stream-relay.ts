@@ -1,12 +1,15 @@
 // Relays an upstream SSE stream to the agent while teeing each event into the call capture
 // (architecture §3.5). Complete events are forwarded as they arrive; consecutive untouched events of
-// one read go out as one slice of undici's own buffer (no copy, no re-serialisation). Only three
+// one read go out as one slice of undici's own buffer (no copy, no re-serialisation). Only four
 // kinds of event are not forwarded verbatim: the injected usage chunk (consumed when the agent did
-// not ask for usage), `"usage": null` members in that case (removed, contracts.md §1.3), and
-// `data: [DONE]`, which is held until the span is in the store (I3). Responses API streams (named events, no
+// not ask for usage), `"usage": null` members in that case (removed, contracts.md §1.3), chunks
+// carrying token ids or logprobs the gateway injected (nulled, or dropped when they carried nothing
+// else: agent-view.ts; the capture has read them first), and `data: [DONE]`, which is held until the
+// span is in the store (I3). Responses API streams (named events, no
 // [DONE], pitfall A.10) are forwarded untouched; their terminal event is the one held back instead.
 import type { OpenAIErrorBody } from '../errors.js';
 import type { AgentSink } from './agent-sink.js';
+import { type AgentViewStrip, strippedObject, viewStreamEvent } from './agent-view.js';
 import type { CallCapture, Endpoint } from './call-capture.js';
 import { RESPONSES_TERMINAL_EVENTS } from './responses-capture.js';
 import { readSseFields } from './sse-event.js';
@@ -48,6 +51,8 @@ export interface StreamRelayOptions {
   readonly sink: AgentSink;
   readonly capture: CallCapture;
   readonly clientAskedUsage: boolean;
+  /** What the gateway injected into the request and takes out of the answer; null: relay it as it comes. */
+  readonly strip: AgentViewStrip | null;
   readonly hooks: StreamRelayHooks;
 }
 
@@ -67,8 +72,11 @@ function isObj(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The event without its top-level `"usage": null` member; byte surgery when unambiguous, else re-serialised. */
-function withoutUsageNull(event: Buffer, chunk: Record<string, unknown>): Buffer {
+/**
+ * The event without its top-level `"usage": null` member; byte surgery when unambiguous, else `chunk()` (the
+ * event's content as parsed) is re-serialised.
+ */
+function withoutUsageNull(event: Buffer, chunk: () => Record<string, unknown>): Buffer {
   for (const pattern of USAGE_NULL_PATTERNS) {
     const at = event.indexOf(pattern);
     if (at === -1) continue;
@@ -77,7 +85,7 @@ function withoutUsageNull(event: Buffer, chunk: Record<string, unknown>): Buffer
     if (event.indexOf(pattern, at + 1) !== -1) break;
     return Buffer.concat([event.subarray(0, at), event.subarray(at + pattern.length)]);
   }
-  const { usage: _usage, ...rest } = chunk;
+  const { usage: _usage, ...rest } = chunk();
   return Buffer.from(`data: ${JSON.stringify(rest)}\n\n`);
 }
 
@@ -85,6 +93,7 @@ export class StreamRelay implements SseEventHandler {
   readonly #sink: AgentSink;
   readonly #capture: CallCapture;
   readonly #clientAskedUsage: boolean;
+  readonly #strip: AgentViewStrip | null;
   readonly #hooks: StreamRelayHooks;
   readonly #splitter: SseSplitter;
   #chunk: Buffer | null = null;
@@ -101,6 +110,7 @@ export class StreamRelay implements SseEventHandler {
     this.#sink = options.sink;
     this.#capture = options.capture;
     this.#clientAskedUsage = options.clientAskedUsage;
+    this.#strip = options.strip;
     this.#hooks = options.hooks;
     this.#splitter = new SseSplitter(this);
   }
@@ -173,23 +183,39 @@ export class StreamRelay implements SseEventHandler {
       } else this.#keep(event, startInChunk, endInChunk);
       return;
     }
-    if (!this.#clientAskedUsage && 'usage' in parsed) {
+    const dropsUsage = !this.#clientAskedUsage && 'usage' in parsed;
+    if (dropsUsage && isObj(parsed.usage)) {
       const choices = parsed.choices;
-      if (
-        isObj(parsed.usage) &&
-        (choices === null || choices === undefined || (Array.isArray(choices) && choices.length === 0))
-      ) {
+      if (choices === null || choices === undefined || (Array.isArray(choices) && choices.length === 0)) {
         // The injected usage chunk: recorded, not forwarded.
         this.#flushRun();
         return;
       }
-      if (parsed.usage === null) {
+    }
+    const strip = this.#strip;
+    let out = event;
+    if (strip !== null) {
+      const viewed = viewStreamEvent({ event, chunk: parsed, isOneDataLine: fields.dataLines === 1, strip });
+      if (viewed === null) {
+        // Sent only to carry injected ids: the agent's own request would not have produced it.
         this.#flushRun();
-        this.#write(withoutUsageNull(event, parsed));
         return;
       }
+      out = viewed;
     }
-    this.#keep(event, startInChunk, endInChunk);
+    if (dropsUsage && parsed.usage === null) {
+      this.#flushRun();
+      this.#write(
+        withoutUsageNull(out, () => (strip === null || out === event ? parsed : strippedObject(parsed, strip))),
+      );
+      return;
+    }
+    if (out === event) {
+      this.#keep(event, startInChunk, endInChunk);
+      return;
+    }
+    this.#flushRun();
+    this.#write(out);
   }
 
   #keep(event: Buffer, start: number, end: number): void {

@@ -1,7 +1,7 @@
 // The bytes sent upstream. Re-serialising the rewritten body costs a full JSON.stringify per call, which for
 // a 100 KB prompt (tool definitions, long histories) is most of the proxy's own CPU. When the rewrite only
-// added keys the client did not send (return_token_ids, logprobs, stream_options: the usual case), the
-// client's own bytes are sent with those keys appended before the closing brace: the same JSON object for
+// added keys the client did not send (return_token_ids, logprobs, stream_options, cache_salt: the usual case),
+// the client's own bytes are sent with those keys appended before the closing brace: the same JSON object for
 // any parser. Any override of a key the client sent falls back to serialising the whole body.
 import type { RewrittenBody } from './body-rewrite.js';
 
@@ -21,7 +21,7 @@ export interface UpstreamPayloadOptions {
   readonly client: Readonly<Record<string, unknown>>;
   /** The client's request bytes, when the route kept them. */
   readonly raw: Buffer | undefined;
-  readonly rewritten: Pick<RewrittenBody, 'body' | 'overrides'>;
+  readonly rewritten: Pick<RewrittenBody, 'body' | 'overrides' | 'injected'>;
 }
 
 export function upstreamPayload(options: UpstreamPayloadOptions): Buffer {
@@ -42,7 +42,8 @@ function appendKeys(
   while (end >= 0 && isJsonWhitespace(raw[end] as number)) end--;
   // Not an object's bytes (an empty body parsed as {}): serialise.
   if (end < 0 || raw[end] !== CLOSE_BRACE) return null;
-  const added = Object.keys(rewritten.overrides);
+  const overridden = Object.keys(rewritten.overrides);
+  const added = rewritten.injected.length === 0 ? overridden : [...overridden, ...rewritten.injected];
   if (added.length === 0) return raw;
   for (const key of added) if (Object.hasOwn(client, key)) return null;
   let suffix = '';

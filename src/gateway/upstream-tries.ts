@@ -205,57 +205,66 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       retries += 1;
       continue;
     }
-    const status = response.statusCode;
-    if (status >= 500) {
-      registry.report?.(route, { ok: false, reason: `HTTP ${status}` });
-    } else {
-      registry.report?.(route, { ok: true });
-    }
-    const retryable = policy !== null && !lastTry && isRetryableStatus(policy, status);
-    if (retryable) {
-      const retryAfterMs = parseRetryAfterMs({
-        retryAfterMs: headerValue(response.headers[HEADER_RETRY_AFTER_MS]),
-        retryAfter: headerValue(response.headers[HEADER_RETRY_AFTER]),
-      });
-      const delayMs = retryDelayMs(policy, {
-        retry: retries,
-        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-      });
-      // A server asking for a longer pause than we would wait gets its answer passed on: the agent's SDK waits.
-      if ((retryAfterMs === undefined || retryAfterMs <= policy.maxDelayMs) && budgetAllows(delayMs)) {
-        recordTry({ ...tryBase, statusCode: status, errorType: String(status), failure: String(status) });
-        await response.body.dump().catch(() => undefined);
-        release();
-        await sleep(delayMs, signal, options.aborted);
-        retries += 1;
-        continue;
+    // From here the backend has answered: whatever throws before the answer is handed over frees the slot.
+    try {
+      const status = response.statusCode;
+      if (status >= 500) {
+        registry.report?.(route, { ok: false, reason: `HTTP ${status}` });
+      } else {
+        registry.report?.(route, { ok: true });
       }
-    }
-    if (retries > 0) {
-      recordTry({ ...tryBase, statusCode: status, ...(status >= 400 ? { failure: String(status) } : {}) });
-    }
-    const remainingMs = Math.max(0, totalMs - (performance.now() - startedMs));
-    const deadline = setTimeout(() => response.body.destroy(new TotalTimeoutError(totalMs)), remainingMs);
-    deadline.unref();
-    return {
-      route,
-      response,
-      data,
-      retries,
-      // The slot is freed when the upstream body has closed, not when the agent got its last byte: the relay
-      // answers at [DONE] and leaves the rest of the body to drain (pitfall 46).
-      release: () => {
-        const body = response.body;
-        if (body.closed) {
-          clearTimeout(deadline);
-          release();
-          return;
-        }
-        body.once('close', () => {
-          clearTimeout(deadline);
-          release();
+      const retryable = policy !== null && !lastTry && isRetryableStatus(policy, status);
+      if (retryable) {
+        const retryAfterMs = parseRetryAfterMs({
+          retryAfterMs: headerValue(response.headers[HEADER_RETRY_AFTER_MS]),
+          retryAfter: headerValue(response.headers[HEADER_RETRY_AFTER]),
         });
-      },
-    };
+        const delayMs = retryDelayMs(policy, {
+          retry: retries,
+          ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+        });
+        // A server asking for a longer pause than we would wait gets its answer passed on: the agent's SDK waits.
+        if ((retryAfterMs === undefined || retryAfterMs <= policy.maxDelayMs) && budgetAllows(delayMs)) {
+          recordTry({ ...tryBase, statusCode: status, errorType: String(status), failure: String(status) });
+          await response.body.dump().catch(() => undefined);
+          release();
+          await sleep(delayMs, signal, options.aborted);
+          retries += 1;
+          continue;
+        }
+      }
+      if (retries > 0) {
+        recordTry({ ...tryBase, statusCode: status, ...(status >= 400 ? { failure: String(status) } : {}) });
+      }
+      const remainingMs = Math.max(0, totalMs - (performance.now() - startedMs));
+      const deadline = setTimeout(() => response.body.destroy(new TotalTimeoutError(totalMs)), remainingMs);
+      deadline.unref();
+      return {
+        route,
+        response,
+        data,
+        retries,
+        // The slot is freed when the upstream body has closed, not when the agent got its last byte: the relay
+        // answers at [DONE] and leaves the rest of the body to drain (pitfall 46).
+        release: () => {
+          const body = response.body;
+          if (body.closed) {
+            clearTimeout(deadline);
+            release();
+            return;
+          }
+          body.once('close', () => {
+            clearTimeout(deadline);
+            release();
+          });
+        },
+      };
+    } catch (error) {
+      // The abort error an unread body emits once destroyed is expected: nobody listens for it otherwise.
+      response.body.on('error', () => undefined);
+      response.body.destroy();
+      release();
+      throw error;
+    }
   }
 }

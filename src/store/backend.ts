@@ -15,6 +15,17 @@ import type {
 
 export const EVICTED = Symbol('evicted');
 
+/** What a write is about to read: see StoreBackend.commitPendingTouching. */
+export interface PendingKeys {
+  /** Rollouts whose row, attempts, spans or log entries it reads. */
+  readonly rolloutIds?: readonly string[];
+  readonly workerId?: string | null;
+  /** It pops the queue. */
+  readonly queue?: boolean;
+  /** It reads resources (the latest snapshot). */
+  readonly resources?: boolean;
+}
+
 export interface StoreBackend {
   readonly name: string;
   readonly capabilities: StoreCapabilities;
@@ -74,7 +85,21 @@ export interface StoreBackend {
 
   /** Resolves once every sequence id handed out so far can never be handed out again, even after a crash. */
   sequencesDurable(): Promise<void>;
-  /** Resolves once every write made so far is durable (immediately for memory). */
+  /**
+   * Ends the caller's unit of work (every write since the previous call) and resolves once it is durable
+   * (immediately for memory). When its commit fails it rejects, and the unit's changes are already undone in
+   * memory: a failed write changes nothing another caller can see afterwards, and fails no other unit.
+   */
   durable(): Promise<void>;
+  /**
+   * Commits (or fails and undoes) whatever is pending, now. Called before a read, so a reader never sees a write
+   * that then fails to commit.
+   */
+  commitPending(): void;
+  /**
+   * commitPending(), but only when something pending touches what the caller is about to act on, so a write
+   * never builds on another caller's write that then fails, and unrelated writes keep sharing one commit.
+   */
+  commitPendingTouching(keys: PendingKeys): void;
   close(): Promise<void>;
 }

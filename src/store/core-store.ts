@@ -1,10 +1,14 @@
 // The LightningStore contract (contracts.md §3) over a synchronous StoreBackend. Every public method does its
 // reads and writes without yielding, so each appears atomic to concurrent callers; then it awaits the
 // backend's durability point (a no-op in memory, the batched commit for SQLite) before answering.
+// A failed commit changes nothing: the backend undoes the failed unit before its caller hears of it. Reads first
+// have the backend commit what is pending, so they never see or return a write that is about to fail; a write
+// does so only when something pending touches what it acts on (its rollout, worker, the queue, resources), so it
+// never builds on such a write either, while unrelated writes (span ingest, many runners) share one commit.
 
 import type { Logger } from './../logger.js';
 import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js';
-import { EVICTED, type StoreBackend } from './backend.js';
+import { EVICTED, type PendingKeys, type StoreBackend } from './backend.js';
 import { validateCompletionQuery } from './completion-query.js';
 import { StoreError } from './errors.js';
 import { newAttemptId, newResourcesId, newRolloutId } from './ids.js';
@@ -12,6 +16,7 @@ import {
   notFound,
   validAttemptStatus,
   validateEnqueueRequest,
+  validateJsonDepth,
   validateResources,
   validateWorkerStatusIn,
   validConfigUpdate,
@@ -89,6 +94,13 @@ function clone<T>(value: T): T {
   return structuredClone(value);
 }
 
+/** What creating these rollouts reads: the ids a client chose (a retry finds its rollout), the latest resources. */
+function requestKeys(requests: readonly EnqueueRolloutRequest[], workerId: string | null | undefined): PendingKeys {
+  const rolloutIds: string[] = [];
+  for (const request of requests) if (typeof request?.rollout_id === 'string') rolloutIds.push(request.rollout_id);
+  return { rolloutIds, workerId: workerId ?? null, resources: true };
+}
+
 function has<T extends object>(update: T, key: keyof T): boolean {
   return Object.hasOwn(update, key) && update[key] !== undefined;
 }
@@ -109,7 +121,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     this.logger = options.logger;
     this.#watchdog = new Watchdog({
       intervalMs: options.watchdogIntervalMs ?? DEFAULT_WATCHDOG_INTERVAL_MS,
-      scan: () => this.#scan(nowSeconds()),
+      scan: () => this.#scanAsUnit(),
       onError: (error) => this.logger?.error('store watchdog failed', { err: error }),
     });
     this.#watchdog.start();
@@ -118,7 +130,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   // ---- rollouts and the queue -------------------------------------------------------------------------
 
   async startRollout(request: StartRolloutRequest): Promise<AttemptedRollout> {
-    this.#watchdog.maybeRun();
+    this.#settle(requestKeys([request], request.worker_id));
     const existing = this.#existingForIdempotentRequest(request);
     let result: AttemptedRollout;
     if (existing !== undefined) {
@@ -139,14 +151,14 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async enqueueRollout(request: EnqueueRolloutRequest): Promise<Rollout> {
-    this.#watchdog.maybeRun();
+    this.#settle(requestKeys([request], null));
     const rollout = this.#enqueueOne(request, nowSeconds());
     await this.backend.durable();
     return clone(rollout);
   }
 
   async enqueueManyRollouts(requests: EnqueueRolloutRequest[]): Promise<Rollout[]> {
-    this.#watchdog.maybeRun();
+    this.#settle(requestKeys(requests, null));
     const now = nowSeconds();
     // Validate everything first so a bad request leaves nothing half-enqueued.
     for (const request of requests) validateEnqueueRequest(request);
@@ -172,7 +184,8 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async #claimFromQueue(limit: number, workerId: string | null): Promise<AttemptedRollout[]> {
-    this.#watchdog.maybeRun();
+    // Only rollouts whose enqueue is durable are claimed.
+    this.#settle({ queue: true, workerId });
     const now = nowSeconds();
     const claimed: AttemptedRollout[] = [];
     while (claimed.length < limit) {
@@ -204,7 +217,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     rolloutId: string,
     options: { worker_id?: string | null; attempt_id?: string | null } = {},
   ): Promise<AttemptedRollout> {
-    this.#watchdog.maybeRun();
+    this.#settle({ rolloutIds: [rolloutId], workerId: options.worker_id ?? null });
     const rollout = this.#requireRollout(rolloutId);
     const result = this.#startAttempt(rollout, options.worker_id ?? null, options.attempt_id ?? null);
     await this.backend.durable();
@@ -212,10 +225,13 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async updateRollout(rolloutId: string, update: RolloutUpdate): Promise<Rollout> {
-    this.#watchdog.maybeRun();
+    this.#settle({ rolloutIds: [rolloutId] });
     const rollout = this.#requireRollout(rolloutId);
     const next: Rollout = { ...rollout };
-    if (Object.hasOwn(update, 'input')) next.input = update.input ?? null;
+    if (Object.hasOwn(update, 'input')) {
+      validateJsonDepth(update.input, 'input');
+      next.input = update.input ?? null;
+    }
     if (Object.hasOwn(update, 'mode')) next.mode = validMode(update.mode);
     if (Object.hasOwn(update, 'resources_id')) next.resources_id = update.resources_id ?? null;
     if (Object.hasOwn(update, 'metadata')) next.metadata = clone(validMetadata(update.metadata, 'metadata'));
@@ -234,7 +250,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async updateAttempt(rolloutId: string, attemptId: string, update: AttemptUpdate): Promise<Attempt> {
-    this.#watchdog.maybeRun();
+    this.#settle({ rolloutIds: [rolloutId], workerId: update.worker_id ?? null });
     const rollout = this.#requireRollout(rolloutId);
     const latest = this.backend.getLatestAttempt(rolloutId);
     const attempt = attemptId === LATEST ? latest : this.backend.getAttempt(rolloutId, attemptId);
@@ -307,7 +323,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   // ---- queries ------------------------------------------------------------------------------------------
 
   async queryRollouts(query: RolloutQuery = {}): Promise<PaginatedResult<Rollout | AttemptedRollout>> {
-    this.#watchdog.maybeRun();
+    this.#settle();
     const page = validatePage(query, { allowedSortFields: ROLLOUT_FIELDS });
     const logic = validateFilterLogic(query.filter_logic);
     const filters: Array<(r: Rollout) => boolean> = [];
@@ -328,24 +344,25 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async queryAttempts(rolloutId: string, query: AttemptQuery = {}): Promise<PaginatedResult<Attempt>> {
-    this.#watchdog.maybeRun();
+    this.#settle();
     const page = validatePage(query, { allowedSortFields: ATTEMPT_FIELDS, defaultSortBy: 'sequence_id' });
     return clone(sortAndPage(this.backend.listAttempts(rolloutId), page));
   }
 
   async getRolloutById(rolloutId: string): Promise<Rollout | AttemptedRollout | null> {
-    this.#watchdog.maybeRun();
+    this.#settle();
     const rollout = this.backend.getRollout(rolloutId);
     return rollout === undefined ? null : clone(this.#withLatestAttempt(rollout));
   }
 
   async getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
-    this.#watchdog.maybeRun();
+    this.#settle();
     const attempt = this.backend.getLatestAttempt(rolloutId);
     return attempt === undefined ? null : clone(attempt);
   }
 
   async querySpans(rolloutId: string, query: SpanQuery = {}): Promise<PaginatedResult<Span>> {
+    this.backend.commitPending();
     const page = validatePage(query, { allowedSortFields: SPAN_FIELDS, defaultSortBy: 'sequence_id' });
     const logic = validateFilterLogic(query.filter_logic);
     let attemptId: string | null = query.attempt_id ?? null;
@@ -380,6 +397,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
 
   async queryResources(query: ResourcesQuery = {}): Promise<PaginatedResult<ResourcesUpdate>> {
     const page = validatePage(query, { allowedSortFields: RESOURCES_FIELDS });
+    this.backend.commitPending();
     const filters: Array<(r: ResourcesUpdate) => boolean> = [];
     const id = query.resources_id;
     if (id != null) filters.push((r) => r.resources_id === id);
@@ -389,11 +407,13 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async getResourcesById(resourcesId: string): Promise<ResourcesUpdate | null> {
+    this.backend.commitPending();
     const resources = this.backend.getResources(resourcesId);
     return resources === undefined ? null : clone(resources);
   }
 
   async getLatestResources(): Promise<ResourcesUpdate | null> {
+    this.backend.commitPending();
     const resources = this.backend.latestResources();
     return resources === undefined ? null : clone(resources);
   }
@@ -419,6 +439,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     options: ResourcesWriteOptions = {},
   ): Promise<ResourcesUpdate> {
     validateResources(resources);
+    this.backend.commitPendingTouching({ resources: true });
     const now = nowSeconds();
     const existing = this.backend.getResources(resourcesId);
     const snapshot: ResourcesUpdate =
@@ -442,6 +463,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
 
   async queryCompletions(query: CompletionQuery = {}): Promise<CompletionPage> {
     const { after, limit } = validateCompletionQuery(query);
+    this.backend.commitPending();
     const items = this.backend.listCompletions(after, limit);
     const last = items[items.length - 1];
     return clone({
@@ -454,7 +476,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   // ---- workers ------------------------------------------------------------------------------------------
 
   async queryWorkers(query: WorkerQuery = {}): Promise<PaginatedResult<Worker>> {
-    this.#watchdog.maybeRun();
+    this.#settle();
     const page = validatePage(query, { allowedSortFields: WORKER_FIELDS });
     const logic = validateFilterLogic(query.filter_logic);
     const filters: Array<(w: Worker) => boolean> = [];
@@ -469,13 +491,13 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async getWorkerById(workerId: string): Promise<Worker | null> {
-    this.#watchdog.maybeRun();
+    this.#settle();
     const worker = this.backend.getWorker(workerId);
     return worker === undefined ? null : clone(worker);
   }
 
   async updateWorker(workerId: string, update: WorkerUpdate = {}): Promise<Worker> {
-    this.#watchdog.maybeRun();
+    this.#settle({ workerId });
     if (Object.hasOwn(update, 'heartbeat_stats') && update.heartbeat_stats === null) {
       throw new StoreError('invalid_argument', 'heartbeat_stats cannot be null', { param: 'heartbeat_stats' });
     }
@@ -493,7 +515,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   // ---- waits, statistics, lifecycle -------------------------------------------------------------------
 
   async waitForRollouts(rolloutIds: readonly string[], options: WaitOptions = {}): Promise<Rollout[]> {
-    this.#watchdog.maybeRun();
+    this.#settle();
     const timeout = options.timeout ?? null;
     const pending = new Set<string>();
     for (const id of new Set(rolloutIds)) {
@@ -509,6 +531,8 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     } else if (options.signal?.aborted) {
       throw options.signal.reason;
     }
+    // Woken by a transition that may still be committing: answer with what is durable.
+    this.backend.commitPending();
     const finished: Rollout[] = [];
     for (const id of new Set(rolloutIds)) {
       const rollout = this.backend.getRollout(id);
@@ -518,6 +542,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async statistics(): Promise<StoreStatistics> {
+    this.backend.commitPending();
     const thresholds = this.backend.spanThresholds();
     return {
       name: this.backend.name,
@@ -545,10 +570,31 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
 
   /** Runs one watchdog scan now (contracts.md §3.6); the timer calls this too. */
   runWatchdog(): void {
-    this.#scan(nowSeconds());
+    this.#scanAsUnit();
   }
 
   // ---- internals ----------------------------------------------------------------------------------------
+
+  /**
+   * The watchdog's due scan, then the commit of what is pending (of what touches `keys`, for a write), so the call
+   * that follows reads, returns and builds on durable state only.
+   */
+  #settle(keys?: PendingKeys): void {
+    this.#watchdog.maybeRun();
+    if (keys === undefined) this.backend.commitPending();
+    else this.backend.commitPendingTouching(keys);
+  }
+
+  /** A scan's writes are a unit of their own: they never join, or fail with, the call that triggered the scan. */
+  #scanAsUnit(): void {
+    try {
+      this.#scan(nowSeconds());
+    } finally {
+      this.backend
+        .durable()
+        .catch((error: unknown) => this.logger?.error('store watchdog commit failed', { err: error }));
+    }
+  }
 
   #scan(now: number): void {
     if (this.#closed) return;
@@ -688,6 +734,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       if (span === null || typeof span !== 'object') {
         throw new StoreError('invalid_argument', 'span must be an object', { param: 'span' });
       }
+      validateJsonDepth(span, 'span');
       this.#requireRollout(span.rollout_id);
       if (this.backend.getAttempt(span.rollout_id, span.attempt_id) === undefined) {
         throw notFound('Attempt', `${span.rollout_id}/${span.attempt_id}`, 'attempt_id');

@@ -1,5 +1,6 @@
 // Input checks shared by every store (CoreStore and PostgresStore), so each backend rejects the same input
 // with the same StoreError; status rules are not here (they are the shared machines in *-status.ts).
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../json-depth.js';
 import { StoreError } from './errors.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
 import {
@@ -19,6 +20,16 @@ import {
 
 export function notFound(kind: string, id: string, param: string): StoreError {
   return new StoreError('not_found', `${kind} not found: ${id}`, { param });
+}
+
+/**
+ * Refuses a value nested deeper than MAX_JSON_DEPTH before anything is written: serialising it for the database
+ * would overflow the stack at commit time, far from the caller (docs/input-limits.md).
+ */
+export function validateJsonDepth(value: unknown, param: string): void {
+  if (exceedsJsonDepth(value)) {
+    throw new StoreError('invalid_argument', `${param} is nested deeper than ${MAX_JSON_DEPTH} levels`, { param });
+  }
 }
 
 export function validMode(mode: RolloutMode | null | undefined): RolloutMode | null {
@@ -49,6 +60,7 @@ export function validMetadata<T extends object>(value: T | null | undefined, par
   if (typeof value !== 'object' || Array.isArray(value)) {
     throw new StoreError('invalid_argument', `${param} must be an object`, { param });
   }
+  validateJsonDepth(value, param);
   return value;
 }
 
@@ -56,6 +68,7 @@ export function validateEnqueueRequest(request: EnqueueRolloutRequest): void {
   if (request === null || typeof request !== 'object' || !Object.hasOwn(request, 'input')) {
     throw new StoreError('invalid_argument', 'input is required', { param: 'input' });
   }
+  validateJsonDepth(request.input, 'input');
   validMode(request.mode);
   validMetadata(request.metadata, 'metadata');
   normaliseRolloutConfig(request.config);
@@ -98,6 +111,7 @@ export function validateResources(resources: NamedResources): void {
   if (resources === null || typeof resources !== 'object' || Array.isArray(resources)) {
     throw new StoreError('invalid_argument', 'resources must be an object of named resources', { param: 'resources' });
   }
+  validateJsonDepth(resources, 'resources');
   for (const [name, resource] of Object.entries(resources)) {
     if (resource === null || typeof resource !== 'object' || typeof resource.resource_type !== 'string') {
       throw new StoreError('invalid_argument', `resource ${name} needs a resource_type`, {

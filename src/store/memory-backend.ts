@@ -1,7 +1,7 @@
 // In-process storage for CoreStore: maps plus a FIFO array, and span byte accounting with eviction
 // (contracts.md §3.7 "Span memory"; pitfall 41).
 import { totalmem } from 'node:os';
-import { EVICTED, type StoreBackend } from './backend.js';
+import { EVICTED, type PendingKeys, type StoreBackend } from './backend.js';
 import { StoreError } from './errors.js';
 import { shareRepeatedStrings } from './shared-strings.js';
 import { estimateSpanBytes } from './span-normalize.js';
@@ -311,6 +311,71 @@ export class MemoryBackend implements StoreBackend {
     return existed;
   }
 
+  // ---- undoing writes that never became durable (a durable subclass restores them from disk) ---------
+
+  /** Forgets a rollout's entry, running mark and queue place; its attempts are replaced separately. */
+  protected forgetRolloutEntry(rolloutId: string): void {
+    this.rollouts.delete(rolloutId);
+    this.active.delete(rolloutId);
+    this.unqueue(rolloutId);
+  }
+
+  /** Takes a rollout out of the queue: its membership and its entry, so no dequeue meets it later. */
+  protected unqueue(rolloutId: string): void {
+    if (!this.queued.delete(rolloutId)) return;
+    // Undone entries are recent: search from the tail.
+    const at = this.queue.lastIndexOf(rolloutId);
+    if (at >= this.queueHead) this.queue.splice(at, 1);
+  }
+
+  /** Puts a rollout back in the queue, before the first entry that `comesAfter` says belongs behind it. */
+  protected requeue(rolloutId: string, comesAfter: (other: string) => boolean): void {
+    if (this.queued.has(rolloutId)) return;
+    let at = this.queueHead;
+    while (at < this.queue.length && !comesAfter(this.queue[at] as string)) at++;
+    this.queue.splice(at, 0, rolloutId);
+    this.queued.add(rolloutId);
+  }
+
+  /** Replaces a rollout's attempts (none: the rollout has no attempt). */
+  protected replaceAttempts(rolloutId: string, attempts: readonly Attempt[]): void {
+    this.attemptTotal -= this.attempts.get(rolloutId)?.length ?? 0;
+    if (attempts.length === 0) {
+      this.attempts.delete(rolloutId);
+      return;
+    }
+    this.attempts.set(
+      rolloutId,
+      [...attempts].sort((a, b) => a.sequence_id - b.sequence_id),
+    );
+    this.attemptTotal += attempts.length;
+  }
+
+  /** Drops log entries that never became durable; their sequence numbers are not handed out again. */
+  protected dropCompletions(seqs: ReadonlySet<number>): void {
+    if (seqs.size === 0) return;
+    // Undone entries are recent: search from the tail for the earliest of them.
+    let first = -1;
+    let found = 0;
+    for (let i = this.completions.length - 1; i >= 0 && found < seqs.size; i--) {
+      if (seqs.has((this.completions[i] as CompletionEntry).seq)) {
+        first = i;
+        found++;
+      }
+    }
+    if (first < 0) return;
+    const tail = this.completions.splice(first);
+    for (const entry of tail) {
+      if (entry.deleted) continue;
+      this.liveCompletions--;
+      const positions = this.completionIndex.get(entry.rollout_id);
+      if (positions === undefined) continue;
+      while (positions.length > 0 && (positions[positions.length - 1] as number) >= first) positions.pop();
+      if (positions.length === 0) this.completionIndex.delete(entry.rollout_id);
+    }
+    for (const entry of tail) if (!seqs.has(entry.seq)) this.loadCompletion(entry);
+  }
+
   appendCompletion(entry: { rollout_id: string; status: RolloutStatus; time: number }): CompletionEntry {
     this.lastCompletionSeq++;
     return this.loadCompletion({ seq: this.lastCompletionSeq, ...entry, deleted: false });
@@ -348,6 +413,11 @@ export class MemoryBackend implements StoreBackend {
   durable(): Promise<void> {
     return RESOLVED;
   }
+
+  /** Nothing is ever pending in memory. */
+  commitPending(): void {}
+
+  commitPendingTouching(_keys: PendingKeys): void {}
 
   sequencesDurable(): Promise<void> {
     return RESOLVED;

@@ -6,7 +6,7 @@ import type { PoolClient } from 'pg';
 import type { Logger } from '../logger.js';
 import { nextAttemptState } from './attempt-status.js';
 import { StoreError } from './errors.js';
-import { notFound } from './input-validation.js';
+import { notFound, validateJsonDepth } from './input-validation.js';
 import {
   type ApplyContext,
   applyRolloutEvent,
@@ -40,6 +40,11 @@ function checkTarget(
 ): StoreError | null {
   if (span === null || typeof span !== 'object') {
     return new StoreError('invalid_argument', 'span must be an object', { param: 'span' });
+  }
+  try {
+    validateJsonDepth(span, 'span');
+  } catch (error) {
+    return error as StoreError;
   }
   if (!rollouts.has(span.rollout_id)) return notFound('Rollout', span.rollout_id, 'rollout_id');
   if (!attempts.has(attemptKey(span.rollout_id, span.attempt_id))) {

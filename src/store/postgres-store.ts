@@ -17,6 +17,7 @@ import {
   notFound,
   validAttemptStatus,
   validateEnqueueRequest,
+  validateJsonDepth,
   validateResources,
   validateWorkerStatusIn,
   validConfigUpdate,
@@ -444,7 +445,10 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     return this.#tx(async (c, effects) => {
       const locked = await this.#requireRollout(c, rolloutId);
       const next: Rollout = { ...locked.rollout };
-      if (Object.hasOwn(update, 'input')) next.input = update.input ?? null;
+      if (Object.hasOwn(update, 'input')) {
+        validateJsonDepth(update.input, 'input');
+        next.input = update.input ?? null;
+      }
       if (Object.hasOwn(update, 'mode')) next.mode = validMode(update.mode);
       if (Object.hasOwn(update, 'resources_id')) next.resources_id = update.resources_id ?? null;
       if (Object.hasOwn(update, 'metadata')) next.metadata = validMetadata(update.metadata, 'metadata') ?? null;

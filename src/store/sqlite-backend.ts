@@ -4,11 +4,18 @@
 // setImmediate, and CoreStore answers a caller only after the commit holding its change (durable()), so an
 // acknowledged write survives a process crash. WAL + synchronous=NORMAL: a commit reaches the OS before the
 // promise resolves (kill -9 safe); FULL additionally fsyncs each commit (power-loss safe, slower).
+//
+// A write that fails affects only itself (docs/input-limits.md): each caller's writes are one unit; when the
+// batch transaction fails, every unit is committed again in a transaction of its own, so only the units that
+// fail on their own are rejected (each to its own caller), and what they changed in memory is restored from
+// the file before anyone is answered.
 
 import type BetterSqlite3 from 'better-sqlite3';
 import Database from 'better-sqlite3';
 import { ATTR_PROMPT_TOKEN_IDS, ATTR_RESPONSE_TOKEN_IDS } from '../tracing/attributes.js';
-import type { EVICTED } from './backend.js';
+import { assertNever } from './assert-never.js';
+import type { EVICTED, PendingKeys } from './backend.js';
+import { StoreError } from './errors.js';
 import { MemoryBackend } from './memory-backend.js';
 import { migrate } from './sqlite-schema.js';
 import { unpackIntArrays } from './token-ids-codec.js';
@@ -55,10 +62,59 @@ function deferred(): Deferred {
     resolve = res;
     reject = rej;
   });
-  // A flush failure is delivered to every awaiting caller; this guard only stops an unhandled rejection
-  // when nobody happened to await this particular batch.
+  // A commit failure is delivered to whoever awaits it; this guard only stops an unhandled rejection when
+  // nobody did.
   promise.catch(() => {});
   return { promise, resolve, reject };
+}
+
+/** One row write of a unit, holding the value as the unit wrote it (stored objects are never mutated). */
+type UnitWrite =
+  | { kind: 'rollout'; rolloutId: string; rollout: Rollout; queuePos: number | null }
+  | { kind: 'attempt'; attempt: Attempt }
+  | { kind: 'span'; span: Span }
+  | { kind: 'completion'; entry: CompletionEntry }
+  | { kind: 'resources'; resources: ResourcesUpdate; latest: boolean }
+  | { kind: 'worker'; worker: Worker };
+
+/** The writes one caller made between two durable() calls, committed or failed together. */
+interface Unit {
+  readonly writes: UnitWrite[];
+  /** Created when the caller asks (durable()); a unit nobody awaits (a watchdog scan) has none. */
+  done: Deferred | null;
+}
+
+/** The units of one event-loop turn, committed together by one flush. */
+interface Batch {
+  readonly units: Unit[];
+  /** Settles when the flush has run, never rejecting (for callers that wrote nothing). */
+  readonly settled: Deferred;
+  /** For sequencesDurable(): the counter reservations of this batch. */
+  counters: Deferred | null;
+  /** What its units touched, for commitPendingTouching. */
+  readonly rollouts: Set<string>;
+  readonly workers: Set<string>;
+  queue: boolean;
+  resources: boolean;
+}
+
+/** A value that cannot be turned into its row (JSON.stringify threw): the writer's fault, not the database's. */
+class UnstorableValue extends Error {}
+
+function serialised<T>(produce: () => T): T {
+  try {
+    return produce();
+  } catch (error) {
+    throw new UnstorableValue(error instanceof Error ? error.message : String(error), { cause: error });
+  }
+}
+
+/** A unit's failure as its caller sees it: an unstorable value is their invalid argument; the rest is ours. */
+function unitFailure(error: unknown): unknown {
+  if (!(error instanceof UnstorableValue)) return error;
+  return new StoreError('invalid_argument', `A value of this write cannot be stored: ${error.message}`, {
+    cause: error.cause,
+  });
 }
 
 const RESOLVED: Promise<void> = Promise.resolve();
@@ -100,29 +156,26 @@ export class SqliteBackend extends MemoryBackend {
   readonly #db: BetterSqlite3.Database;
   readonly #onFlushError: (error: unknown) => void;
   readonly #stmt: ReturnType<SqliteBackend['prepare']>;
-  readonly #flushTx: () => void;
+  /** Writes units (and, with `counters`, the pending id reservations) in one transaction; returns span bytes. */
+  readonly #writeTx: (units: readonly Unit[], options: { counters: boolean }) => number;
+  readonly #countersTx: () => void;
   readonly #deleteTx: (rolloutId: string) => { count: number; bytes: number };
 
   readonly #queuePos = new Map<string, number>();
   #nextQueuePos = 1;
-  readonly #dirtyRollouts = new Set<string>();
-  readonly #dirtyAttempts = new Map<string, Attempt>();
   readonly #dirtyCounters = new Set<string>();
   /** Persisted high-water mark per rollout (>= every id handed out). */
   readonly #reserved = new Map<string, number>();
   #reservationPending = false;
-  readonly #dirtyResources = new Set<string>();
-  readonly #dirtyWorkers = new Set<string>();
-  #latestResourcesDirty = false;
-  #pendingCompletions: CompletionEntry[] = [];
-  #pendingSpans: Span[] = [];
   readonly #packer = new VarintPacker();
   readonly #bases = new TokenPrefixBases();
   readonly #pendingSpanKeys = new Set<string>();
   readonly #spanKeys = new Map<string, Set<string>>();
   #spanCount = 0;
   #spanBytes = 0;
-  #batch: Deferred | null = null;
+  #batch: Batch | null = null;
+  /** The unit the current caller is writing; closed by durable(). */
+  #unit: Unit | null = null;
   #closed = false;
 
   constructor(options: SqliteBackendOptions) {
@@ -138,7 +191,10 @@ export class SqliteBackend extends MemoryBackend {
       this.#db.pragma('foreign_keys = OFF');
       migrate(this.#db);
       this.#stmt = this.prepare();
-      this.#flushTx = this.#db.transaction(() => this.#writeJournal());
+      this.#writeTx = this.#db.transaction((units: readonly Unit[], options: { counters: boolean }) =>
+        this.#writeUnits(units, options),
+      );
+      this.#countersTx = this.#db.transaction(() => this.#writeCounters());
       this.#deleteTx = this.#db.transaction((rolloutId: string) => this.#deleteRows(rolloutId));
       this.#load();
     } catch (error) {
@@ -198,6 +254,15 @@ export class SqliteBackend extends MemoryBackend {
         'SELECT id, data, packed, packing, base_id FROM spans WHERE rollout_id = ? AND attempt_id = ? ORDER BY id',
       ),
       spanById: db.prepare<[number], SpanRow>('SELECT id, data, packed, packing, base_id FROM spans WHERE id = ?'),
+      rolloutById: db.prepare<[string], { queue_pos: number | null; data: string }>(
+        'SELECT queue_pos, data FROM rollouts WHERE rollout_id = ?',
+      ),
+      attemptsOfRollout: db.prepare<[string], { data: string }>(
+        'SELECT data FROM attempts WHERE rollout_id = ? ORDER BY rowid',
+      ),
+      resourcesById: db.prepare<[string], { data: string }>('SELECT data FROM resources WHERE resources_id = ?'),
+      workerById: db.prepare<[string], { data: string }>('SELECT data FROM workers WHERE worker_id = ?'),
+      metaValue: db.prepare<[string], string>('SELECT value FROM meta WHERE key = ?').pluck(),
     };
   }
 
@@ -266,7 +331,7 @@ export class SqliteBackend extends MemoryBackend {
     this.#spanBytes = totals?.bytes ?? 0;
   }
 
-  // ---- write-through overrides ---------------------------------------------------------------------
+  // ---- write-through overrides: each change joins the current caller's unit ----------------------
 
   override putRollout(rollout: Rollout): void {
     super.putRollout(rollout);
@@ -274,38 +339,44 @@ export class SqliteBackend extends MemoryBackend {
       this.#spanKeys.delete(rollout.rollout_id);
       this.#bases.forgetRollout(rollout.rollout_id);
     }
-    this.#dirtyRollouts.add(rollout.rollout_id);
-    this.#schedule();
+    this.#recordRollout(rollout.rollout_id);
   }
 
   override enqueue(rolloutId: string): void {
     if (this.isQueued(rolloutId)) return;
     super.enqueue(rolloutId);
     this.#queuePos.set(rolloutId, this.#nextQueuePos++);
-    this.#dirtyRollouts.add(rolloutId);
-    this.#schedule();
+    this.#openBatch().queue = true;
+    this.#recordRollout(rolloutId);
   }
 
   override popQueue(): string | undefined {
     const id = super.popQueue();
     if (id !== undefined) {
       this.#queuePos.delete(id);
-      this.#dirtyRollouts.add(id);
-      this.#schedule();
+      this.#recordRollout(id);
     }
     return id;
   }
 
+  /** The rollout row as it is now: its data and its queue place. */
+  #recordRollout(rolloutId: string): void {
+    const rollout = this.rollouts.get(rolloutId);
+    // A queue entry may outlive its rollout (deleted): there is no row to write.
+    if (rollout === undefined) return;
+    this.#record({ kind: 'rollout', rolloutId, rollout, queuePos: this.#queuePos.get(rolloutId) ?? null });
+  }
+
   override putAttempt(attempt: Attempt): void {
     super.putAttempt(attempt);
-    this.#dirtyAttempts.set(attempt.rollout_id + KEY_SEPARATOR + attempt.attempt_id, attempt);
-    this.#schedule();
+    this.#record({ kind: 'attempt', attempt });
   }
 
   // Sequence ids are handed out from blocks reserved on disk: the stored value is a high-water mark at or above
   // every id handed out, so allocation is an in-memory increment that waits for a commit only when it opens a
   // new block. After a crash a rollout resumes above its last block (a gap, never a reuse); a clean close
-  // stores the exact counters, so a restart continues without a gap.
+  // stores the exact counters, so a restart continues without a gap. Reservations belong to no unit: they are
+  // committed even when every unit of their batch fails, since the ids may already be in use.
   override allocateSequenceIds(rolloutId: string, count: number): number {
     const first = super.allocateSequenceIds(rolloutId, count);
     this.#reserveUpTo(rolloutId);
@@ -323,30 +394,29 @@ export class SqliteBackend extends MemoryBackend {
     this.#reserved.set(rolloutId, value + SEQUENCE_BLOCK);
     this.#dirtyCounters.add(rolloutId);
     this.#reservationPending = true;
-    this.#schedule();
+    this.#openBatch();
   }
 
   override sequencesDurable(): Promise<void> {
-    return this.#reservationPending && this.#batch !== null ? this.#batch.promise : RESOLVED;
+    const batch = this.#batch;
+    if (!this.#reservationPending || batch === null) return RESOLVED;
+    batch.counters ??= deferred();
+    return batch.counters.promise;
   }
 
   override putResources(resources: ResourcesUpdate, options: { latest?: boolean } = {}): void {
     super.putResources(resources, options);
-    this.#dirtyResources.add(resources.resources_id);
-    if (options.latest !== false) this.#latestResourcesDirty = true;
-    this.#schedule();
+    this.#record({ kind: 'resources', resources, latest: options.latest !== false });
   }
 
   override putWorker(worker: Worker): void {
     super.putWorker(worker);
-    this.#dirtyWorkers.add(worker.worker_id);
-    this.#schedule();
+    this.#record({ kind: 'worker', worker });
   }
 
   override appendCompletion(entry: { rollout_id: string; status: RolloutStatus; time: number }): CompletionEntry {
     const stored = super.appendCompletion(entry);
-    this.#pendingCompletions.push(stored);
-    this.#schedule();
+    this.#record({ kind: 'completion', entry: stored });
     return stored;
   }
 
@@ -356,12 +426,13 @@ export class SqliteBackend extends MemoryBackend {
    */
   override deleteRollout(rolloutId: string): boolean {
     this.flushNow();
+    // The rows go first: when their transaction fails, memory still holds what the file holds.
+    const removed = this.#deleteTx(rolloutId);
     const existed = super.deleteRollout(rolloutId);
     this.#queuePos.delete(rolloutId);
     this.#spanKeys.delete(rolloutId);
     this.#bases.forgetRollout(rolloutId);
     this.#reserved.delete(rolloutId);
-    const removed = this.#deleteTx(rolloutId);
     this.#spanCount -= removed.count;
     this.#spanBytes -= removed.bytes;
     return existed;
@@ -394,11 +465,10 @@ export class SqliteBackend extends MemoryBackend {
 
   override insertSpan(span: Span): void {
     // Serialised at commit time, straight into a reusable buffer (the span is the store's own copy).
-    this.#pendingSpans.push(span);
+    this.#record({ kind: 'span', span });
     this.#pendingSpanKeys.add(span.rollout_id + KEY_SEPARATOR + span.attempt_id + KEY_SEPARATOR + span.span_id);
     this.#spanKeys.get(span.rollout_id)?.add(span.attempt_id + KEY_SEPARATOR + span.span_id);
     this.#spanCount++;
-    this.#schedule();
   }
 
   override listSpans(rolloutId: string, attemptId: string | null): Span[] | typeof EVICTED {
@@ -453,33 +523,224 @@ export class SqliteBackend extends MemoryBackend {
   // ---- the journal ---------------------------------------------------------------------------------
 
   override durable(): Promise<void> {
-    return this.#batch?.promise ?? RESOLVED;
+    const unit = this.#unit;
+    this.#unit = null;
+    // A caller that wrote nothing waits for what it may have read from the pending batch.
+    if (unit === null) return this.#batch?.settled.promise ?? RESOLVED;
+    unit.done ??= deferred();
+    return unit.done.promise;
   }
 
-  #schedule(): void {
-    if (this.#batch !== null) return;
-    this.#batch = deferred();
-    setImmediate(() => this.flushNow());
+  override commitPending(): void {
+    this.flushNow();
   }
 
-  /** Commits everything pending in one transaction and settles the callers waiting on it. */
+  override commitPendingTouching(keys: PendingKeys): void {
+    const batch = this.#batch;
+    if (batch === null) return;
+    if (
+      (keys.queue === true && batch.queue) ||
+      (keys.resources === true && batch.resources) ||
+      (keys.workerId != null && batch.workers.has(keys.workerId)) ||
+      keys.rolloutIds?.some((id) => batch.rollouts.has(id)) === true
+    ) {
+      this.flushNow();
+    }
+  }
+
+  #record(write: UnitWrite): void {
+    const batch = this.#openBatch();
+    let unit = this.#unit;
+    if (unit === null) {
+      unit = { writes: [], done: null };
+      this.#unit = unit;
+      batch.units.push(unit);
+    }
+    unit.writes.push(write);
+    switch (write.kind) {
+      case 'rollout':
+        batch.rollouts.add(write.rolloutId);
+        break;
+      case 'attempt':
+        batch.rollouts.add(write.attempt.rollout_id);
+        break;
+      case 'span':
+        batch.rollouts.add(write.span.rollout_id);
+        break;
+      case 'completion':
+        batch.rollouts.add(write.entry.rollout_id);
+        break;
+      case 'resources':
+        batch.resources = true;
+        break;
+      case 'worker':
+        batch.workers.add(write.worker.worker_id);
+        break;
+      default:
+        assertNever(write);
+    }
+  }
+
+  #openBatch(): Batch {
+    if (this.#batch === null) {
+      this.#batch = {
+        units: [],
+        settled: deferred(),
+        counters: null,
+        rollouts: new Set(),
+        workers: new Set(),
+        queue: false,
+        resources: false,
+      };
+      setImmediate(() => this.flushNow());
+    }
+    return this.#batch;
+  }
+
+  /**
+   * Commits everything pending in one transaction and settles the callers waiting on it. When that fails, each
+   * unit is committed on its own: the ones that still fail are rejected to their own callers and undone in memory.
+   */
   flushNow(): void {
     const batch = this.#batch;
     if (batch === null) return;
     this.#batch = null;
+    // An unfinished unit (its caller threw before durable()) is committed with the batch, not left dangling.
+    this.#unit = null;
     if (this.#closed) {
-      batch.reject(new Error('the store is closed'));
+      const closed = new Error('the store is closed');
+      for (const unit of batch.units) unit.done?.reject(closed);
+      batch.counters?.reject(closed);
+      batch.settled.resolve();
       return;
     }
+    let failures = new Map<Unit, unknown>();
     try {
-      this.#flushTx();
-      batch.resolve();
+      this.#spanBytes += this.#writeTx(batch.units, { counters: true });
+      this.#countersWritten(batch);
     } catch (error) {
       // The rolled-back batch may have named rows that now do not exist.
       this.#bases.clear();
       this.#onFlushError(error);
-      batch.reject(error);
+      failures = this.#commitEach(batch);
     }
+    this.#pendingSpanKeys.clear();
+    for (const unit of batch.units) {
+      if (failures.has(unit)) unit.done?.reject(failures.get(unit));
+      else unit.done?.resolve();
+    }
+    batch.settled.resolve();
+  }
+
+  /** The slow path: reservations first (ids may be in use whatever happens to the units), then unit by unit. */
+  #commitEach(batch: Batch): Map<Unit, unknown> {
+    if (this.#reservationPending) {
+      try {
+        this.#countersTx();
+        this.#countersWritten(batch);
+      } catch (error) {
+        // Kept dirty: the next commit tries again.
+        batch.counters?.reject(error);
+      }
+    }
+    const failures = new Map<Unit, unknown>();
+    for (const unit of batch.units) {
+      try {
+        this.#spanBytes += this.#writeTx([unit], { counters: false });
+      } catch (error) {
+        this.#bases.clear();
+        failures.set(unit, unitFailure(error));
+      }
+    }
+    if (failures.size > 0) this.#undo([...failures.keys()]);
+    return failures;
+  }
+
+  #countersWritten(batch: Batch): void {
+    this.#dirtyCounters.clear();
+    this.#reservationPending = false;
+    batch.counters?.resolve();
+  }
+
+  /**
+   * Restores in memory what failed units changed, from the file (which now holds every unit that committed):
+   * their rollouts with their queue places and attempts, workers, resources, log entries and spans.
+   */
+  #undo(units: readonly Unit[]): void {
+    const rollouts = new Set<string>();
+    const workers = new Set<string>();
+    const resources = new Set<string>();
+    const completions = new Set<number>();
+    for (const unit of units) {
+      for (const write of unit.writes) {
+        switch (write.kind) {
+          case 'rollout':
+            rollouts.add(write.rolloutId);
+            break;
+          case 'attempt':
+            rollouts.add(write.attempt.rollout_id);
+            break;
+          case 'span':
+            this.#spanCount--;
+            // Its key set is read again from the file when the rollout's next span arrives.
+            this.#spanKeys.delete(write.span.rollout_id);
+            break;
+          case 'completion':
+            completions.add(write.entry.seq);
+            break;
+          case 'resources':
+            resources.add(write.resources.resources_id);
+            break;
+          case 'worker':
+            workers.add(write.worker.worker_id);
+            break;
+          default:
+            assertNever(write);
+        }
+      }
+    }
+    const s = this.#stmt;
+    for (const id of rollouts) {
+      const row = s.rolloutById.get(id);
+      if (row === undefined) {
+        this.forgetRolloutEntry(id);
+        this.#queuePos.delete(id);
+        this.#spanKeys.delete(id);
+        this.#bases.forgetRollout(id);
+      } else {
+        super.putRollout(JSON.parse(row.data) as Rollout);
+        this.#restoreQueuePlace(id, row.queue_pos);
+      }
+      this.replaceAttempts(
+        id,
+        s.attemptsOfRollout.all(id).map((r) => JSON.parse(r.data) as Attempt),
+      );
+    }
+    for (const id of workers) {
+      const row = s.workerById.get(id);
+      if (row === undefined) this.workers.delete(id);
+      else this.workers.set(id, JSON.parse(row.data) as Worker);
+    }
+    if (resources.size > 0) {
+      for (const id of resources) {
+        const row = s.resourcesById.get(id);
+        if (row === undefined) this.resources.delete(id);
+        else this.resources.set(id, JSON.parse(row.data) as ResourcesUpdate);
+      }
+      const latest = s.metaValue.get(LATEST_RESOURCES_KEY);
+      this.latestResourcesId = latest !== undefined && this.resources.has(latest) ? latest : undefined;
+    }
+    this.dropCompletions(completions);
+  }
+
+  #restoreQueuePlace(rolloutId: string, position: number | null): void {
+    if (position === null) {
+      this.unqueue(rolloutId);
+      this.#queuePos.delete(rolloutId);
+      return;
+    }
+    this.#queuePos.set(rolloutId, position);
+    this.requeue(rolloutId, (other) => (this.#queuePos.get(other) ?? Number.POSITIVE_INFINITY) > position);
   }
 
   #deleteRows(rolloutId: string): { count: number; bytes: number } {
@@ -507,68 +768,107 @@ export class SqliteBackend extends MemoryBackend {
     return best;
   }
 
-  #writeJournal(): void {
-    const s = this.#stmt;
-    for (const id of this.#dirtyRollouts) {
-      const rollout = this.rollouts.get(id);
-      if (rollout !== undefined) {
-        s.upsertRollout.run(id, rollout.status, this.#queuePos.get(id) ?? null, JSON.stringify(rollout));
+  #writeCounters(): void {
+    for (const id of this.#dirtyCounters) this.#stmt.upsertCounter.run(id, this.#reserved.get(id) ?? 0);
+  }
+
+  /** Writes the units' rows, the last value of each row once; returns the bytes of the spans inserted. */
+  #writeUnits(units: readonly Unit[], options: { counters: boolean }): number {
+    const rollouts = new Map<string, { rollout: Rollout; queuePos: number | null }>();
+    const attempts = new Map<string, Attempt>();
+    const resources = new Map<string, ResourcesUpdate>();
+    const workers = new Map<string, Worker>();
+    const spans: Span[] = [];
+    const completions: CompletionEntry[] = [];
+    let latestResources: string | undefined;
+    for (const unit of units) {
+      for (const write of unit.writes) {
+        switch (write.kind) {
+          case 'rollout':
+            rollouts.set(write.rolloutId, write);
+            break;
+          case 'attempt':
+            attempts.set(write.attempt.rollout_id + KEY_SEPARATOR + write.attempt.attempt_id, write.attempt);
+            break;
+          case 'span':
+            spans.push(write.span);
+            break;
+          case 'completion':
+            completions.push(write.entry);
+            break;
+          case 'resources':
+            resources.set(write.resources.resources_id, write.resources);
+            if (write.latest) latestResources = write.resources.resources_id;
+            break;
+          case 'worker':
+            workers.set(write.worker.worker_id, write.worker);
+            break;
+          default:
+            assertNever(write);
+        }
       }
     }
-    this.#dirtyRollouts.clear();
-    for (const attempt of this.#dirtyAttempts.values()) {
-      s.upsertAttempt.run(attempt.rollout_id, attempt.attempt_id, attempt.sequence_id, JSON.stringify(attempt));
+    const s = this.#stmt;
+    for (const [id, { rollout, queuePos }] of rollouts) {
+      s.upsertRollout.run(
+        id,
+        rollout.status,
+        queuePos,
+        serialised(() => JSON.stringify(rollout)),
+      );
     }
-    this.#dirtyAttempts.clear();
-    for (const id of this.#dirtyCounters) s.upsertCounter.run(id, this.#reserved.get(id) ?? 0);
-    this.#dirtyCounters.clear();
-    this.#reservationPending = false;
-    for (const span of this.#pendingSpans) {
-      const prefix = this.#prefixFor(span);
+    for (const attempt of attempts.values()) {
+      const data = serialised(() => JSON.stringify(attempt));
+      s.upsertAttempt.run(attempt.rollout_id, attempt.attempt_id, attempt.sequence_id, data);
+    }
+    if (options.counters) this.#writeCounters();
+    let bytes = 0;
+    for (const span of spans) bytes += this.#writeSpan(span);
+    for (const entry of completions) s.insertCompletion.run(entry.seq, entry.rollout_id, entry.status, entry.time);
+    for (const [id, snapshot] of resources)
+      s.upsertResources.run(
+        id,
+        serialised(() => JSON.stringify(snapshot)),
+      );
+    if (latestResources !== undefined) s.upsertMeta.run(LATEST_RESOURCES_KEY, latestResources);
+    for (const [id, worker] of workers)
+      s.upsertWorker.run(
+        id,
+        serialised(() => JSON.stringify(worker)),
+      );
+    return bytes;
+  }
+
+  #writeSpan(span: Span): number {
+    const prefix = this.#prefixFor(span);
+    const { data, packed, prefixUsed } = serialised(() => {
       const { rest, packed, prefixUsed } = this.#packer.pack(span.attributes, prefix?.reference ?? null);
       const data = JSON.stringify(rest === span.attributes ? span : { ...span, attributes: rest });
-      const baseId = prefixUsed && prefix !== null ? prefix.rowId : null;
-      const result = s.insertSpan.run(
-        span.rollout_id,
-        span.attempt_id,
-        span.span_id,
-        span.sequence_id,
-        data,
-        packed,
-        PACKING_VARINT,
-        baseId,
-      );
-      this.#spanBytes += data.length + (packed?.length ?? 0);
-      if (result.changes === 0) continue;
-      const context = tokenContextOf(span);
-      if (context !== null) {
-        this.#bases.remember(span.rollout_id, span.attempt_id, {
-          ...context,
-          rowId: Number(result.lastInsertRowid),
-          sequenceId: span.sequence_id,
-        });
-      }
+      return { data, packed, prefixUsed };
+    });
+    const baseId = prefixUsed && prefix !== null ? prefix.rowId : null;
+    const result = this.#stmt.insertSpan.run(
+      span.rollout_id,
+      span.attempt_id,
+      span.span_id,
+      span.sequence_id,
+      data,
+      packed,
+      PACKING_VARINT,
+      baseId,
+    );
+    if (result.changes === 0) return 0;
+    const context = tokenContextOf(span);
+    if (context !== null) {
+      // Remembered inside the transaction so later spans of the same commit can refer to it; a transaction that
+      // fails clears every base.
+      this.#bases.remember(span.rollout_id, span.attempt_id, {
+        ...context,
+        rowId: Number(result.lastInsertRowid),
+        sequenceId: span.sequence_id,
+      });
     }
-    this.#pendingSpans = [];
-    this.#pendingSpanKeys.clear();
-    for (const entry of this.#pendingCompletions) {
-      s.insertCompletion.run(entry.seq, entry.rollout_id, entry.status, entry.time);
-    }
-    this.#pendingCompletions = [];
-    for (const id of this.#dirtyResources) {
-      const resources = this.resources.get(id);
-      if (resources !== undefined) s.upsertResources.run(id, JSON.stringify(resources));
-    }
-    this.#dirtyResources.clear();
-    if (this.#latestResourcesDirty && this.latestResourcesId !== undefined) {
-      s.upsertMeta.run(LATEST_RESOURCES_KEY, this.latestResourcesId);
-    }
-    this.#latestResourcesDirty = false;
-    for (const id of this.#dirtyWorkers) {
-      const worker = this.workers.get(id);
-      if (worker !== undefined) s.upsertWorker.run(id, JSON.stringify(worker));
-    }
-    this.#dirtyWorkers.clear();
+    return data.length + (packed?.length ?? 0);
   }
 
   override async close(): Promise<void> {

@@ -22,12 +22,74 @@ export type TokenIdsStatus =
   | typeof TOKEN_IDS_STATUS_VALUE_OK
   | typeof TOKEN_IDS_STATUS_VALUE_MISSING
   | typeof TOKEN_IDS_STATUS_VALUE_PARTIAL;
+/** Why the ids are not `ok`; present only when the status is `partial` or `missing`. */
+export const ATTR_TOKEN_IDS_REASON = 'rollgate.token_ids.reason' as const;
+/** Neither prompt nor response ids came back (old vLLM, `return_token_ids` ignored, a parser that nulls them). */
+export const TOKEN_IDS_REASON_VALUE_NOT_RETURNED = 'not_returned' as const;
+/** The call did not finish (stream error, client disconnect): whatever ids arrived are a prefix. */
+export const TOKEN_IDS_REASON_VALUE_INCOMPLETE = 'incomplete' as const;
+/** Some choice has response ids but no prompt ids of its own or of the call. */
+export const TOKEN_IDS_REASON_VALUE_NO_PROMPT_IDS = 'no_prompt_ids' as const;
+/** Some choice has no response ids (prompt ids only, GPT-OSS style). */
+export const TOKEN_IDS_REASON_VALUE_NO_RESPONSE_IDS = 'no_response_ids' as const;
+/** A stream chunk carried text or tool-call deltas but no ids. */
+export const TOKEN_IDS_REASON_VALUE_TEXT_WITHOUT_IDS = 'text_without_ids' as const;
+/** The response ids do not add up to the engine's `usage.completion_tokens` (ids lost with no text gap). */
+export const TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH = 'count_mismatch' as const;
+export type TokenIdsReason =
+  | typeof TOKEN_IDS_REASON_VALUE_NOT_RETURNED
+  | typeof TOKEN_IDS_REASON_VALUE_INCOMPLETE
+  | typeof TOKEN_IDS_REASON_VALUE_NO_PROMPT_IDS
+  | typeof TOKEN_IDS_REASON_VALUE_NO_RESPONSE_IDS
+  | typeof TOKEN_IDS_REASON_VALUE_TEXT_WITHOUT_IDS
+  | typeof TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH;
+/** `rollgate.choices.<i>.prompt_token_ids`: choice i's own prompt, only where it differs from `prompt_token_ids`. */
+export const choicePromptTokenIdsAttr = (index: number): string => `rollgate.choices.${index}.prompt_token_ids`;
+/** Why the chosen-token logprobs were left out although the engine sent some; absent when they were kept. */
+export const ATTR_LOGPROBS_DROPPED = 'rollgate.logprobs.dropped' as const;
+/** A value at or below vLLM's -9999.0 placeholder (clamped -inf, or no entry for the sampled token). */
+export const LOGPROBS_DROPPED_VALUE_FLOOR = 'floor' as const;
+/** Not one value per response token. */
+export const LOGPROBS_DROPPED_VALUE_MISALIGNED = 'misaligned' as const;
+/** A null, NaN, infinite or non-numeric value. */
+export const LOGPROBS_DROPPED_VALUE_NON_FINITE = 'non_finite' as const;
+export type LogprobsDropReason =
+  | typeof LOGPROBS_DROPPED_VALUE_FLOOR
+  | typeof LOGPROBS_DROPPED_VALUE_MISALIGNED
+  | typeof LOGPROBS_DROPPED_VALUE_NON_FINITE;
+/** Logprobs at or below this are placeholders, never real values. */
+export const LOGPROB_FLOOR = -9999;
+/** How the engine ended the generation, when it did not end it itself; absent for a normal finish. */
+export const ATTR_CALL_OUTCOME = 'rollgate.call.outcome' as const;
+/** The engine aborted the request (pause, sleep, abort_requests, cancel) and sent what it had as a normal answer. */
+export const CALL_OUTCOME_VALUE_ABORTED = 'aborted' as const;
+/** The finish reason vLLM and SGLang give an aborted request (SGLang may send it as `{type: "abort"}`). */
+export const FINISH_REASON_VALUE_ABORT = 'abort' as const;
 
 // --- rollgate call metadata ---
 export const ATTR_REQUEST_ID = 'rollgate.request_id' as const;
+/** The API the agent spoke when it is not the one the engine served (the call is recorded as the engine's chat call). */
+export const ATTR_API = 'rollgate.api' as const;
+export const API_VALUE_ANTHROPIC_MESSAGES = 'anthropic.messages' as const;
 export const ATTR_CLIENT_RETRY_COUNT = 'rollgate.client_retry_count' as const;
 export const ATTR_MODE = 'rollgate.mode' as const;
 export const ATTR_MODEL_VERSION = 'rollgate.model_version' as const;
+/**
+ * True when the pool moved to a newer version on the same backend server while the call was in flight: the
+ * call keeps the version it was sent under, but its weights may have changed mid-generation (no pause/drain).
+ */
+export const ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT = 'rollgate.model_version.changed_in_flight' as const;
+/** How the pool keeps KV of older weights out of this call: `salt`, `reset` or `off` (vLLM backends only). */
+export const ATTR_PREFIX_CACHE_STRATEGY = 'rollgate.prefix_cache.strategy' as const;
+/** What the backend's logprobs mean, as the pool declares it (vLLM backends only). */
+export const ATTR_LOGPROBS_MODE = 'rollgate.logprobs.mode' as const;
+export const LOGPROBS_MODE_VALUE_RAW = 'raw' as const;
+export const LOGPROBS_MODE_VALUE_PROCESSED = 'processed' as const;
+/**
+ * Request parameters (e.g. `temperature`, `top_p`) under which this call's raw logprobs are not the sampling
+ * distribution's; present only then. Such logprobs are no behaviour-policy logprobs (importance ratios).
+ */
+export const ATTR_LOGPROBS_RAW_ADJUSTED_PARAMS = 'rollgate.logprobs.raw_adjusted_params' as const;
 export const ATTR_UPSTREAM_URL = 'rollgate.upstream.url' as const;
 export const ATTR_UPSTREAM_STATUS_CODE = 'rollgate.upstream.status_code' as const;
 export const ATTR_UPSTREAM_RETRY_COUNT = 'rollgate.upstream.retry_count' as const;

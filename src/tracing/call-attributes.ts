@@ -82,26 +82,43 @@ export function requestAttributes(info: CallRequestInfo): Attributes {
   return attributes;
 }
 
+function sameIds(a: readonly number[], b: readonly number[] | null): boolean {
+  // Chat choices share the call's one prompt array; only completions choices carry copies to compare.
+  if (a === b) return true;
+  if (b === null || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 export function responseAttributes(
   call: CapturedCall,
   record: CanonicalRecord,
   options: { readonly captureContent: boolean },
 ): Attributes {
   const attributes: Attributes = { [A.ATTR_TOKEN_IDS_STATUS]: record.status };
+  if (record.reason !== null) attributes[A.ATTR_TOKEN_IDS_REASON] = record.reason;
+  if (record.aborted) attributes[A.ATTR_CALL_OUTCOME] = A.CALL_OUTCOME_VALUE_ABORTED;
   if (call.responseId !== null) attributes[A.ATTR_GEN_AI_RESPONSE_ID] = call.responseId;
   if (call.responseModel !== null) attributes[A.ATTR_GEN_AI_RESPONSE_MODEL] = call.responseModel;
   const finishReasons = call.choices.map((c) => c.finishReason).filter((r): r is string => r !== null);
   if (finishReasons.length > 0) attributes[A.ATTR_GEN_AI_RESPONSE_FINISH_REASONS] = finishReasons;
   if (record.promptTokenIds !== null) attributes[A.ATTR_PROMPT_TOKEN_IDS] = [...record.promptTokenIds];
+  // The first choice (by index) whose logprobs were left out says why; readers check the values themselves.
+  let logprobsDropped: A.LogprobsDropReason | null = null;
   for (const choice of record.choices) {
+    logprobsDropped ??= choice.logprobsDropped;
     if (choice.index === 0) {
       if (choice.tokenIds !== null) attributes[A.ATTR_RESPONSE_TOKEN_IDS] = [...choice.tokenIds];
       if (choice.logprobs !== null) attributes[A.ATTR_RESPONSE_LOGPROBS] = [...choice.logprobs];
     } else {
+      // Several prompts in one completions call: a choice of another prompt must not be read against the first.
+      if (choice.promptTokenIds !== null && !sameIds(choice.promptTokenIds, record.promptTokenIds))
+        attributes[A.choicePromptTokenIdsAttr(choice.index)] = [...choice.promptTokenIds];
       if (choice.tokenIds !== null) attributes[A.choiceTokenIdsAttr(choice.index)] = [...choice.tokenIds];
       if (choice.logprobs !== null) attributes[A.choiceLogprobsAttr(choice.index)] = [...choice.logprobs];
     }
   }
+  if (logprobsDropped !== null) attributes[A.ATTR_LOGPROBS_DROPPED] = logprobsDropped;
   const first = call.choices[0];
   if (first !== undefined && first.index === 0 && first.logprobs !== null) {
     attributes[A.ATTR_LOGPROBS_CONTENT] = JSON.stringify(first.logprobs);

@@ -130,7 +130,7 @@ describe('rollgate serve shutdown', () => {
       });
     });
     socket.write(
-      'POST /v1/agl/rollouts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 64\r\nExpect: 100-continue\r\n\r\n',
+      'POST /v1/agl/rollouts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 64\r\nExpect: 100-continue\r\n\r\n',
     );
     await continued;
     socket.write('{"in');

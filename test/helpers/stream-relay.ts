@@ -2,6 +2,7 @@
 // agent would have received, the held-back last event, the failure reported, and the capture.
 import type { OpenAIErrorBody } from '../../src/errors.js';
 import type { AgentSink } from '../../src/gateway/agent-sink.js';
+import type { AgentViewStrip } from '../../src/gateway/agent-view.js';
 import { CallCapture, type Endpoint } from '../../src/gateway/call-capture.js';
 import { StreamRelay } from '../../src/gateway/stream-relay.js';
 
@@ -16,7 +17,13 @@ export interface RelayRun {
 
 export function runRelay(
   input: string,
-  options: { readonly endpoint: Endpoint; readonly clientAskedUsage: boolean; readonly readSize: number },
+  options: {
+    readonly endpoint: Endpoint;
+    readonly clientAskedUsage: boolean;
+    readonly readSize: number;
+    /** What the agent must not get back (agent-view.ts); default: nothing, the stream is relayed as it comes. */
+    readonly strip?: AgentViewStrip | null;
+  },
 ): RelayRun {
   const written: Buffer[] = [];
   const sink = {
@@ -32,6 +39,7 @@ export function runRelay(
     sink,
     capture,
     clientAskedUsage: options.clientAskedUsage,
+    strip: options.strip ?? null,
     hooks: {
       onFirstEvent: () => undefined,
       onDone: (event) => {

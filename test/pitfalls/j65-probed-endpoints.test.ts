@@ -1,7 +1,7 @@
 // pitfalls.md J.65: what harnesses probe works through rollgate. The openai SDK lists models on the plain and the
-// attributed base URL alike (without recording a call); routes rollgate does not serve (Anthropic messages,
-// embeddings, anything under the root) answer an OpenAI-shaped JSON 404 the SDK turns into
-// NotFoundError, never an HTML or plain-text page.
+// attributed base URL alike (without recording a call); routes rollgate does not serve (embeddings, audio,
+// anything under the root) answer an OpenAI-shaped JSON 404 the SDK turns into NotFoundError, never an HTML or
+// plain-text page. (Anthropic's /v1/messages is served: test/integration/anthropic/.)
 import OpenAI, { NotFoundError } from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type GatewayWithMock, startGatewayWithMock } from '../helpers/gateway.js';
@@ -27,9 +27,9 @@ it('lists models through the plain and the attributed base URL, recording no cal
 
 it.each([
   ['POST', '/v1/embeddings'],
-  ['POST', '/v1/messages'],
+  ['POST', '/v1/audio/speech'],
   ['POST', '/rollout/ro-j65/attempt/a1/v1/embeddings'],
-  ['POST', '/rollout/ro-j65/attempt/a1/v1/messages'],
+  ['POST', '/rollout/ro-j65/attempt/a1/v1/audio/speech'],
   ['GET', '/nothing-here'],
   ['GET', '/v1/agl/no-such-resource'],
 ])('answers %s %s with an OpenAI-shaped JSON 404', async (method, path) => {

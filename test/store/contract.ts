@@ -3,9 +3,11 @@
 // and keep time-based cases short (watchdog ~50 ms, timeouts 0.1-0.3 s).
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_JSON_DEPTH } from '../../src/json-depth.js';
 import { isStoreError, type StoreErrorCode } from '../../src/store/errors.js';
 import type {
   AttemptedRollout,
+  JsonObject,
   LightningStore,
   Rollout,
   RolloutConfig,
@@ -89,6 +91,16 @@ async function eventually(check: () => Promise<boolean>, deadlineMs = 3_000): Pr
   }
   expect(await check(), 'condition not met before the deadline').toBe(true);
 }
+
+/** `{"a":{"a":...1}}` with `depth` objects. */
+function nested(depth: number): JsonObject {
+  let value: JsonObject = { a: 1 };
+  for (let i = 1; i < depth; i++) value = { a: value };
+  return value;
+}
+
+/** One level past what every store (and the HTTP edge) accepts. */
+const TOO_DEEP = MAX_JSON_DEPTH + 1;
 
 function cfg(config: Partial<RolloutConfig>): Partial<RolloutConfig> {
   return config;
@@ -956,6 +968,41 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
         await store.close();
         await store.close();
         store = await factory.create({ watchdogIntervalMs: WATCHDOG_MS });
+      });
+    });
+
+    describe('input limits (docs/input-limits.md)', () => {
+      it('refuses values nested deeper than the limit, leaves nothing behind and keeps working', async () => {
+        const rollout = await started();
+        const aid = rollout.attempt.attempt_id;
+        await expectStoreError(
+          store.enqueueRollout({ rollout_id: 'ro-deep', input: nested(TOO_DEEP) }),
+          'invalid_argument',
+        );
+        expect(await store.getRolloutById('ro-deep')).toBeNull();
+        await expectStoreError(
+          store.addSpan(makeSpan(rollout.rollout_id, aid, { span_id: 'deep', extra: nested(TOO_DEEP) })),
+          'invalid_argument',
+        );
+        await expectStoreError(
+          store.updateRollout(rollout.rollout_id, { metadata: { deep: nested(TOO_DEEP) } }),
+          'invalid_argument',
+        );
+        await expectStoreError(
+          store.updateWorker('w-deep', { heartbeat_stats: { deep: nested(TOO_DEEP) } }),
+          'invalid_argument',
+        );
+        expect(await store.getWorkerById('w-deep')).toBeNull();
+        expect((await store.querySpans(rollout.rollout_id)).total).toBe(0);
+        expect((await store.getRolloutById(rollout.rollout_id))?.metadata).toEqual({});
+
+        // The same ids are free for a request that fits, and a value well inside the limit is kept whole.
+        const shallow = nested(MAX_JSON_DEPTH - 8);
+        expect((await store.enqueueRollout({ rollout_id: 'ro-deep', input: shallow })).input).toEqual(shallow);
+        const span = await store.addSpan(makeSpan(rollout.rollout_id, aid, { span_id: 'deep', extra: shallow }));
+        expect((span as Record<string, unknown> | null)?.extra).toEqual(shallow);
+        expect((await store.querySpans(rollout.rollout_id)).total).toBe(1);
+        expect((await store.dequeueRollout())?.rollout_id).toBe('ro-deep');
       });
     });
 

@@ -20,7 +20,12 @@ export interface AdminGatewayControlOptions {
 }
 
 interface PoolsBody {
-  pools: Array<{ model: string; version: number; backends: Array<{ url: string; type: string }> }>;
+  pools: Array<{
+    model: string;
+    version: number;
+    backends: Array<{ url: string; type: string }>;
+    logprobs_mode?: unknown;
+  }>;
 }
 
 function isPoolsBody(value: unknown): value is PoolsBody {
@@ -59,6 +64,7 @@ export function createAdminGatewayControl(options: AdminGatewayControlOptions): 
         name: p.model,
         version: p.version,
         backends: p.backends.map((b) => b.url),
+        ...(p.logprobs_mode === 'raw' || p.logprobs_mode === 'processed' ? { logprobsMode: p.logprobs_mode } : {}),
       }));
     },
     async pause(pauseOptions) {

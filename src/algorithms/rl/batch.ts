@@ -2,10 +2,12 @@
 // merging, never re-tokenised), the model version that produced each row, group advantages, and a count
 // for every reason a row or group was left out, so a trainer can tell "no data" from "bad data".
 import { spansToTrajectories, type TrajectoryRow } from '../../adapters/trajectories.js';
+import type { TrainingDropReason } from '../../adapters/triplets.js';
 import type { LightningStore, Rollout, Span } from '../../store/types.js';
 import { ATTR_MODEL_VERSION } from '../../tracing/attributes.js';
 import { createLimiter } from '../concurrency.js';
 import { type AdvantageEstimator, groupAdvantages } from './advantages.js';
+import { rawAdjustedSequenceIds } from './logprob-semantics.js';
 
 export interface BatchSample {
   readonly rollout_id: string;
@@ -38,6 +40,23 @@ export interface DropCounts {
   no_tokens: number;
   /** Turns that did not continue the previous turn token-exactly and started a new row. */
   merge_mismatches: number;
+  /**
+   * Finished rollouts left out whole because one of their calls was aborted by the engine (and not re-sent):
+   * the agent continued from a truncated answer, so the rollout's reward is no sample of the policy. They are
+   * kept out of their group's baseline too, like failed rollouts.
+   */
+  aborted_rollouts: number;
+  /** Calls left out because their token ids were missing or partial (`rollgate.token_ids.status`). */
+  incomplete_token_ids: number;
+  /** Calls left out because their response ids did not add up to the engine's `usage.completion_tokens`. */
+  token_count_mismatch: number;
+  /** Calls kept, but whose rows carry `logprobs: null`, because one logprob was vLLM's -9999 placeholder. */
+  logprobs_floor: number;
+  /**
+   * Rows kept with `logprobs: null`: a merged call's raw logprobs were taken under sampling parameters the
+   * agent sent (temperature, top_p, ...), so they are not the behaviour policy's.
+   */
+  raw_logprobs: number;
 }
 
 export interface Batch {
@@ -87,6 +106,11 @@ export function emptyDropCounts(): DropCounts {
     failed_rollouts: 0,
     no_tokens: 0,
     merge_mismatches: 0,
+    aborted_rollouts: 0,
+    incomplete_token_ids: 0,
+    token_count_mismatch: 0,
+    logprobs_floor: 0,
+    raw_logprobs: 0,
   };
 }
 
@@ -114,22 +138,32 @@ interface SampleDraft {
   readonly rolloutId: string;
   readonly row: TrajectoryRow;
   readonly version: number;
+  readonly rawLogprobs: boolean;
 }
 
 /** Span reads in flight at once: a remote store (HTTP, PostgreSQL) answers them concurrently. */
 const READ_CONCURRENCY = 8;
 
+type CallDrops = Record<TrainingDropReason, number>;
+
+function noDrops(): CallDrops {
+  return { aborted: 0, incomplete_token_ids: 0, token_count_mismatch: 0, logprobs_floor: 0 };
+}
+
 interface RolloutRows {
-  readonly outcome: 'failed' | 'no_tokens' | 'ok';
-  readonly rows: Array<{ row: TrajectoryRow; version: number }>;
+  readonly outcome: 'failed' | 'aborted' | 'no_tokens' | 'ok';
+  readonly rows: Array<{ row: TrajectoryRow; version: number; rawLogprobs: boolean }>;
   readonly mismatches: number;
+  readonly drops: CallDrops;
 }
 
 async function readRollout(options: BuildBatchOptions, rolloutId: string): Promise<RolloutRows> {
   const rollout = options.finished.get(rolloutId);
-  if (rollout === undefined || rollout.status !== 'succeeded') return { outcome: 'failed', rows: [], mismatches: 0 };
+  if (rollout === undefined || rollout.status !== 'succeeded')
+    return { outcome: 'failed', rows: [], mismatches: 0, drops: noDrops() };
   const spans = await allSpans(options.store, rolloutId);
   let mismatches = 0;
+  const drops = noDrops();
   const rows = spansToTrajectories(spans, {
     level: options.level,
     maxPromptLength: options.maxPromptLength,
@@ -138,10 +172,24 @@ async function readRollout(options: BuildBatchOptions, rolloutId: string): Promi
     onMergeMismatch: () => {
       mismatches += 1;
     },
+    onDropped: ({ reason }) => {
+      drops[reason] += 1;
+    },
   });
-  if (rows.length === 0) return { outcome: 'no_tokens', rows: [], mismatches };
+  if (drops.aborted > 0) return { outcome: 'aborted', rows: [], mismatches, drops };
+  if (rows.length === 0) return { outcome: 'no_tokens', rows: [], mismatches, drops };
   const versions = versionsBySequence(spans);
-  return { outcome: 'ok', rows: rows.map((row) => ({ row, version: rowVersion(row, versions) })), mismatches };
+  const raw = rawAdjustedSequenceIds(spans);
+  return {
+    outcome: 'ok',
+    rows: rows.map((row) => ({
+      row,
+      version: rowVersion(row, versions),
+      rawLogprobs: row.logprobs !== null && row.sequenceIds.some((seq) => raw.has(seq)),
+    })),
+    mismatches,
+    drops,
+  };
 }
 
 export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
@@ -154,6 +202,13 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     const result = read[i];
     if (result === undefined) continue;
     dropped.merge_mismatches += result.mismatches;
+    dropped.incomplete_token_ids += result.drops.incomplete_token_ids;
+    dropped.token_count_mismatch += result.drops.token_count_mismatch;
+    dropped.logprobs_floor += result.drops.logprobs_floor;
+    if (result.outcome === 'aborted') {
+      dropped.aborted_rollouts += 1;
+      continue;
+    }
     if (result.outcome === 'failed') {
       dropped.failed_rollouts += 1;
       continue;
@@ -169,7 +224,7 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     }
     // Every row of a rollout carries the rollout's final reward: the group compares rollouts, not rows.
     group.rewards.set(rolloutId, result.rows[0]?.row.reward ?? options.rewardFillna);
-    for (const { row, version } of result.rows) {
+    for (const { row, version, rawLogprobs } of result.rows) {
       if (row.isDrop || row.isResponseTruncated) {
         dropped.overlong += 1;
         continue;
@@ -178,7 +233,7 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
         dropped.stale += 1;
         continue;
       }
-      group.drafts.push({ rolloutId, row, version });
+      group.drafts.push({ rolloutId, row, version, rawLogprobs });
     }
   }
 
@@ -203,14 +258,15 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     if (group.drafts.length === 0) continue;
     groupCount += 1;
     const advantageOf = new Map(ids.map((id, i) => [id, advantages[i] ?? 0]));
-    for (const { rolloutId, row, version } of group.drafts) {
+    for (const { rolloutId, row, version, rawLogprobs } of group.drafts) {
+      if (rawLogprobs) dropped.raw_logprobs += 1;
       samples.push({
         rollout_id: rolloutId,
         group_id: groupId,
         prompt_ids: row.promptIds,
         response_ids: row.responseIds,
         response_mask: row.responseMask,
-        logprobs: row.logprobs,
+        logprobs: rawLogprobs ? null : row.logprobs,
         reward: row.reward,
         advantage: advantageOf.get(rolloutId) ?? 0,
         model_version: version,

@@ -15,8 +15,9 @@ import {
 } from '../../store/types.js';
 import { AlgorithmAbortedError, AlgorithmConfigError, throwIfAborted } from '../errors.js';
 import { parseAlgorithmOptions } from '../options.js';
-import type { Algorithm, AlgorithmContext, GatewayControl } from '../types.js';
+import type { Algorithm, AlgorithmContext, GatewayControl, ModelPoolInfo } from '../types.js';
 import { buildBatch, type DropCounts, emptyDropCounts, type StepRollout } from './batch.js';
+import { assertBehaviourLogprobs } from './logprob-semantics.js';
 import { type RlOptions, rlOptionsSchema } from './options.js';
 import type { TrainerHub } from './trainer-hub.js';
 import { syncWeights } from './weight-sync.js';
@@ -88,9 +89,9 @@ async function cancelUnfinished(store: LightningStore, ids: readonly string[]): 
   );
 }
 
-async function initialVersion(control: GatewayControl, model: string): Promise<number> {
+async function poolInfo(control: GatewayControl, model: string): Promise<ModelPoolInfo | undefined> {
   const pools = control.modelPools ? await control.modelPools() : [];
-  return pools.find((p) => p.name === model)?.version ?? 0;
+  return pools.find((p) => p.name === model);
 }
 
 async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras): Promise<JsonObject> {
@@ -103,7 +104,10 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
   const tasks = ctx.datasets.train;
   if (tasks === null || tasks.length === 0) throw new AlgorithmConfigError('rl needs a non-empty data.train dataset');
 
-  let version = await initialVersion(control, options.model);
+  const pool = await poolInfo(control, options.model);
+  // Before any rollout runs: a wrong logprob meaning would otherwise only show as a trainer that diverges.
+  assertBehaviourLogprobs({ model: options.model, samplingParameters: options.samplingParameters, pool });
+  let version = pool?.version ?? 0;
   const publishResources = async (): Promise<string> => {
     const resources: NamedResources = {
       [options.resourceName]: {

@@ -44,6 +44,11 @@ export const batchSchema = z.object({
       failed_rollouts: z.int(),
       no_tokens: z.int(),
       merge_mismatches: z.int(),
+      aborted_rollouts: z.int().describe('rollouts left out whole: a call was aborted by the engine'),
+      incomplete_token_ids: z.int().describe('calls left out: token ids missing or partial'),
+      token_count_mismatch: z.int().describe('calls left out: response ids differ from usage.completion_tokens'),
+      logprobs_floor: z.int().describe('calls kept with logprobs null: a -9999 placeholder logprob'),
+      raw_logprobs: z.int().describe('rows kept with logprobs null: raw logprobs under adjusted sampling'),
     }),
   }),
 });

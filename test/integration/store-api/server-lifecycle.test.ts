@@ -141,14 +141,32 @@ describe('lifecycle', () => {
 
   it('answers a long-poll dequeue with [] at once when the gateway closes', async () => {
     const store = new MemoryStore();
-    const gw = await startTestGateway({ server: { shutdownGraceMs: 60_000 } }, { store });
+    // The close must come while the dequeue is waiting in the store: a fixed sleep raced the request's arrival
+    // on a loaded machine (the server then closed a connection that had carried no request yet).
+    let waiting: () => void = () => {};
+    const dequeueStarted = new Promise<void>((resolve) => {
+      waiting = resolve;
+    });
+    const watched = new Proxy(store, {
+      get(target, key, receiver) {
+        if (key === 'dequeueManyRollouts' || key === 'dequeueRollout') {
+          return (...args: unknown[]) => {
+            waiting();
+            return (Reflect.get(target, key, receiver) as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        const value: unknown = Reflect.get(target, key, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const gw = await startTestGateway({ server: { shutdownGraceMs: 60_000 } }, { store: watched });
     try {
       const pending = fetch(`${gw.url}/v1/agl/queues/rollouts/dequeue`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ worker_id: 'w', wait_ms: 60_000 }),
       });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await dequeueStarted;
       const t0 = performance.now();
       await gw.close();
       expect(performance.now() - t0).toBeLessThan(5_000);

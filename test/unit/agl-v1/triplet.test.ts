@@ -85,3 +85,56 @@ describe('v1 triplet projection', () => {
     expect(view[2]?.data).toMatchObject({ http_status: 502, status: 'error', error: { message: 'b' } });
   });
 });
+
+describe('v1 triplet projection keeps doubtful samples out', () => {
+  const ids = (e: V1Event | undefined) => [e?.data.response_token_ids, e?.data.untrainable];
+
+  it.each([
+    ['vLLM', 'abort'],
+    ['SGLang', { type: 'abort', message: 'Abort by scheduler' }],
+  ])('an aborted %s call empties every call of the rollout', (_engine, finishReason) => {
+    const abortedCall = modelRequest([1, 2, 10], [11]);
+    const choices = (abortedCall.data.response as JsonObject).choices as JsonObject[];
+    (choices[0] as JsonObject).finish_reason = finishReason;
+    const view = toTripletEvents([modelRequest([1, 2], [10]), abortedCall, event('reward', { value: 1 })]);
+    expect(view.map(ids)).toEqual([
+      [[], 'rollout_aborted'],
+      [[], 'aborted'],
+      [undefined, undefined],
+    ]);
+    expect(view[1]?.data.response_log_probs).toBeNull();
+  });
+
+  it('an aborted call sent again with the same prompt is absorbed by the dedupe and taints nothing', () => {
+    const resent = toTripletEvents([
+      modelRequest([1, 2], [10], { finish_reason: 'abort' }),
+      modelRequest([1, 2], [10, 12]),
+    ]);
+    expect(resent.map(ids)).toEqual([[[10, 12], undefined]]);
+    const kept = toTripletEvents([modelRequest([1], [3]), modelRequest([1, 3, 4], [10], { finish_reason: 'abort' })]);
+    expect(kept.map(ids)).toEqual([
+      [[], 'rollout_aborted'],
+      [[], 'aborted'],
+    ]);
+  });
+
+  it('the reason rollgate recorded with the call, or a usage count the ids miss, makes it untrainable', () => {
+    const recorded = modelRequest([1], [2], { untrainable: 'incomplete_token_ids' });
+    const short = modelRequest([3], [4, 5]);
+    (short.data.response as JsonObject).usage = { prompt_tokens: 1, completion_tokens: 3 };
+    const view = toTripletEvents([recorded, short, modelRequest([6], [7])]);
+    expect(view.map(ids)).toEqual([
+      [[], 'incomplete_token_ids'],
+      [[], 'token_count_mismatch'],
+      [[7], undefined],
+    ]);
+  });
+
+  it('a -9999 placeholder logprob makes the logprobs null, the ids stay', () => {
+    const call = modelRequest([1], [2, 3]);
+    const choice = ((call.data.response as JsonObject).choices as JsonObject[])[0] as JsonObject;
+    choice.logprobs = { content: [{ logprob: -0.5 }, { logprob: -9999.0 }] };
+    const [view] = toTripletEvents([call]);
+    expect(view?.data).toMatchObject({ response_token_ids: [2, 3], response_log_probs: null });
+  });
+});

@@ -53,12 +53,12 @@ it('is not ready when every backend is ejected, yet still routes (panic routing)
   expect(p.ready()).toBe(true);
 });
 
-it('replaces a pool in one step; a retired backend stays listed until its last call ends', () => {
+it('replaces a pool in one step; a retired backend stays listed until its last call ends', async () => {
   const p = createPoolRegistry({ models: models(URLS.slice(0, 1), 1), logger: silentLogger });
   pools = p;
   const old = p.resolve('m', { rolloutId: null });
   const release = p.begin?.(old) ?? (() => undefined);
-  const snapshot = p.replace('m', { version: 2, backends: [{ url: URLS[1] ?? '', type: 'vllm' }] });
+  const snapshot = await p.replace('m', { version: 2, backends: [{ url: URLS[1] ?? '', type: 'vllm' }] });
   expect(snapshot).toMatchObject({ version: 2, backends: [{ url: URLS[1], version: 2 }] });
   expect(snapshot.retiring).toMatchObject([{ url: URLS[0], version: 1, inflight: 1, draining: true }]);
   // The call that was routed before the swap keeps its version; new calls get the new one.
@@ -68,14 +68,14 @@ it('replaces a pool in one step; a retired backend stays listed until its last c
   expect(p.snapshot()[0]?.retiring).toEqual([]);
 });
 
-it('refuses unknown models and empty replacements', () => {
+it('refuses unknown models and empty replacements', async () => {
   pools = createPoolRegistry({
     models: [...models(URLS.slice(0, 1)), ...models(URLS.slice(1, 2)).map((m) => ({ ...m, name: 'n' }))],
     logger: silentLogger,
   });
   expect(() => pools?.resolve('nope', { rolloutId: null })).toThrow(/not served/);
-  expect(() => pools?.replace('m', { version: 1, backends: [] })).toThrow(/at least one backend/);
-  expect(() => pools?.replace('nope', { version: 1, backends: [{ url: URLS[0] ?? '', type: 'vllm' }] })).toThrow(
+  await expect(pools.replace('m', { version: 1, backends: [] })).rejects.toThrow(/at least one backend/);
+  await expect(pools.replace('nope', { version: 1, backends: [{ url: URLS[0] ?? '', type: 'vllm' }] })).rejects.toThrow(
     /No pool/,
   );
 });

@@ -53,6 +53,10 @@ it('serialises when no raw bytes were kept', () => {
 
 it('serialises an empty body (parsed as {}) instead of sending nothing', () => {
   const client = {};
-  const payload = upstreamPayload({ client, raw: Buffer.alloc(0), rewritten: { body: client, overrides: {} } });
+  const payload = upstreamPayload({
+    client,
+    raw: Buffer.alloc(0),
+    rewritten: { body: client, overrides: {}, injected: [] },
+  });
   expect(payload.toString('utf8')).toBe('{}');
 });

@@ -49,7 +49,9 @@ describe('admin gateway control', () => {
       gatewayUrl: gw.url,
       backendApiKey: ({ model, url }) => (model === 'm' && url === backendUrl ? BACKEND_KEY : undefined),
     });
-    expect(await control.modelPools?.()).toEqual([{ name: 'm', version: 0, backends: [backendUrl] }]);
+    expect(await control.modelPools?.()).toEqual([
+      { name: 'm', version: 0, backends: [backendUrl], logprobsMode: 'raw' },
+    ]);
     await control.pause?.({ reason: 'weights' });
     const paused = (await (await fetch(`${gw.url}/admin/state`)).json()) as { paused: boolean; reason: string };
     expect(paused).toMatchObject({ paused: true, reason: 'weights' });

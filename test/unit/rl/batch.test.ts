@@ -2,13 +2,22 @@ import { describe, expect, it } from 'vitest';
 import { type BuildBatchOptions, buildBatch } from '../../../src/algorithms/rl/batch.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import type { Attributes, Rollout } from '../../../src/store/types.js';
-import { ATTR_MODEL_VERSION, ATTR_RESPONSE_LOGPROBS } from '../../../src/tracing/attributes.js';
+import {
+  ATTR_CALL_OUTCOME,
+  ATTR_MODEL_VERSION,
+  ATTR_RESPONSE_LOGPROBS,
+  ATTR_TOKEN_IDS_REASON,
+  ATTR_TOKEN_IDS_STATUS,
+  CALL_OUTCOME_VALUE_ABORTED,
+} from '../../../src/tracing/attributes.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 
 interface Turn {
   prompt: number[];
   response: number[];
   version: number;
+  /** Merged over the turn's span attributes. */
+  extra?: Attributes;
 }
 
 async function rollout(
@@ -26,6 +35,7 @@ async function rollout(
       response_token_ids: t.response,
       [ATTR_RESPONSE_LOGPROBS]: t.response.map((id) => -id / 100),
       [ATTR_MODEL_VERSION]: t.version,
+      ...t.extra,
     };
     await store.addSpan(makeSpan({ seq: seq++, attributes, ...ids }));
   }
@@ -97,6 +107,11 @@ describe('buildBatch', () => {
       failed_rollouts: 1,
       no_tokens: 1,
       merge_mismatches: 0,
+      raw_logprobs: 0,
+      aborted_rollouts: 0,
+      incomplete_token_ids: 0,
+      token_count_mismatch: 0,
+      logprobs_floor: 0,
     });
     expect(batch.stats.rollouts).toBe(6);
     expect(batch.stats.mean_reward).toBeCloseTo(3 / 4, 10);
@@ -167,6 +182,49 @@ describe('buildBatch', () => {
     expect(batch.stats.dropped.merge_mismatches).toBe(1);
     expect(batch.samples.filter((s) => s.rollout_id === broken.rollout_id)).toHaveLength(2);
     expect(batch.samples.map((s) => s.advantage)).toEqual([1, 1, -1]);
+    await store.close();
+  });
+
+  it('leaves out aborted rollouts (and their group baseline), incomplete calls, and -9999 logprobs, counting each', async () => {
+    const store = new MemoryStore();
+    const abortedTurn: Turn = { ...twoTurns(2)[1]!, extra: { [ATTR_CALL_OUTCOME]: CALL_OUTCOME_VALUE_ABORTED } };
+    const aborted = await rollout(store, [twoTurns(2)[0]!, abortedTurn], 1);
+    const good = await rollout(store, twoTurns(2), 1);
+    const bad = await rollout(store, twoTurns(2), 0);
+    const gap = { [ATTR_TOKEN_IDS_STATUS]: 'partial', [ATTR_TOKEN_IDS_REASON]: 'text_without_ids' };
+    const lost = { [ATTR_TOKEN_IDS_STATUS]: 'partial', [ATTR_TOKEN_IDS_REASON]: 'count_mismatch' };
+    const floor = { [ATTR_RESPONSE_LOGPROBS]: [-0.5, -9999] };
+    const mixed = await rollout(
+      store,
+      [
+        { prompt: [1, 2], response: [10, 11], version: 2, extra: floor },
+        { prompt: [1, 2, 10, 11, 50], response: [12], version: 2, extra: gap },
+        { prompt: [1, 2, 10, 11, 50, 12, 60], response: [13], version: 2, extra: lost },
+      ],
+      0.5,
+    );
+    const batch = await buildBatch(
+      options(store, [
+        [aborted, 'g'],
+        [good, 'g'],
+        [bad, 'g'],
+        [mixed, 'g'],
+      ]),
+    );
+    expect(batch.samples.map((s) => s.rollout_id)).toEqual([good.rollout_id, bad.rollout_id, mixed.rollout_id]);
+    expect(batch.stats.dropped).toMatchObject({
+      aborted_rollouts: 1,
+      incomplete_token_ids: 1,
+      token_count_mismatch: 1,
+      logprobs_floor: 1,
+      no_tokens: 0,
+      failed_rollouts: 0,
+    });
+    const mixedSample = batch.samples[2];
+    expect(mixedSample).toMatchObject({ response_ids: [10, 11], sequence_ids: [1], logprobs: null });
+    // The aborted rollout's reward of 1 is no sample of the policy: the baseline is the mean of 1, 0 and 0.5.
+    expect(batch.samples.reduce((sum, s) => sum + s.advantage, 0)).toBeCloseTo(0, 10);
+    expect(batch.stats.mean_reward).toBeCloseTo(0.5, 10);
     await store.close();
   });
 });

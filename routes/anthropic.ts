@@ -1,0 +1,100 @@
+// The Anthropic Messages API (docs/anthropic-messages.md): POST /v1/messages (Claude Code adds `?beta=true`) and
+// /v1/messages/count_tokens, un-prefixed or under /rollout/:rid/attempt/:aid with or without /v1, so
+// `ANTHROPIC_BASE_URL=http://gateway/rollout/<rid>/attempt/<aid>` attributes every call. A Messages call is
+// translated into a chat completions call and takes the chat forward path (token ids, logprobs, the span); only
+// the answer is translated back. GET /v1/models answers in Anthropic's shape when the request carries
+// `anthropic-version` (else the OpenAI route answers), and HEAD /api/hello (Claude Code's warm-up) is a 200.
+// Mounted before the OpenAI routes, whose catch-all refuses unknown paths under the prefix.
+import { type Context, Hono, type Next } from 'hono';
+import { bodyJson } from '../middleware/body-json.js';
+import { type AttributionStore, type KnownPair, rolloutAttempt } from '../middleware/rollout-attempt.js';
+import { GatewayError } from '../src/errors.js';
+import { countTokens } from '../src/gateway/anthropic/count-tokens.js';
+import { anthropicModelPage } from '../src/gateway/anthropic/models.js';
+import { type TranslatedRequest, translateMessagesRequest } from '../src/gateway/anthropic/request.js';
+import { AnthropicSink } from '../src/gateway/anthropic/sink.js';
+import type { Gateway } from '../src/gateway/forward.js';
+import { HEADER_ANTHROPIC_VERSION, HEADER_ROLLOUT_ID } from '../src/gateway/headers.js';
+import { KnownPairs } from '../src/gateway/known-pairs.js';
+import type { ModelRegistry } from '../src/gateway/model-registry.js';
+import * as A from '../src/tracing/attributes.js';
+import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './proxy-call.js';
+
+type AnthropicEnv = ProxyEnv;
+
+export interface AnthropicRoutesOptions {
+  readonly gateway: Gateway;
+  /** count_tokens asks the backend that would serve the call. */
+  readonly registry: Pick<ModelRegistry, 'resolve'>;
+  readonly store: AttributionStore;
+  readonly autoCreate: boolean;
+  /** Checked (rollout, attempt) pairs, shared with the OpenAI routes (pitfall 50). */
+  readonly knownPairs?: KnownPairs<KnownPair>;
+}
+
+const SPAN_ATTRIBUTES = { [A.ATTR_API]: A.API_VALUE_ANTHROPIC_MESSAGES } as const;
+
+export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<AnthropicEnv> {
+  const { gateway, registry } = options;
+  const app = new Hono<AnthropicEnv>();
+  const attribution = rolloutAttempt({
+    store: options.store,
+    autoCreate: options.autoCreate,
+    knownPairs: options.knownPairs ?? new KnownPairs(),
+  });
+  const json = bodyJson();
+  // Each call's translation, from the step before attribution to the handler after it (keyed by the request, so
+  // nothing outlives it).
+  const translations = new WeakMap<Request, TranslatedRequest>();
+
+  // Before attribution: a request that cannot be translated is refused before a sequence id is spent on it.
+  async function translate(c: Context<AnthropicEnv>, next: Next): Promise<void> {
+    translations.set(c.req.raw, translateMessagesRequest(c.get('jsonBody')));
+    await next();
+  }
+
+  function messages(c: Context<AnthropicEnv>): Promise<Response> {
+    const translated = translations.get(c.req.raw);
+    if (translated === undefined) throw new GatewayError('internal_error', 'The Messages request was not translated');
+    const requestId = c.get('requestId');
+    return proxyCall(c, {
+      gateway,
+      endpoint: 'chat',
+      body: translated.chat,
+      wrapSink: (agent) => new AnthropicSink({ agent, stopSequences: translated.stopSequences, requestId }),
+      // The translator reads the engine's whole answer and passes no ids or logprobs on: nothing to strip.
+      agentView: 'raw',
+      spanAttributes: SPAN_ATTRIBUTES,
+    });
+  }
+
+  async function tokens(c: Context<AnthropicEnv>): Promise<Response> {
+    const count = await countTokens({
+      registry,
+      body: c.get('jsonBody'),
+      rolloutId: c.req.param('rid') ?? c.req.header(HEADER_ROLLOUT_ID) ?? null,
+      requestId: c.get('requestId'),
+    });
+    return c.json(count);
+  }
+
+  async function models(c: Context<AnthropicEnv>, next: Next): Promise<Response | undefined> {
+    if (c.req.header(HEADER_ANTHROPIC_VERSION) === undefined) {
+      await next();
+      return undefined;
+    }
+    return c.json(anthropicModelPage(gateway.listModels()));
+  }
+
+  for (const prefix of PROXY_PREFIXES) {
+    // Body first: a malformed body is refused before a sequence id is spent on it.
+    app.post(`${prefix}/messages`, json, translate, attribution, messages);
+    app.all(`${prefix}/messages`, methodNotAllowed);
+    app.post(`${prefix}/messages/count_tokens`, json, tokens);
+    app.all(`${prefix}/messages/count_tokens`, methodNotAllowed);
+    app.get(`${prefix}/models`, models);
+  }
+  // Hono answers HEAD with the GET handler, without the body.
+  for (const path of ['/api/hello', '/rollout/:rid/attempt/:aid/api/hello']) app.get(path, (c) => c.body(null, 200));
+  return app;
+}

@@ -1,0 +1,56 @@
+// Whether a recorded LLM call may become a training sample. The gateway marks what it saw at capture time
+// (the engine's abort finish reason, incomplete ids with a reason); spans written before those marks existed,
+// or by other producers, are judged from the same facts where the span still has them (finish reasons, usage).
+import type { Attributes } from '../store/types.js';
+import {
+  ATTR_CALL_OUTCOME,
+  ATTR_GEN_AI_REQUEST_CHOICE_COUNT,
+  ATTR_GEN_AI_RESPONSE_FINISH_REASONS,
+  ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
+  ATTR_TOKEN_IDS_REASON,
+  ATTR_TOKEN_IDS_STATUS,
+  ATTR_USAGE_DERIVED,
+  CALL_OUTCOME_VALUE_ABORTED,
+  choiceTokenIdsAttr,
+  FINISH_REASON_VALUE_ABORT,
+  TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH,
+  TOKEN_IDS_STATUS_VALUE_OK,
+} from '../tracing/attributes.js';
+
+/** Why a call is never a training sample (error calls are told apart by `LlmCall.isError`). */
+export type CallDropReason = 'aborted' | 'incomplete_token_ids' | 'token_count_mismatch';
+
+/** The engine aborted the generation and answered with what it had (a truncated answer that looks complete). */
+export function isAbortedCall(attrs: Attributes): boolean {
+  if (attrs[ATTR_CALL_OUTCOME] === CALL_OUTCOME_VALUE_ABORTED) return true;
+  const reasons = attrs[ATTR_GEN_AI_RESPONSE_FINISH_REASONS];
+  return Array.isArray(reasons) && reasons.some((r) => r === FINISH_REASON_VALUE_ABORT);
+}
+
+/**
+ * `usage.completion_tokens` against the response ids, for spans whose status cannot be trusted to have
+ * checked it. Usage counts every choice of a call, so only a single-choice call can be compared with
+ * its one list of ids; derived usage was computed from the ids and proves nothing.
+ */
+function countMismatch(attrs: Attributes, responseIdCount: number): boolean {
+  if (attrs[ATTR_USAGE_DERIVED] === true) return false;
+  const expected = attrs[ATTR_GEN_AI_USAGE_OUTPUT_TOKENS];
+  if (typeof expected !== 'number' || !Number.isInteger(expected)) return false;
+  const choices = attrs[ATTR_GEN_AI_REQUEST_CHOICE_COUNT];
+  if (typeof choices === 'number' && choices !== 1) return false;
+  if (attrs[choiceTokenIdsAttr(1)] !== undefined) return false;
+  return expected !== responseIdCount;
+}
+
+/** The reason `attrs` (a call with `responseIdCount` response ids) must stay out of training data, or null. */
+export function callDropReason(attrs: Attributes, responseIdCount: number): CallDropReason | null {
+  if (isAbortedCall(attrs)) return 'aborted';
+  const status = attrs[ATTR_TOKEN_IDS_STATUS];
+  if (typeof status === 'string' && status !== TOKEN_IDS_STATUS_VALUE_OK) {
+    return attrs[ATTR_TOKEN_IDS_REASON] === TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH
+      ? 'token_count_mismatch'
+      : 'incomplete_token_ids';
+  }
+  if (responseIdCount === 0) return 'incomplete_token_ids';
+  return countMismatch(attrs, responseIdCount) ? 'token_count_mismatch' : null;
+}

@@ -1,0 +1,319 @@
+// The engine state behind the HTTP routes: base weights, LoRA adapters, the simulated prefix cache, and the
+// scheduler states vLLM's dev routes drive (pause/resume, sleep/wake_up, abort).
+//
+// Prefix cache: full blocks of `blockSize` prompt (and generated) tokens, keyed like vLLM's block hashes by
+// (LoRA internal id, cache_salt, the token prefix) and NOT by the weights. Each block remembers the weights that
+// computed it. A request that reuses blocks computed under other weights really is computed under the oldest of
+// them (vLLM issue #42125: after an in-place LoRA reload, or a weight update without a cache reset, shared prefixes
+// reuse stale KV). A new cache_salt, POST /reset_prefix_cache, /pause (abort|wait, clear_cache) and /sleep clear it.
+import { VllmError } from './errors.js';
+import type { TwinWeights } from './types.js';
+import { fnv1a, hashInts, mix } from './util.js';
+
+export type PauseMode = 'abort' | 'wait' | 'keep';
+export type WakeTag = 'weights' | 'kv_cache';
+
+export interface LoraAdapter {
+  readonly name: string;
+  /** vLLM's lora_int_id: assigned at the first load, kept by in-place reloads. */
+  readonly id: number;
+  path: string;
+  /** 1 at the first load, +1 per in-place reload: the adapter's weights. */
+  version: number;
+}
+
+/** One generation request as the scheduler sees it. */
+export class ActiveRequest {
+  aborted = false;
+  private readonly listeners = new Set<() => void>();
+
+  /** The ids /abort_requests accepts: the response id (`chatcmpl-...`) and the caller's request id. */
+  constructor(readonly ids: ReadonlySet<string>) {}
+
+  onAbort(listener: () => void): () => void {
+    if (this.aborted) {
+      listener();
+      return () => {};
+    }
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    for (const l of [...this.listeners]) l();
+    this.listeners.clear();
+  }
+}
+
+export interface PrefixLookup {
+  cachedTokens: number;
+  /** The oldest weights among the reused blocks, when any differ from the request's current weights. */
+  staleWeights: TwinWeights | null;
+  /** The weights of the reused blocks, by block. */
+  blockWeights: TwinWeights[];
+}
+
+/** Older = fewer base updates, then an older adapter version. */
+export function olderWeights(a: TwinWeights, b: TwinWeights): TwinWeights {
+  if (a.base !== b.base) return a.base < b.base ? a : b;
+  return (a.lora?.version ?? 0) <= (b.lora?.version ?? 0) ? a : b;
+}
+
+export class Engine {
+  private base = 0;
+  private label: string | null = null;
+  private discarded = false;
+  private readonly adapterMap = new Map<string, LoraAdapter>();
+  private nextLoraId = 1;
+  private readonly weightObjects = new Map<string, TwinWeights>();
+  private readonly cache = new Map<number, TwinWeights>();
+  private pauseMode: PauseMode | null = null;
+  private pausedBySleep = false;
+  private readonly asleep = new Set<WakeTag>();
+  private sleepLevel = 0;
+  private readonly running = new Set<ActiveRequest>();
+  private readonly queued = new Set<ActiveRequest>();
+  private readonly waiters = new Set<() => void>();
+
+  constructor(readonly blockSize: number) {}
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Weights and adapters
+
+  get adapters(): ReadonlyMap<string, LoraAdapter> {
+    return this.adapterMap;
+  }
+
+  get weightVersion(): string | null {
+    return this.label;
+  }
+
+  /** The weights a request for `loraName` (null = the base model) is computed under right now. */
+  weightsFor(loraName: string | null): TwinWeights {
+    const adapter = loraName === null ? undefined : this.adapterMap.get(loraName);
+    const lora = adapter ? { name: adapter.name, id: adapter.id, version: adapter.version, path: adapter.path } : null;
+    const key = `base@${this.base}${this.discarded ? '!discarded' : ''}${lora ? `+lora:${lora.name}#${lora.id}v${lora.version}` : ''}`;
+    let w = this.weightObjects.get(key);
+    // The label is reported, not part of the identity: relabelling does not change what the weights compute.
+    if (!w || w.label !== this.label) {
+      w = { base: this.base, label: this.label, lora, discarded: this.discarded, key };
+      this.weightObjects.set(key, w);
+    }
+    return w;
+  }
+
+  /** POST /update_weights: the new weights compute every token from now on (in-flight requests included). */
+  updateWeights(): void {
+    this.base++;
+    this.discarded = false;
+  }
+
+  setWeightVersion(label: string | null): void {
+    this.label = label;
+  }
+
+  loadLora(options: { name: string; path: string; inplace: boolean }): void {
+    const { name, path, inplace } = options;
+    const existing = this.adapterMap.get(name);
+    if (existing) {
+      if (!inplace) {
+        throw new VllmError(
+          400,
+          `The lora adapter '${name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.`,
+          'InvalidUserInput',
+        );
+      }
+      existing.version++;
+      existing.path = path;
+      return;
+    }
+    this.adapterMap.set(name, { name, id: this.nextLoraId++, path, version: 1 });
+  }
+
+  unloadLora(name: string): void {
+    if (!this.adapterMap.delete(name)) {
+      throw new VllmError(404, `The lora adapter '${name}' cannot be found.`, 'NotFoundError');
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Prefix cache
+
+  private blockHashes(ids: readonly number[], loraId: number, salt: string | null): number[] {
+    const hashes: number[] = [];
+    let parent = mix(fnv1a(salt ?? ''), loraId);
+    for (let end = this.blockSize; end <= ids.length; end += this.blockSize) {
+      parent = hashInts(ids.slice(end - this.blockSize, end), parent);
+      hashes.push(parent);
+    }
+    return hashes;
+  }
+
+  lookupPrefix(options: {
+    ids: readonly number[];
+    loraId: number;
+    salt: string | null;
+    current: TwinWeights;
+  }): PrefixLookup {
+    // vLLM always recomputes at least the last prompt token.
+    const usable = Math.floor(Math.max(0, options.ids.length - 1) / this.blockSize);
+    const hashes = this.blockHashes(options.ids.slice(0, usable * this.blockSize), options.loraId, options.salt);
+    const blockWeights: TwinWeights[] = [];
+    for (const h of hashes) {
+      const w = this.cache.get(h);
+      if (!w) break;
+      blockWeights.push(w);
+    }
+    let stale: TwinWeights | null = null;
+    for (const w of blockWeights) if (w.key !== options.current.key) stale = stale ? olderWeights(stale, w) : w;
+    return { cachedTokens: blockWeights.length * this.blockSize, staleWeights: stale, blockWeights };
+  }
+
+  /** Caches the full blocks of `ids`; `weightsAt(i)` = the weights that computed token i. Existing blocks stay. */
+  storePrefix(options: {
+    ids: readonly number[];
+    loraId: number;
+    salt: string | null;
+    weightsAt: (index: number) => TwinWeights;
+  }): void {
+    const hashes = this.blockHashes(options.ids, options.loraId, options.salt);
+    hashes.forEach((h, b) => {
+      if (this.cache.has(h)) return;
+      let w = options.weightsAt(b * this.blockSize);
+      for (let i = b * this.blockSize + 1; i < (b + 1) * this.blockSize; i++) w = olderWeights(w, options.weightsAt(i));
+      this.cache.set(h, w);
+    });
+  }
+
+  resetPrefixCache(): void {
+    this.cache.clear();
+  }
+
+  get cachedBlocks(): number {
+    return this.cache.size;
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Scheduling
+
+  private notify(): void {
+    for (const w of [...this.waiters]) w();
+  }
+
+  /** Resolves once `ready()` holds or the request is aborted; re-checked on every state change (no polling). */
+  private waitFor(request: ActiveRequest, ready: () => boolean): Promise<void> {
+    if (ready() || request.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      let off = () => {};
+      const check = () => {
+        if (!ready() && !request.aborted) return;
+        this.waiters.delete(check);
+        off();
+        resolve();
+      };
+      off = request.onAbort(check);
+      this.waiters.add(check);
+    });
+  }
+
+  private get blocked(): boolean {
+    return this.pauseMode !== null || this.asleep.size > 0;
+  }
+
+  /** Whether admit() would make a new request wait (paused or asleep). */
+  get admitting(): boolean {
+    return !this.blocked;
+  }
+
+  /** A new request waits here while the engine is paused or asleep, as vLLM queues it. */
+  async admit(request: ActiveRequest): Promise<void> {
+    this.queued.add(request);
+    await this.waitFor(request, () => !this.blocked);
+    this.queued.delete(request);
+    if (!request.aborted) this.running.add(request);
+  }
+
+  /** Before each step: a request frozen by /pause?mode=keep (or a keep-mode sleep) waits for /resume. */
+  gate(request: ActiveRequest): Promise<void> {
+    return this.waitFor(request, () => this.pauseMode !== 'keep');
+  }
+
+  finish(request: ActiveRequest): void {
+    this.queued.delete(request);
+    if (this.running.delete(request)) this.notify();
+  }
+
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  private drain(): Promise<void> {
+    if (this.running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.running.size > 0) return;
+        this.waiters.delete(check);
+        resolve();
+      };
+      this.waiters.add(check);
+    });
+  }
+
+  async pause(mode: PauseMode, clearCache: boolean): Promise<void> {
+    this.pauseMode = mode;
+    this.notify();
+    if (mode === 'keep') return;
+    if (mode === 'abort') for (const r of [...this.running]) r.abort();
+    await this.drain();
+    if (clearCache) this.resetPrefixCache();
+  }
+
+  resume(): void {
+    this.pauseMode = null;
+    this.pausedBySleep = false;
+    this.notify();
+  }
+
+  get paused(): boolean {
+    return this.pauseMode !== null;
+  }
+
+  /** Aborts the requests with these ids (running or queued), or all of them; returns how many. */
+  abortRequests(ids?: readonly string[]): number {
+    const targets = [...this.running, ...this.queued].filter(
+      (r) => ids === undefined || ids.length === 0 || ids.some((id) => r.ids.has(id)),
+    );
+    for (const r of targets) r.abort();
+    return targets.length;
+  }
+
+  async sleep(level: number, mode: PauseMode): Promise<void> {
+    if (this.pauseMode === null) this.pausedBySleep = true;
+    await this.pause(mode, false);
+    this.sleepLevel = level;
+    this.asleep.add('weights');
+    this.asleep.add('kv_cache');
+    // Both levels free the KV cache; level 2 also discards the weights (they must be reloaded).
+    this.resetPrefixCache();
+    if (level >= 2) this.discarded = true;
+  }
+
+  wakeUp(tags?: readonly WakeTag[]): void {
+    for (const t of tags && tags.length > 0 ? tags : (['weights', 'kv_cache'] as const)) this.asleep.delete(t);
+    if (this.asleep.size === 0) {
+      this.sleepLevel = 0;
+      if (this.pausedBySleep) this.resume();
+    }
+    this.notify();
+  }
+
+  get sleeping(): boolean {
+    return this.asleep.size > 0;
+  }
+
+  get level(): number {
+    return this.sleepLevel;
+  }
+}

@@ -1,0 +1,243 @@
+// Token-in routes: POST /tokenize, POST /detokenize, POST /v1/chat/completions/render, POST /v1/completions/render
+// (the rendered prompt as a ready /inference/v1/generate body, nothing generated) and POST /inference/v1/generate
+// (token ids in, token ids out).
+import type { MockChatMessage } from './chat-template.js';
+import type { RouteRequest, TwinContext } from './context.js';
+import { optionalBool, optionalInt, optionalString, stopStrings, stopTokenIds, VllmError } from './errors.js';
+import { SseWriter, sendJson } from './exchange.js';
+import { Job, type JobChoice } from './job.js';
+import { chatEntries, type LogprobFormat, serialize } from './logprobs.js';
+import { runNonStream, runStream } from './loops.js';
+import { choicePlan } from './plan.js';
+import { baseRequestId, checkContext, checkModel, commonParams, validateSampling } from './request.js';
+import { parseCompletionPrompts } from './routes-openai.js';
+import { samplingSettings } from './sampler.js';
+import { hexId, isRecord } from './util.js';
+
+function chatPromptIds(ctx: TwinContext, body: Record<string, unknown>): number[] {
+  const messages = body.messages;
+  if (
+    !Array.isArray(messages) ||
+    messages.length === 0 ||
+    !messages.every((m) => isRecord(m) && typeof m.role === 'string')
+  ) {
+    throw new VllmError(400, '1 validation error:\n  messages: Field required (a non-empty list of messages)');
+  }
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  const kwargs = isRecord(body.chat_template_kwargs) ? body.chat_template_kwargs : {};
+  const text = ctx.template.render({
+    messages: messages as MockChatMessage[],
+    tools,
+    addGenerationPrompt: body.add_generation_prompt !== false,
+    kwargs,
+  });
+  return ctx.tokenizer.encode(text);
+}
+
+export function handleTokenize(ctx: TwinContext, { ex, body }: RouteRequest): void {
+  checkModel(ctx, body);
+  let tokens: number[];
+  if (body.messages !== undefined) tokens = chatPromptIds(ctx, body);
+  else if (typeof body.prompt === 'string') tokens = ctx.tokenizer.encode(body.prompt);
+  else throw new VllmError(400, '1 validation error:\n  prompt: Field required');
+  const wantStrs = optionalBool(body, 'return_token_strs') ?? false;
+  sendJson(
+    ex,
+    200,
+    JSON.stringify({
+      count: tokens.length,
+      max_model_len: ctx.options.maxModelLen,
+      tokens,
+      token_strs: wantStrs ? tokens.map((id) => ctx.tokenizer.tokenText(id)) : null,
+    }),
+  );
+}
+
+export function handleDetokenize(ctx: TwinContext, { ex, body }: RouteRequest): void {
+  checkModel(ctx, body);
+  const tokens = body.tokens;
+  if (!Array.isArray(tokens)) throw new VllmError(400, '1 validation error:\n  tokens: Field required');
+  for (const id of tokens) {
+    if (!ctx.tokenizer.isValidId(id)) throw new VllmError(400, `Token id ${String(id)} is out of vocabulary`);
+  }
+  sendJson(ex, 200, JSON.stringify({ prompt: ctx.tokenizer.decode(tokens as number[]) }));
+}
+
+/** The sampling_params a rendered request carries into /inference/v1/generate. */
+function renderedSamplingParams(ctx: TwinContext, body: Record<string, unknown>, maxTokens: number | null) {
+  const common = commonParams(ctx, { ...body, stream: false, stream_options: undefined });
+  return {
+    n: common.n,
+    temperature: common.sampling.temperature,
+    top_p: common.sampling.topP,
+    top_k: common.sampling.topK,
+    min_p: common.sampling.minP,
+    seed: typeof body.seed === 'number' ? body.seed : null,
+    stop: common.stop,
+    stop_token_ids: common.stopTokenIds,
+    include_stop_str_in_output: common.includeStopStrInOutput,
+    max_tokens: maxTokens,
+    logprobs:
+      typeof body.logprobs === 'number'
+        ? body.logprobs
+        : body.logprobs === true
+          ? (optionalInt(body, 'top_logprobs', 0) ?? 0)
+          : null,
+    skip_special_tokens: true,
+  };
+}
+
+function generateRequest(
+  ctx: TwinContext,
+  body: Record<string, unknown>,
+  tokenIds: number[],
+  maxTokens: number | null,
+) {
+  return {
+    request_id: typeof body.request_id === 'string' ? body.request_id : hexId(),
+    token_ids: tokenIds,
+    features: null,
+    sampling_params: renderedSamplingParams(ctx, body, maxTokens),
+    model: typeof body.model === 'string' ? body.model : ctx.options.model,
+    stream: false,
+    stream_options: null,
+    cache_salt: optionalString(body, 'cache_salt') ?? null,
+    priority: 0,
+    kv_transfer_params: null,
+  };
+}
+
+export function handleChatRender(ctx: TwinContext, { ex, body }: RouteRequest): void {
+  checkModel(ctx, body);
+  const ids = chatPromptIds(ctx, body);
+  const requested = optionalInt(body, 'max_completion_tokens', 1) ?? optionalInt(body, 'max_tokens', 1);
+  checkContext({ promptLen: ids.length, requested, maxModelLen: ctx.options.maxModelLen });
+  sendJson(ex, 200, JSON.stringify(generateRequest(ctx, body, ids, requested ?? ctx.options.maxModelLen - ids.length)));
+}
+
+export function handleCompletionsRender(ctx: TwinContext, { ex, body }: RouteRequest): void {
+  checkModel(ctx, body);
+  const prompts = parseCompletionPrompts(ctx.tokenizer, body.prompt);
+  const requested = optionalInt(body, 'max_tokens', 1);
+  const out = prompts.map((p) => {
+    const ids = typeof p === 'string' ? ctx.tokenizer.encode(p) : p;
+    checkContext({ promptLen: ids.length, requested, maxModelLen: ctx.options.maxModelLen });
+    return generateRequest(ctx, body, ids, requested ?? 16);
+  });
+  sendJson(ex, 200, JSON.stringify(out));
+}
+
+/** POST /inference/v1/generate {token_ids, sampling_params, stream?, model?, cache_salt?, request_id?}. */
+export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteRequest): Promise<void> {
+  const model = checkModel(ctx, body);
+  const tokenIds = body.token_ids;
+  if (!Array.isArray(tokenIds) || tokenIds.length === 0) {
+    throw new VllmError(400, '1 validation error:\n  token_ids: Field required (a non-empty list of ints)');
+  }
+  for (const id of tokenIds) {
+    if (!ctx.tokenizer.isValidId(id)) throw new VllmError(400, `Token id ${String(id)} is out of vocabulary`);
+  }
+  const promptIds = tokenIds as number[];
+  const sp = isRecord(body.sampling_params) ? body.sampling_params : undefined;
+  if (!sp) throw new VllmError(400, '1 validation error:\n  sampling_params: Field required');
+  const stream = optionalBool(body, 'stream') ?? false;
+  const maxTokens = optionalInt(sp, 'max_tokens', 1) ?? 16;
+  checkContext({ promptLen: promptIds.length, requested: maxTokens, maxModelLen: ctx.options.maxModelLen });
+  const n = optionalInt(sp, 'n', 1) ?? 1;
+  const k = optionalInt(sp, 'logprobs', 0);
+  const sampling = validateSampling(samplingSettings(sp, ctx.options.defaultSampling));
+  const requestId = typeof body.request_id === 'string' ? body.request_id : baseRequestId(ex.req.headers, {}).id;
+  ex.record.stream = stream;
+  const job = new Job(ctx, {
+    ex,
+    responseId: requestId,
+    requestId,
+    endpoint: 'generate',
+    model: model.name,
+    lora: model.lora,
+    cacheSalt: optionalString(body, 'cache_salt') ?? null,
+    stream,
+  });
+  const writer = stream ? new SseWriter(ex) : undefined;
+  await job.admit(writer);
+  const admission = job.admitPrompt(promptIds);
+  const text = ctx.tokenizer.decode(promptIds);
+  const seed = optionalInt(sp, 'seed', Number.MIN_SAFE_INTEGER);
+  for (let i = 0; i < n; i++) {
+    const plan = choicePlan(ctx, {
+      prompt: { endpoint: 'completions', text, tokenIds: promptIds },
+      respondContext: { body, headers: ex.req.headers, choiceIndex: i, promptIndex: 0, tools: [] },
+      enableThinking: undefined,
+    });
+    job.addChoice({
+      index: i,
+      promptIndex: 0,
+      choiceIndex: i,
+      promptIds,
+      admission,
+      config: {
+        maxTokens,
+        stop: stopStrings(sp),
+        stopTokenIds: stopTokenIds(sp),
+        includeStopStrInOutput: optionalBool(sp, 'include_stop_str_in_output') ?? false,
+        stopStringIds: ctx.options.stopStringIds,
+        sampling,
+        seed: seed === undefined ? 0 : seed | 0,
+        plan: plan.plan,
+      },
+    });
+  }
+  const fmt: LogprobFormat = {
+    mode: ctx.options.logprobsMode,
+    top: k ?? 0,
+    asTokenIds: false,
+    floorEvery: ctx.options.floorLogprobEvery,
+    tokenizer: ctx.tokenizer,
+  };
+  const choiceOf = (c: JobChoice, range: { start: number; end: number }) => ({
+    index: c.index,
+    logprobs: k !== undefined ? { content: chatEntries(c.seq, { ...range, fmt }) } : null,
+    finish_reason: c.seq.done ? c.seq.finishReason : null,
+    token_ids: c.seq.ids.slice(range.start, range.end),
+  });
+  if (writer) {
+    await runStream(ctx, {
+      ex,
+      job,
+      writer,
+      hooks: {
+        head: () => [],
+        step: (c) => {
+          const r = job.advance(c, ctx.options.tokensPerChunk);
+          const range = { start: r.start, end: r.start + r.ids.length };
+          return [{ data: serialize({ request_id: requestId, choices: [choiceOf(c, range)] }), ids: r.ids }];
+        },
+        aborted: (c) =>
+          c.seq.ids.length === 0
+            ? []
+            : [
+                {
+                  data: serialize({
+                    request_id: requestId,
+                    choices: [choiceOf(c, { start: c.seq.ids.length, end: c.seq.ids.length })],
+                  }),
+                },
+              ],
+        tail: () => [],
+        done: true,
+      },
+    });
+    return;
+  }
+  await runNonStream(ctx, { ex, job });
+  sendJson(
+    ex,
+    200,
+    serialize({
+      request_id: requestId,
+      choices: job.choices.map((c) => choiceOf(c, { start: 0, end: c.seq.ids.length })),
+      prompt_logprobs: null,
+      kv_transfer_params: null,
+    }),
+  );
+}
