@@ -3,8 +3,8 @@
 // - `system` (string or text blocks) leads as a system message; a `role: "system"` message inside `messages` (Claude
 //   Code sends one after the first user turn) stays a system message where it is.
 // - user blocks: text as text parts, images as `image_url` parts (a text-only engine refuses them with its own
-//   400), each `tool_result` as a `tool` message placed before the rest of its turn (chat puts tool answers right
-//   after the assistant's calls).
+//   400), each `tool_result` (text and images) as a `tool` message placed before the rest of its turn (chat puts
+//   tool answers right after the assistant's calls).
 // - assistant blocks: text as content, `tool_use` as `tool_calls` (input serialised), `thinking` as `reasoning`,
 //   the field vLLM hands to chat templates for earlier turns; `redacted_thinking` is Anthropic-encrypted and
 //   means nothing to another model, so it is dropped.
@@ -115,8 +115,10 @@ function toolResultContent(options: { block: Obj; where: string; referenced: Set
     const at = `${where}.content.${i}`;
     if (!isObj(part)) invalid(`${at}: Input should be an object`, at);
     if (part.type === 'text') parts.push({ type: 'text', text: textOf(part, at) });
+    // vLLM keeps image parts of a tool message for multimodal models; a text-only engine refuses them itself.
+    else if (part.type === 'image') parts.push(imagePart(part, at));
     else if (part.type === 'tool_reference' && typeof part.tool_name === 'string') referenced.add(part.tool_name);
-    else invalid(`${at}: a tool result can only carry text for this engine (got ${String(part.type)})`, at);
+    else invalid(`${at}: a tool result can only carry text and images (got ${String(part.type)})`, at);
   });
   return parts.length === 0 ? '' : chatContent(parts);
 }

@@ -119,6 +119,36 @@ describe('messages', () => {
     });
   });
 
+  it('sends images in tool results as image_url parts of the tool message', () => {
+    const chat = chatOf({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 't',
+              content: [
+                { type: 'text', text: 'screenshot:' },
+                { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'BBBB' } },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    expect(chat.messages).toEqual([
+      {
+        role: 'tool',
+        tool_call_id: 't',
+        content: [
+          { type: 'text', text: 'screenshot:' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,BBBB' } },
+        ],
+      },
+    ]);
+  });
+
   it('sends images as image_url parts (the engine decides whether it takes them)', () => {
     const chat = chatOf({
       messages: [
@@ -243,17 +273,22 @@ describe('refusals', () => {
       'messages.0.content.0.type',
     ],
     [
-      'an image in a tool result',
+      'a document in a tool result',
       {
         ...base,
         messages: [
           {
             role: 'user',
-            content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'image', source: {} }] }],
+            content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'document', source: {} }] }],
           },
         ],
       },
       'messages.0.content.0.content.0',
+    ],
+    [
+      'an image source chat cannot carry',
+      { ...base, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }] },
+      'messages.0.content.0.source',
     ],
     [
       'a hosted tool',
