@@ -2,11 +2,15 @@
 // yields a working gateway on its embedded defaults. `npm run config:schema` writes the JSON schema
 // for editors from this one definition.
 import { z } from 'zod';
+import { faithfulNeedsVllm, historySchema } from './history-schema.js';
 
 const backendSchema = z
   .object({
     url: z.url().describe('Base URL of the backend, including /v1 (e.g. http://vllm-0:8000/v1)'),
-    type: z.enum(['vllm', 'openai']).default('vllm').describe('vllm gets return_token_ids; openai never does'),
+    type: z
+      .enum(['vllm', 'sglang', 'openai'])
+      .default('vllm')
+      .describe('vllm and sglang are asked for token ids (docs/real-engines.md); openai never is'),
     apiKey: z.string().optional().describe('Key sent to this backend; the agent key is never forwarded'),
   })
   .strict();
@@ -28,6 +32,14 @@ const timeoutSchema = z
       .positive()
       .default(1_200_000)
       .describe('Non-stream vLLM answers send headers only at the end'),
+    idleMs: z
+      .number()
+      .positive()
+      .default(120_000)
+      .describe(
+        'Per try: the longest silence between two bytes of an answer once it started, and before the headers of ' +
+          'a stream (engines send those at once); a stream whose first token takes longer (queue and prefill) fails',
+      ),
     totalMs: z.number().positive().default(3_600_000),
   })
   .strict();
@@ -37,6 +49,14 @@ const healthSchema = z
     intervalMs: z.number().min(0).default(5_000).describe('Active /health probe interval; 0 disables it'),
     ejectAfterFailures: z.int().min(1).default(1),
     recoverAfterMs: z.number().min(0).default(2_000),
+    stallHoldMs: z
+      .number()
+      .min(0)
+      .default(60_000)
+      .describe(
+        'A backend ejected because a call timed out (a stalled generation) is not brought back by a passing ' +
+          '/health probe for this long: /health answers while the engine loop may be stuck',
+      ),
   })
   .strict();
 
@@ -48,11 +68,41 @@ const prefixCacheSchema = z
       .describe(
         'How no generation reuses KV computed under older weights after a version change: salt = a per-version ' +
           'cache_salt in every vLLM request body; reset = POST /reset_prefix_cache on every vLLM backend before ' +
-          'the new version takes traffic (needs VLLM_SERVER_DEV_MODE=1); off = nothing (the engine flushes itself)',
+          'the new version takes traffic (needs VLLM_SERVER_DEV_MODE=1); off = nothing (the engine flushes itself). ' +
+          'SGLang backends flush their cache on every weight update: they get no salt, and reset calls POST /flush_cache',
       ),
     resetTimeoutMs: z.int().positive().default(30_000).describe('Per-backend limit of one /reset_prefix_cache call'),
   })
   .strict();
+
+// How a weight update treats generations in flight (docs/weight-swaps.md).
+const swapSchema = z
+  .object({
+    mode: z
+      .enum(['drain', 'keep'])
+      .default('drain')
+      .describe(
+        'drain = hold new calls and wait for in-flight generations to finish before loading (the GPUs idle meanwhile); ' +
+          'keep = freeze in-flight generations on every backend (vLLM POST /pause?mode=keep), load, resume them where ' +
+          'they were: nothing is lost, and a generation that spans the swap records per-token versions. A backend ' +
+          'without the dev routes (404) is drained instead',
+      ),
+    verifyVersion: z
+      .enum(['auto', 'strict', 'off'])
+      .default('auto')
+      .describe(
+        'After a load, compare GET /weight_info with the version asked for and fail the swap on a mismatch: ' +
+          'auto = when the backend reports a version; strict = a backend that reports none fails too; off = never',
+      ),
+  })
+  .strict();
+
+const recordingFailureSchema = z
+  .enum(['fail', 'serve'])
+  .describe(
+    'A call whose span the store did not take: fail = answer 503 + Retry-After (a stream ends with an error event ' +
+      'instead of [DONE]) so the agent retries; serve = give the answer anyway, counted in rollgate_unrecorded_calls_total',
+  );
 
 const modelSchema = z
   .object({
@@ -75,13 +125,30 @@ const modelSchema = z
           'processed = of the sampling distribution (vLLM started with --logprobs-mode processed_logprobs). ' +
           'Declare processed only for servers started that way',
       ),
+    responses: z
+      .enum(['relay', 'via-chat'])
+      .default('relay')
+      .describe(
+        "How /v1/responses calls reach the backends: relay = to the engine's own Responses route as sent (vLLM " +
+          'streams carry no token ids); via-chat = translated to chat completions and back, recorded like chat ' +
+          'calls with token ids and logprobs, streams included (docs/harnesses.md)',
+      ),
     prefixCache: prefixCacheSchema.prefault({}),
+    swap: swapSchema.prefault({}),
+    history: historySchema.prefault({}),
     version: z.int().min(0).default(0).describe('Model version stamped on every span'),
     retry: retrySchema.prefault({}),
     timeouts: timeoutSchema.prefault({}),
     health: healthSchema.prefault({}),
+    recording: z
+      .object({
+        onFailure: recordingFailureSchema.optional().describe('Overrides the server-wide recording.onFailure'),
+      })
+      .strict()
+      .prefault({}),
   })
-  .strict();
+  .strict()
+  .superRefine(faithfulNeedsVllm);
 
 const storeSchema = z
   .object({
@@ -118,6 +185,36 @@ export const configSchema = z
           .positive()
           .default(16 * 1024 * 1024),
         keepAliveTimeoutMs: z.int().positive().default(120_000),
+        headersTimeoutMs: z
+          .int()
+          .positive()
+          .default(30_000)
+          .describe('A request whose headers are not in by then gets 408 (a connection that sends nothing too)'),
+        requestTimeoutMs: z
+          .int()
+          .min(0)
+          .default(300_000)
+          .describe(
+            'A request (headers and body) not fully received by then gets 408; 0: none. The answer is not counted: ' +
+              'long streams, generations and long polls are never cut by it',
+          ),
+        idleTimeoutMs: z
+          .int()
+          .min(0)
+          .default(120_000)
+          .describe(
+            'A connection whose client has not taken a byte of its answer for this long is closed (it stopped ' +
+              'reading); one waiting on the gateway (a generation, a long poll) is not. 0: never. Idle connections ' +
+              'between requests are closed after keepAliveTimeoutMs',
+          ),
+        maxConnections: z
+          .int()
+          .min(0)
+          .optional()
+          .describe(
+            'Client connections at once (more are refused); 0: no limit. Default: half of the descriptors left ' +
+              'after a reserve, so every client connection can hold an upstream one too',
+          ),
         shutdownGraceMs: z.int().min(0).default(30_000),
         corsOrigins: z.array(z.string()).default([]),
         allowedHosts: z
@@ -131,6 +228,11 @@ export const configSchema = z
       .strict()
       .prefault({}),
     store: storeSchema.prefault({}),
+    recording: z
+      .object({ onFailure: recordingFailureSchema.default('fail') })
+      .strict()
+      .prefault({})
+      .describe('What happens to a call whose span could not be stored (docs/durability.md)'),
     models: z.array(modelSchema).default([]),
     rollouts: z
       .object({ autoCreate: z.boolean().default(true) })
@@ -183,5 +285,6 @@ export type ModelConfig = z.infer<typeof modelSchema>;
 export type BackendConfig = z.infer<typeof backendSchema>;
 export type PrefixCacheStrategy = ModelConfig['prefixCache']['strategy'];
 export type LogprobsMode = ModelConfig['logprobsMode'];
+export type SwapConfig = ModelConfig['swap'];
 export type AlgorithmConfig = z.infer<typeof algorithmSchema>;
 export type StoreConfig = z.infer<typeof storeSchema>;

@@ -18,7 +18,7 @@ import type {
   SpanContext as StoreSpanContext,
 } from '../src/store/types.js';
 import { ATTR_ATTEMPT_ID, ATTR_ROLLOUT_ID, ATTR_SPAN_SEQUENCE_ID } from '../src/tracing/attributes.js';
-import type { PendingSpanWrites } from '../src/tracing/pending-writes.js';
+import type { PendingSpanWrites, SpanWriteOutcome } from '../src/tracing/pending-writes.js';
 
 function hrToSeconds(time: HrTime): number {
   return time[0] + time[1] / 1e9;
@@ -117,13 +117,16 @@ export interface StoreSpanProcessorOptions {
   readonly logger: Logger;
   /** A span whose rollout or attempt no longer exists in the store; without it, it is logged as a failure. */
   readonly onOrphanWrite?: (rid: string, aid: string, error: StoreError) => void;
+  /** A span the store could not write (already logged here); e.g. to re-check whether the store can write. */
+  readonly onWriteFailed?: (error: unknown) => void;
 }
 
 export class StoreSpanProcessor implements SpanProcessor, PendingSpanWrites {
   readonly #store: Pick<LightningStore, 'addSpan'>;
   readonly #logger: Logger;
   readonly #onOrphanWrite: StoreSpanProcessorOptions['onOrphanWrite'];
-  readonly #pending = new Map<string, Promise<void>>();
+  readonly #onWriteFailed: StoreSpanProcessorOptions['onWriteFailed'];
+  readonly #pending = new Map<string, Promise<SpanWriteOutcome>>();
   #closed = false;
   #failed = 0;
 
@@ -131,6 +134,7 @@ export class StoreSpanProcessor implements SpanProcessor, PendingSpanWrites {
     this.#store = options.store;
     this.#logger = options.logger;
     this.#onOrphanWrite = options.onOrphanWrite;
+    this.#onWriteFailed = options.onWriteFailed;
   }
 
   /** Store writes that failed since start (each is logged once, at error: it is lost data). */
@@ -146,14 +150,15 @@ export class StoreSpanProcessor implements SpanProcessor, PendingSpanWrites {
     if (input === null) return;
     const spanId = input.span_id;
     const write = this.#store.addSpan(input).then(
-      () => {
+      (): SpanWriteOutcome => {
         this.#pending.delete(spanId);
+        return 'stored';
       },
-      (error: unknown) => {
+      (error: unknown): SpanWriteOutcome => {
         this.#pending.delete(spanId);
         if (this.#onOrphanWrite !== undefined && isStoreError(error) && error.code === 'not_found') {
           this.#onOrphanWrite(input.rollout_id, input.attempt_id, error);
-          return;
+          return 'orphaned';
         }
         this.#failed++;
         this.#logger.error('span write failed', {
@@ -162,12 +167,14 @@ export class StoreSpanProcessor implements SpanProcessor, PendingSpanWrites {
           seq: input.sequence_id,
           err: error instanceof Error ? error.message : String(error),
         });
+        this.#onWriteFailed?.(error);
+        return 'failed';
       },
     );
     this.#pending.set(spanId, write);
   }
 
-  whenWritten(spanId: string): Promise<void> | undefined {
+  whenWritten(spanId: string): Promise<SpanWriteOutcome> | undefined {
     return this.#pending.get(spanId);
   }
 

@@ -1,6 +1,7 @@
 // The one place errors become HTTP responses (style.md §1.3): app.onError and app.notFound both use it.
 // Every error is OpenAI-shaped (Anthropic-shaped for Messages API calls) and carries x-request-id; the caller's
 // mistakes never become a 500.
+import { IncomingMessage } from 'node:http';
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
@@ -67,8 +68,25 @@ function classify(error: unknown): Rendered {
   return { code: 'internal_error', message: 'Internal server error', param: null, retryAfterS: undefined, headers: {} };
 }
 
+/** Whether the client went away before its request was read in full (the body read failed because of that). */
+function clientLeftMidRequest(c: Context<AppEnv>): boolean {
+  const env: unknown = c.env;
+  if (typeof env !== 'object' || env === null || !('incoming' in env)) return false;
+  const incoming = env.incoming;
+  return incoming instanceof IncomingMessage && !incoming.complete && incoming.destroyed;
+}
+
+/** Nobody reads this answer; it is logged (nginx's 499) instead of reported as our failure. */
+const CLIENT_CLOSED: Rendered = {
+  code: 'client_closed',
+  message: 'The client closed the connection before its request was read',
+  param: null,
+  retryAfterS: undefined,
+  headers: {},
+};
+
 export function renderError(c: Context<AppEnv>, error: unknown): Response {
-  const rendered = classify(error);
+  const rendered = clientLeftMidRequest(c) ? CLIENT_CLOSED : classify(error);
   const spec = ERROR_SPECS[rendered.code];
   const logger = c.get('logger') ?? silentLogger;
   logger[spec.level]('request failed', {

@@ -1,5 +1,6 @@
 // Operator routes for weight updates and fleet state (contracts.md §7.6, issue "Model pools"):
-//   GET  /ready                           200 when every pool has a healthy backend (public), else 503
+//   GET  /ready                           200 when every pool has a healthy backend and the store can write
+//                                         (public), else 503 with the reason
 //   POST /admin/pause                     {retry_after_seconds?, reason?} -> pause state
 //   POST /admin/resume                    -> pause state
 //   GET  /admin/state                     -> pause state (inflight drops only when upstream responses close)
@@ -7,20 +8,25 @@
 //   GET  /admin/pools                     pools with health, in-flight counts and versions
 //   PUT  /admin/pools/:model              {version, backends[]} -> atomic replace, no window with an empty pool
 //   POST /admin/pools/:model/draining     {url, draining} -> one backend out of (or back into) rotation
+//   POST /admin/pools/:model/drain        {url, timeout_seconds?} -> waits until no call is in flight on that backend
 //   POST /admin/agent-tokens              {rollout_id} -> {token} scoped to that rollout
 // Scopes are decided by middleware/auth.ts (everything under /admin needs an admin key; /ready is public).
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../middleware/env.js';
 import type { KeyRing } from '../src/auth/keys.js';
+import { isGatewayError } from '../src/errors.js';
 import type { PoolRegistry } from '../src/gateway/model-pool.js';
 import type { PauseGate } from '../src/gateway/pause-gate.js';
+import type { Readiness } from '../src/readiness.js';
 import { parseRequest, readJsonBody } from './request-body.js';
 
 export interface AdminRoutesOptions {
   readonly pools: PoolRegistry;
   readonly gate: PauseGate;
   readonly keys: KeyRing;
+  /** The store's write health and shutdown (src/readiness.ts); without it only the pools decide. */
+  readonly readiness?: Readiness;
 }
 
 const pauseBody = z
@@ -35,7 +41,7 @@ const drainBody = z.object({ timeout_seconds: z.number().min(0).max(3600).defaul
 const backendBody = z
   .object({
     url: z.url(),
-    type: z.enum(['vllm', 'openai']).default('vllm'),
+    type: z.enum(['vllm', 'sglang', 'openai']).default('vllm'),
     apiKey: z.string().optional(),
   })
   .strict();
@@ -44,10 +50,16 @@ const replaceBody = z
   .object({
     version: z.int().min(0),
     backends: z.array(backendBody).min(1),
+    /** Backends whose engines are frozen (keep-mode pause) during the replace (docs/weight-swaps.md). */
+    frozen_backends: z.array(z.string().min(1)).optional(),
   })
   .strict();
 
 const drainingBody = z.object({ url: z.string().min(1), draining: z.boolean() }).strict();
+
+const backendDrainBody = z
+  .object({ url: z.string().min(1), timeout_seconds: z.number().min(0).max(3600).default(30) })
+  .strict();
 
 const tokenBody = z.object({ rollout_id: z.string().min(1).max(1000) }).strict();
 
@@ -63,10 +75,15 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
       .reduce((n, pool) => n + [...pool.backends, ...pool.retiring].reduce((m, b) => m + b.inflight, 0), 0),
   });
 
-  app.get('/ready', (c) => {
-    const ready = pools.ready();
+  app.get('/ready', async (c) => {
+    const poolsReady = pools.ready();
+    const report = await options.readiness?.check();
+    const ready = poolsReady && report?.ready !== false;
+    const reason = report?.ready === false ? report.reason : poolsReady ? undefined : 'a pool has no healthy backend';
     const body = {
       ready,
+      ...(reason === undefined ? {} : { reason }),
+      ...(report === undefined ? {} : { store: report.store }),
       pools: pools.snapshot().map((pool) => ({
         model: pool.model,
         version: pool.version,
@@ -108,8 +125,11 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   app.get('/admin/pools', (c) => c.json({ pools: pools.snapshot() }));
 
   app.put('/admin/pools/:model', async (c) => {
-    const body = parseRequest(replaceBody, await readJsonBody(c));
-    const snapshot = await pools.replace(c.req.param('model'), body);
+    const { frozen_backends, ...body } = parseRequest(replaceBody, await readJsonBody(c));
+    const snapshot = await pools.replace(c.req.param('model'), {
+      ...body,
+      ...(frozen_backends === undefined ? {} : { frozen: frozen_backends }),
+    });
     c.get('logger').info('pool replaced', { model: snapshot.model, version: snapshot.version });
     return c.json(snapshot);
   });
@@ -117,6 +137,25 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   app.post('/admin/pools/:model/draining', async (c) => {
     const body = parseRequest(drainingBody, await readJsonBody(c));
     return c.json(pools.setDraining({ model: c.req.param('model'), url: body.url, draining: body.draining }));
+  });
+
+  // A keep-mode weight swap drains only the backends it cannot freeze (docs/weight-swaps.md).
+  app.post('/admin/pools/:model/drain', async (c) => {
+    const body = parseRequest(backendDrainBody, await readJsonBody(c));
+    const model = c.req.param('model');
+    const signal = AbortSignal.any([c.req.raw.signal, AbortSignal.timeout(body.timeout_seconds * 1000)]);
+    const drained = await pools.waitForIdle({ model, url: body.url, signal }).then(
+      () => true,
+      (error: unknown) => {
+        if (isGatewayError(error)) throw error;
+        return false;
+      },
+    );
+    const backend = pools
+      .snapshot()
+      .find((p) => p.model === model)
+      ?.backends.find((b) => b.url === body.url);
+    return c.json({ model, url: body.url, drained, inflight: backend?.inflight ?? 0 });
   });
 
   app.post('/admin/agent-tokens', async (c) => {

@@ -8,7 +8,9 @@ import { GatewayError } from '../src/errors.js';
 import type { Endpoint } from '../src/gateway/call-capture.js';
 import type { Gateway } from '../src/gateway/forward.js';
 import { KnownPairs } from '../src/gateway/known-pairs.js';
+import type { ResponsesMode } from '../src/gateway/responses-via-chat/mode.js';
 import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './proxy-call.js';
+import { refuseResponsesUpgrade, responsesViaChat } from './responses-via-chat.js';
 
 type OpenAiEnv = ProxyEnv;
 
@@ -18,6 +20,8 @@ export interface OpenAiRoutesOptions {
   readonly autoCreate: boolean;
   /** Checked (rollout, attempt) pairs; pass one to forget deleted rollouts from outside (pitfall 50). */
   readonly knownPairs?: KnownPairs<KnownPair>;
+  /** The `responses` mode of the pool a call's model reaches (default: every pool relays). */
+  readonly responsesMode?: (model: unknown) => ResponsesMode;
 }
 
 const ENDPOINT_PATHS: ReadonlyArray<readonly [string, Endpoint]> = [
@@ -42,11 +46,18 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
     };
 
   const models = (c: Context<OpenAiEnv>): Response => c.json({ object: 'list', data: gateway.listModels() });
+  const responses = responsesViaChat({ gateway, responsesMode: options.responsesMode ?? (() => 'relay') });
 
   for (const prefix of PROXY_PREFIXES) {
     for (const [path, endpoint] of ENDPOINT_PATHS) {
       // Body first: a malformed body is refused before a sequence id is spent on it.
-      app.post(prefix + path, json, attribution, call(endpoint));
+      if (endpoint === 'responses') {
+        // A via-chat pool's call is translated before attribution, for the same reason.
+        app.post(prefix + path, json, responses.translate, attribution, responses.forward(call(endpoint)));
+        app.get(prefix + path, refuseResponsesUpgrade);
+      } else {
+        app.post(prefix + path, json, attribution, call(endpoint));
+      }
       app.all(prefix + path, methodNotAllowed);
     }
     app.get(`${prefix}/models`, models);

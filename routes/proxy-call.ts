@@ -12,8 +12,13 @@ import { GatewayError } from '../src/errors.js';
 import type { AgentSink } from '../src/gateway/agent-sink.js';
 import type { AgentView } from '../src/gateway/agent-view.js';
 import type { Endpoint } from '../src/gateway/call-capture.js';
+import { callRoleAttributes } from '../src/gateway/call-role.js';
 import type { Gateway } from '../src/gateway/forward.js';
-import { HEADER_ROLLGATE_CACHE, HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/headers.js';
+import {
+  HEADER_CLAUDE_CODE_REQUEST_CLASS,
+  HEADER_ROLLGATE_CACHE,
+  HEADER_STAINLESS_RETRY_COUNT,
+} from '../src/gateway/headers.js';
 import { WebResponseSink } from '../src/gateway/web-sink.js';
 
 export type ProxyEnv = {
@@ -55,6 +60,10 @@ export async function proxyCall(c: Context<ProxyEnv>, options: ProxyCallOptions)
   if (outgoing !== undefined && c.req.header('origin') !== undefined) {
     extraHeaders = {};
     for (const [name, value] of c.res.headers) extraHeaders[name] = value;
+    // The CORS middleware adds `Vary: Origin` only after the handler, when this answer is already on its way: an
+    // answer that depends on the Origin must say so, or a cache hands it to another origin.
+    const allowed = extraHeaders['access-control-allow-origin'];
+    if (allowed !== undefined && allowed !== '*' && extraHeaders.vary === undefined) extraHeaders.vary = 'Origin';
   }
   const webSink = outgoing === undefined ? new WebResponseSink() : null;
   const agentSink: AgentSink = outgoing ?? (webSink as WebResponseSink);
@@ -78,7 +87,11 @@ export async function proxyCall(c: Context<ProxyEnv>, options: ProxyCallOptions)
         ? { header: c.req.header(HEADER_ROLLGATE_CACHE), rollout: c.get('rolloutCacheOptIn') }
         : undefined,
     ...(options.agentView === undefined ? {} : { agentView: options.agentView }),
-    ...(options.spanAttributes === undefined ? {} : { spanAttributes: options.spanAttributes }),
+    // Every proxied call says whether it is the agent loop or housekeeping (call-role.ts): training rows need it.
+    spanAttributes: {
+      ...options.spanAttributes,
+      ...callRoleAttributes({ body, requestClass: c.req.header(HEADER_CLAUDE_CODE_REQUEST_CLASS) }),
+    },
   });
   if (webSink !== null) {
     // Without node's server (app.request in process): answer as soon as the head is written.

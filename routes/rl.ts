@@ -5,14 +5,26 @@
 //   POST /v1/rl/batches/:id/ack             acknowledges a batch without new weights
 //   POST /v1/rl/weights                     {version, batch_ids?, ...hook fields} -> pause, drain, load, bump, resume;
 //                                            acknowledges the batches it trained on
-//   GET  /v1/rl/state                       queue and version
+//   POST /v1/rl/weights/prepare             {version, batch_ids?} -> pause in the pool's swap mode for a native
+//                                            (NCCL/IPC) transfer; answers {status: "ready", backends, deadline_s}
+//   POST /v1/rl/weights/commit              {version, batch_ids?} -> finish the engines' update, verify, bump, resume
+//   POST /v1/rl/weights/abort               {reason?} -> resume on the old weights (a prepare not committed within
+//                                            the deadline is aborted this way by itself). All three are idempotent.
+//   GET  /v1/rl/state                       queue, version, the update in progress, swap counts
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../middleware/env.js';
 import { BATCH_CONTENT_TYPE, encodeBatch } from '../src/algorithms/rl/batch-codec.js';
-import { protocolJsonSchema, weightsPostSchema } from '../src/algorithms/rl/protocol.js';
+import {
+  protocolJsonSchema,
+  weightsAbortSchema,
+  weightsCommitSchema,
+  weightsPostSchema,
+  weightsPrepareSchema,
+} from '../src/algorithms/rl/protocol.js';
 import { type TrainerHub, TrainerHubError } from '../src/algorithms/rl/trainer-hub.js';
 import { GatewayError } from '../src/errors.js';
+import type { Logger } from '../src/logger.js';
 import { readJsonBody } from './request-body.js';
 
 export interface RlRoutesOptions {
@@ -38,6 +50,14 @@ function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
 function toGatewayError(error: unknown): unknown {
   if (!(error instanceof TrainerHubError)) return error;
   return new GatewayError(error.code === 'not_found' ? 'not_found' : 'conflict', error.message);
+}
+
+/** A refusal keeps its status; anything else failed on the way to the engines (the swap resumed regardless). */
+function swapFailure(error: unknown, context: { what: string; version: number | null; logger: Logger }): unknown {
+  if (error instanceof TrainerHubError) return toGatewayError(error);
+  const reason = error instanceof Error ? error.message : String(error);
+  context.logger.error(`${context.what} failed`, { version: context.version, err: reason });
+  return new GatewayError('upstream_unreachable', `${context.what} failed: ${reason}`);
 }
 
 export function createRlRoutes(options: RlRoutesOptions): Hono<AppEnv> {
@@ -76,15 +96,34 @@ export function createRlRoutes(options: RlRoutesOptions): Hono<AppEnv> {
       const result = await hub.postWeights({ version, ...(batch_ids ? { batch_ids } : {}), fields });
       return c.json(result);
     } catch (error) {
-      if (error instanceof TrainerHubError) throw toGatewayError(error);
-      c.get('logger').error('weight sync failed', {
-        version,
-        err: error instanceof Error ? error.message : String(error),
-      });
-      throw new GatewayError(
-        'upstream_unreachable',
-        `weight sync failed: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      throw swapFailure(error, { what: 'weight sync', version, logger: c.get('logger') });
+    }
+  });
+
+  app.post('/v1/rl/weights/prepare', async (c) => {
+    const { version, batch_ids } = parse(weightsPrepareSchema, await readJsonBody(c));
+    try {
+      return c.json(await hub.prepareWeights({ version, ...(batch_ids ? { batch_ids } : {}), fields: {} }));
+    } catch (error) {
+      throw swapFailure(error, { what: 'weights prepare', version, logger: c.get('logger') });
+    }
+  });
+
+  app.post('/v1/rl/weights/commit', async (c) => {
+    const { version, batch_ids } = parse(weightsCommitSchema, await readJsonBody(c));
+    try {
+      return c.json(await hub.commitWeights({ version, ...(batch_ids ? { batch_ids } : {}) }));
+    } catch (error) {
+      throw swapFailure(error, { what: 'weights commit', version, logger: c.get('logger') });
+    }
+  });
+
+  app.post('/v1/rl/weights/abort', async (c) => {
+    const { reason } = parse(weightsAbortSchema, await readJsonBody(c));
+    try {
+      return c.json(await hub.abortWeights(reason));
+    } catch (error) {
+      throw swapFailure(error, { what: 'weights abort', version: null, logger: c.get('logger') });
     }
   });
 

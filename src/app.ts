@@ -12,6 +12,7 @@ import type { AppEnv } from '../middleware/env.js';
 import { hostGuard, isLoopbackHost } from '../middleware/host-guard.js';
 import { requireJsonContentType } from '../middleware/json-content-type.js';
 import { notFound, onError } from '../middleware/openai-errors.js';
+import { countRefusals } from '../middleware/refusal-metrics.js';
 import { requestId } from '../middleware/request-id.js';
 import type { KnownPair } from '../middleware/rollout-attempt.js';
 import { createAdminRoutes } from '../routes/admin.js';
@@ -31,9 +32,11 @@ import { KnownPairs } from './gateway/known-pairs.js';
 import { createPoolRegistry } from './gateway/model-pool.js';
 import { PauseGate } from './gateway/pause-gate.js';
 import { createProxy } from './gateway/proxy.js';
+import { responsesModeLookup } from './gateway/responses-via-chat/mode.js';
 import type { Logger } from './logger.js';
 import { GatewayMetrics } from './metrics.js';
 import { createPinoLogger } from './pino-logger.js';
+import { Readiness } from './readiness.js';
 import { type ListeningServer, listen } from './server.js';
 import { createStore } from './store/create-store.js';
 import type { LightningStore } from './store/types.js';
@@ -98,6 +101,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
   const metrics = new GatewayMetrics();
+  const readiness = new Readiness({ store, shuttingDown: () => shutdown.signal.aborted });
   const knownPairs = new KnownPairs<KnownPair>();
   const forgetRollout = (rid: string) => {
     knownPairs.forgetRollout(rid);
@@ -118,12 +122,18 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
         metrics.orphanCalls.inc();
         logger.warn('call on a deleted rollout not recorded', { rid, aid, err: error.message });
       },
+      // The store may have stopped taking writes: readiness asks it again instead of reusing its last answer.
+      onWriteFailed: () => readiness.invalidate(),
     }),
     extraSpanProcessors: [new CallObserver({ metrics, logger }), ...(otlpExport === null ? [] : [otlpExport])],
     logger,
     registry: pools,
     // Spans of calls without a rollout only leave the process through OTLP.
     captureUnattributedContent: otlpExport !== null,
+    recording: {
+      onFailure: config.recording.onFailure,
+      onUnrecorded: ({ model, served }) => metrics.unrecordedCalls.inc({ model, action: served ? 'served' : 'failed' }),
+    },
   });
   parts.push({ name: 'proxy', close: () => proxy.close() });
   pools.start();
@@ -162,12 +172,20 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     pauseOverdue: () => gate.overdue,
     storeStatistics: () => store.statistics(),
     otlpIngest: () => ({ ...ingester.stats() }),
+    storeWritable: async () => (await readiness.check()).store.writable,
+    weightSwaps: () => rlHub.swapStats.snapshot(),
   });
 
   const app = new Hono<AppEnv>();
   app.onError(onError);
   app.notFound(notFound);
   app.use(requestId());
+  // Before the guards and auth: their refusals are logged like every other answer, and counted.
+  app.use(async function attachLogger(c, next) {
+    c.set('logger', logger);
+    await next();
+  });
+  app.use(countRefusals({ metrics }));
   // Without keys every caller is trusted, which only a loopback address makes safe; a rebound DNS name must
   // not turn a web page into such a caller (middleware/host-guard.ts).
   if (!keys.enabled && isLoopbackHost(config.server.host)) {
@@ -179,13 +197,11 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     app.use(cors({ origin: origins.includes('*') ? '*' : origins, exposeHeaders: ['x-request-id'] }));
   }
   app.use(auth({ keys }));
-  app.use(async function attachLogger(c, next) {
-    c.set('logger', logger);
-    await next();
-  });
   app.use(bodyLimitFast({ maxBytes: config.server.bodyLimitBytes }));
   app.use(requireJsonContentType());
 
+  // Liveness only: a restart fixes none of what /ready reports (a gateway restarted on a deleted database file
+  // would only start on an empty one).
   app.get('/health', (c) => c.json({ status: 'ok' }));
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
@@ -220,9 +236,10 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
       store,
       autoCreate: config.rollouts.autoCreate,
       knownPairs,
+      responsesMode: responsesModeLookup(config.models),
     }),
   );
-  app.route('/', createAdminRoutes({ pools, gate, keys }));
+  app.route('/', createAdminRoutes({ pools, gate, keys, readiness }));
   app.route(
     '/',
     createAglV1Routes({
@@ -256,6 +273,12 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
         host: config.server.host,
         port: config.server.port,
         keepAliveTimeoutMs: config.server.keepAliveTimeoutMs,
+        limits: {
+          headersTimeoutMs: config.server.headersTimeoutMs,
+          requestTimeoutMs: config.server.requestTimeoutMs,
+          idleTimeoutMs: config.server.idleTimeoutMs,
+          maxConnections: config.server.maxConnections ?? null,
+        },
       });
       let bound: ListeningServer;
       try {

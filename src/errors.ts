@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'unsupported_path'
   | 'method_not_allowed'
+  | 'upgrade_required'
   | 'rollout_not_found'
   | 'not_found'
   | 'invalid_api_key'
@@ -25,6 +26,10 @@ export type ErrorCode =
   | 'stream_error'
   | 'prefix_cache_reset_failed'
   | 'evicted'
+  | 'recording_failed'
+  | 'client_closed'
+  | 'request_timeout'
+  | 'headers_too_large'
   | 'not_implemented'
   | 'internal_error';
 
@@ -48,6 +53,8 @@ export const ERROR_SPECS = {
   unsupported_media_type: { status: 415, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   unsupported_path: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   method_not_allowed: { status: 405, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  /** A WebSocket upgrade on /v1/responses: refused, so clients that try one first (Codex) fall back to HTTP. */
+  upgrade_required: { status: 426, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   rollout_not_found: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   not_found: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   invalid_api_key: { status: 401, type: 'authentication_error', shouldRetry: false, level: 'info' },
@@ -63,6 +70,12 @@ export const ERROR_SPECS = {
   stream_error: { status: 502, type: 'upstream_error', shouldRetry: false, level: 'warn' },
   prefix_cache_reset_failed: { status: 502, type: 'upstream_error', shouldRetry: false, level: 'error' },
   evicted: { status: 410, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  // The answer was made but its span could not be stored (docs/durability.md): retrying records it, or fails again.
+  recording_failed: { status: 503, type: 'service_unavailable', shouldRetry: true, retryAfterS: 1, level: 'error' },
+  // The client left before its request was read (nginx's 499): nobody reads this answer; it is logged, not an error.
+  client_closed: { status: 499, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  request_timeout: { status: 408, type: 'invalid_request_error', level: 'info' },
+  headers_too_large: { status: 431, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   not_implemented: { status: 501, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   internal_error: { status: 500, type: 'server_error', level: 'error' },
 } as const satisfies Record<ErrorCode, ErrorSpec>;

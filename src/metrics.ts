@@ -20,6 +20,14 @@ export interface MetricsSources {
   pauseOverdue?: () => boolean;
   /** Cumulative OTLP ingest counters (spans received, stored, skipped by reason), read at scrape time. */
   otlpIngest?: () => Readonly<Record<string, number>>;
+  /** Whether the store can make writes durable (null: it cannot tell), from readiness's cached probe. */
+  storeWritable?: () => Promise<boolean | null>;
+  /** Weight swaps run by the rl plugin (docs/weight-swaps.md), read at scrape time. */
+  weightSwaps?: () => {
+    readonly swaps: ReadonlyArray<{ readonly model: string; readonly mode: string; readonly count: number }>;
+    readonly fallbacks: ReadonlyArray<{ readonly model: string; readonly backend: string; readonly count: number }>;
+    readonly last: { readonly model: string; readonly pause_ms: number; readonly drain_ms: number } | null;
+  };
 }
 
 const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -35,9 +43,12 @@ export class GatewayMetrics {
   readonly tokenIdsMissing: Counter<'model' | 'status' | 'reason'>;
   readonly callsAborted: Counter<'model'>;
   readonly logprobsDropped: Counter<'model' | 'reason'>;
+  readonly historyCalls: Counter<'model' | 'status' | 'reason'>;
+  readonly historyHealedTurns: Counter<'model'>;
   readonly spanWriteLatency: Histogram<'store'>;
   readonly spansDropped: Counter<'exporter'>;
   readonly orphanCalls: Counter;
+  readonly unrecordedCalls: Counter<'model' | 'action'>;
   readonly algorithmProgress: Gauge<'algorithm' | 'metric'>;
   #sources: MetricsSources = {};
 
@@ -95,6 +106,20 @@ export class GatewayMetrics {
       labelNames: ['model', 'reason'],
       registers,
     });
+    this.historyCalls = new Counter({
+      name: `${p}history_calls_total`,
+      help:
+        'Chat calls of faithful-history pools, by rollgate.history.status (linear, healed, forked, bypassed) and the ' +
+        'fork or bypass reason',
+      labelNames: ['model', 'status', 'reason'],
+      registers,
+    });
+    this.historyHealedTurns = new Counter({
+      name: `${p}history_healed_turns_total`,
+      help: 'Assistant turns whose served ids faithful history spliced back over the engine rendering, summed over calls',
+      labelNames: ['model'],
+      registers,
+    });
     this.spanWriteLatency = new Histogram({
       name: `${p}span_write_latency_seconds`,
       help: 'Time to make one call span durable in the store',
@@ -111,6 +136,14 @@ export class GatewayMetrics {
     this.orphanCalls = new Counter({
       name: `${p}orphan_calls_total`,
       help: 'Calls answered whose span was not stored because their rollout was deleted meanwhile',
+      registers,
+    });
+    this.unrecordedCalls = new Counter({
+      name: `${p}unrecorded_calls_total`,
+      help:
+        'Answered calls whose span the store did not take, by action: failed (503 or a stream error event, the ' +
+        'default) or served (recording.onFailure = serve: the answer went out, its span is lost)',
+      labelNames: ['model', 'action'],
       registers,
     });
     this.algorithmProgress = new Gauge({
@@ -183,6 +216,16 @@ export class GatewayMetrics {
       },
     });
     new Gauge({
+      name: `${p}store_writable`,
+      help: '1 while the store can make writes durable, 0 when it cannot (file deleted, read-only, full, unreachable); see /ready',
+      registers,
+      async collect() {
+        const writable = await sources().storeWritable?.();
+        if (writable === undefined || writable === null) return;
+        this.set(writable ? 1 : 0);
+      },
+    });
+    new Gauge({
       name: `${p}paused_seconds`,
       help: 'Seconds since the current pause began (0 while running); alert when above the weight-update budget',
       registers,
@@ -197,6 +240,43 @@ export class GatewayMetrics {
       registers,
       collect() {
         this.set(sources().pauseOverdue?.() ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: `${p}weight_swaps_total`,
+      help: 'Weight swaps completed, by pool and mode (drain, keep)',
+      labelNames: ['model', 'mode'],
+      registers,
+      collect() {
+        const stats = sources().weightSwaps?.();
+        if (stats === undefined) return;
+        this.reset();
+        for (const row of stats.swaps) this.inc({ model: row.model, mode: row.mode }, row.count);
+      },
+    });
+    new Counter({
+      name: `${p}weight_swap_fallbacks_total`,
+      help: 'Backends drained instead of frozen during a keep-mode weight swap (their dev routes answered 404)',
+      labelNames: ['model', 'backend'],
+      registers,
+      collect() {
+        const stats = sources().weightSwaps?.();
+        if (stats === undefined) return;
+        this.reset();
+        for (const row of stats.fallbacks) this.inc({ model: row.model, backend: row.backend }, row.count);
+      },
+    });
+    new Gauge({
+      name: `${p}weight_swap_last_pause_seconds`,
+      help: 'How long the last weight swap held new calls, and how much of it waited for generations to drain',
+      labelNames: ['model', 'phase'],
+      registers,
+      collect() {
+        const last = sources().weightSwaps?.().last ?? null;
+        this.reset();
+        if (last === null) return;
+        this.set({ model: last.model, phase: 'pause' }, last.pause_ms / 1000);
+        this.set({ model: last.model, phase: 'drain' }, last.drain_ms / 1000);
       },
     });
     new Gauge({

@@ -1,9 +1,11 @@
 // The node HTTP listener for a fetch-style app: keep-alive tuned for long-lived clients (pitfall 23), a clear
-// error for an occupied port (pitfall 63), and a bounded graceful close.
+// error for an occupied port (pitfall 63), a bounded graceful close, and the per-connection guards (stalled
+// clients cut, connections bounded, parser errors answered: connection-guards.ts).
 
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
+import { type ConnectionLimits, guardConnections, serverOptions } from './connection-guards.js';
 
 export interface ListenOptions {
   readonly fetch: (request: Request) => Response | Promise<Response>;
@@ -11,6 +13,8 @@ export interface ListenOptions {
   readonly port: number;
   /** Idle keep-alive sockets are kept this long; clients pool sockets for minutes (>= 120 s by default). */
   readonly keepAliveTimeoutMs: number;
+  /** Client deadlines and the connection limit; absent: Node's own header and request deadlines, no guards. */
+  readonly limits?: ConnectionLimits;
 }
 
 export interface ListeningServer {
@@ -21,15 +25,16 @@ export interface ListeningServer {
   close(options: { graceMs: number }): Promise<void>;
 }
 
-/** Node's headersTimeout must exceed keepAliveTimeout, or a reused socket can be cut while a request arrives. */
-const HEADERS_TIMEOUT_MARGIN_MS = 5_000;
-
 export async function listen(options: ListenOptions): Promise<ListeningServer> {
-  const server = createAdaptorServer({ fetch: options.fetch }) as Server;
+  const limits = options.limits;
+  const server = createAdaptorServer({
+    fetch: options.fetch,
+    ...(limits === undefined ? {} : { serverOptions: serverOptions(limits, options.keepAliveTimeoutMs) }),
+  }) as Server;
+  // Node's header deadline does not run while a keep-alive socket sits idle between requests (it starts with the
+  // next request's first byte), so it can be far shorter than keepAliveTimeout.
   server.keepAliveTimeout = options.keepAliveTimeoutMs;
-  server.headersTimeout = options.keepAliveTimeoutMs + HEADERS_TIMEOUT_MARGIN_MS;
-  // Long-polls (waits) and long generations are legitimate; the socket-level keep-alive handles dead peers.
-  server.requestTimeout = 0;
+  if (limits !== undefined) guardConnections(server, limits);
 
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {

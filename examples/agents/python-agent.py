@@ -1,11 +1,8 @@
 # A complete rollgate agent: rollgate runner --gateway http://127.0.0.1:8080 -- python examples/agents/python-agent.py
-import json, os, urllib.request
-from openai import OpenAI
+# Standard library plus the rollgate client (pip install ./clients/python); any OpenAI client works as well.
+from rollgate.agent import AgentContext
 
-task = json.loads(os.environ["ROLLGATE_TASK"])  # e.g. {"question": "2+2?", "answer": "4"}
-client = OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY come from the runner
-reply = client.chat.completions.create(model=os.environ.get("ROLLGATE_MODEL", "default"),
-    messages=[{"role": "user", "content": str(task["question"])}]).choices[0].message.content or ""
-reward = 1.0 if str(task["answer"]) in reply else 0.0
-urllib.request.urlopen(urllib.request.Request(os.environ["ROLLGATE_REWARD_URL"], data=json.dumps({"value": reward}).encode(),
-    headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})).read()
+ctx = AgentContext.from_env()  # the task, the recorded model endpoint and the reward URL, set by the runner
+task = ctx.task  # e.g. {"question": "2+2?", "answer": "4"}
+reply = ctx.chat_text([{"role": "user", "content": str(task["question"])}], model=ctx.model or "default")
+ctx.post_reward(1.0 if str(task["answer"]) in reply else 0.0)

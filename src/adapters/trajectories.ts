@@ -13,13 +13,15 @@ export interface TrajectoryOptions {
   readonly maxResponseLength?: number;
   /** Reward given to rows of a rollout whose final reward is null. */
   readonly rewardFillna?: number;
-  /** Called once per turn that could not be merged (it starts a new row). */
+  /** Called once per turn that continues no open row token for token (it starts row `rowIndex`). */
   readonly onMergeMismatch?: (info: { rowIndex: number; sequenceId: number }) => void;
   /**
    * Called once per call left out of the rows (aborted, incomplete token ids) or kept without logprobs
    * (`logprobs_floor`). A call left out inside a row becomes masked context (mask 0) when the next turn merges.
    */
   readonly onDropped?: (drop: TrainingDrop) => void;
+  /** See TripletOptions.perTokenVersions: rows may then merge calls that spanned a keep-mode swap. */
+  readonly perTokenVersions?: boolean;
 }
 
 export interface TrajectoryRow {
@@ -36,10 +38,23 @@ export interface TrajectoryRow {
   /** Sequence ids of the calls merged into this row. */
   readonly sequenceIds: number[];
   readonly turnCount: number;
+  /**
+   * Where each merged call's generated ids lie in `responseIds` (`end` exclusive, after truncation); the ids
+   * between two turns are the gap. Lets a reader attach per-call facts (e.g. per-token versions) to tokens.
+   */
+  readonly turns: RowTurn[];
+}
+
+export interface RowTurn {
+  readonly sequenceId: number;
+  readonly start: number;
+  readonly end: number;
 }
 
 export const DEFAULT_MAX_PROMPT_LENGTH = 2048;
 export const DEFAULT_MAX_RESPONSE_LENGTH = 8192;
+/** Open rows a turn may continue, newest first: side calls are few, and a long rollout must not scan them all. */
+const ROWS_SEARCHED = 8;
 
 interface OpenRow {
   promptIds: number[];
@@ -48,6 +63,7 @@ interface OpenRow {
   logprobs: number[] | null;
   context: number[];
   sequenceIds: number[];
+  turns: RowTurn[];
 }
 
 function startsWith(ids: readonly number[], prefix: readonly number[]): boolean {
@@ -66,6 +82,7 @@ function openRow(t: TokenTriplet): OpenRow {
     logprobs: t.response.logprobs ? [...t.response.logprobs] : null,
     context: [...prompt, ...response],
     sequenceIds: [t.metadata.sequence_id],
+    turns: [{ sequenceId: t.metadata.sequence_id, start: 0, end: response.length }],
   };
 }
 
@@ -88,6 +105,9 @@ function finishRow(
     isResponseTruncated,
     sequenceIds: row.sequenceIds,
     turnCount: row.sequenceIds.length,
+    turns: row.turns.flatMap((turn) =>
+      turn.start < responseIds.length ? [{ ...turn, end: Math.min(turn.end, responseIds.length) }] : [],
+    ),
   };
 }
 
@@ -106,28 +126,30 @@ export function tripletsToTrajectories(
     maxPromptLength: options.maxPromptLength ?? DEFAULT_MAX_PROMPT_LENGTH,
     maxResponseLength: options.maxResponseLength ?? DEFAULT_MAX_RESPONSE_LENGTH,
   };
-  const rows: TrajectoryRow[] = [];
-  const close = (row: OpenRow): void => {
-    const done = finishRow(row, finish);
-    if (done) rows.push(done);
-  };
-  let current: OpenRow | null = null;
+  // Rows stay open to the end: a turn joins the most recent row it continues token for token, so an agent's side
+  // calls between two turns (a title, a summary) get rows of their own without ending the conversation's.
+  const open: OpenRow[] = [];
   for (const t of triplets) {
-    if (current === null) {
-      current = openRow(t);
-      continue;
-    }
     const prompt = t.prompt.token_ids;
-    if (level === 'transition' || !startsWith(prompt, current.context)) {
-      if (level === 'trajectory') {
-        options.onMergeMismatch?.({ rowIndex: rows.length, sequenceId: t.metadata.sequence_id });
+    let current: OpenRow | undefined;
+    if (level === 'trajectory') {
+      const oldest = Math.max(0, open.length - ROWS_SEARCHED);
+      for (let i = open.length - 1; i >= oldest && current === undefined; i--) {
+        const row = open[i];
+        if (row !== undefined && startsWith(prompt, row.context)) current = row;
       }
-      close(current);
-      current = openRow(t);
+    }
+    if (current === undefined) {
+      if (level === 'trajectory' && open.length > 0) {
+        options.onMergeMismatch?.({ rowIndex: open.length, sequenceId: t.metadata.sequence_id });
+      }
+      open.push(openRow(t));
       continue;
     }
     const gap = prompt.slice(current.context.length);
     const response = t.response.token_ids;
+    const start = current.responseIds.length + gap.length;
+    current.turns.push({ sequenceId: t.metadata.sequence_id, start, end: start + response.length });
     current.responseIds.push(...gap, ...response);
     current.mask.push(...gap.map(() => 0), ...response.map(() => 1));
     if (current.logprobs && t.response.logprobs && t.response.logprobs.length === response.length) {
@@ -138,7 +160,11 @@ export function tripletsToTrajectories(
     current.context = [...prompt, ...response];
     current.sequenceIds.push(t.metadata.sequence_id);
   }
-  if (current) close(current);
+  const rows: TrajectoryRow[] = [];
+  for (const row of open) {
+    const done = finishRow(row, finish);
+    if (done) rows.push(done);
+  }
   return rows;
 }
 
@@ -148,6 +174,9 @@ export function tripletsToTrajectories(
  */
 export function spansToTrajectories(spans: readonly Span[], options: TrajectoryOptions = {}): TrajectoryRow[] {
   const sorted = sortSpansBySequence(spans);
-  const triplets = spansToTriplets(sorted, options.onDropped ? { onDropped: options.onDropped } : {});
+  const triplets = spansToTriplets(sorted, {
+    ...(options.onDropped ? { onDropped: options.onDropped } : {}),
+    ...(options.perTokenVersions === undefined ? {} : { perTokenVersions: options.perTokenVersions }),
+  });
   return tripletsToTrajectories(triplets, findFinalReward(sorted), options);
 }

@@ -2,7 +2,9 @@
 // decisions: sequence id is the only order, LLM calls are found by attributes (never by span name),
 // client retries collapse to the call the agent consumed, rewards are keyed by call index, and calls that
 // cannot be trained on (aborted, incomplete token ids) never become triplets.
+import { readVersionSegments } from '../gateway/version-segments.js';
 import type { Span, Triplet } from '../store/types.js';
+import { ATTR_MODEL_VERSION_SEGMENTS } from '../tracing/attributes.js';
 import type { CallDropReason } from './call-trainability.js';
 import { type LlmCall, readLlmCall } from './llm-call.js';
 import { getRewardValue } from './reward.js';
@@ -31,6 +33,17 @@ export interface TrainingDrop {
 export interface TripletOptions {
   /** Told once per call (or call's logprobs) left out; error calls are left out without a word, as before. */
   readonly onDropped?: (drop: TrainingDrop) => void;
+  /**
+   * Keeps a call whose tokens came from several versions when its span names the version of each token
+   * (`rollgate.model_version.segments`, a keep-mode swap): for readers that carry per-token versions (the RL batch).
+   */
+  readonly perTokenVersions?: boolean;
+}
+
+/** A call left out only for spanning versions, whose span says which version computed each of its tokens. */
+function hasTokenVersions(call: LlmCall): boolean {
+  if (call.dropReason !== 'version_changed_in_flight') return false;
+  return readVersionSegments(call.span.attributes[ATTR_MODEL_VERSION_SEGMENTS], call.responseIds.length) !== null;
 }
 
 function sameIds(a: readonly number[], b: readonly number[]): boolean {
@@ -79,7 +92,7 @@ export function collectLlmCalls(sortedSpans: readonly Span[], options: TripletOp
       abortedPending.push(call);
       continue;
     }
-    if (call.dropReason !== null) {
+    if (call.dropReason !== null && !(options.perTokenVersions === true && hasTokenVersions(call))) {
       options.onDropped?.({ sequenceId: span.sequence_id, reason: call.dropReason });
       continue;
     }
@@ -122,6 +135,7 @@ export function spansToTriplets(spans: readonly Span[], options: TripletOptions 
   const sorted = sortSpansBySequence(spans);
   let aborted = false;
   const calls = collectLlmCalls(sorted, {
+    ...(options.perTokenVersions === undefined ? {} : { perTokenVersions: options.perTokenVersions }),
     onDropped: (drop) => {
       if (drop.reason === 'aborted') aborted = true;
       options.onDropped?.(drop);

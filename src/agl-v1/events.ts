@@ -22,7 +22,8 @@ export const REWARD_EVENT = 'reward';
 export const MODEL_REQUEST_EVENT = 'model_request';
 /**
  * rollgate's extra `model_request` data key: why the call must not be trained on (`aborted`,
- * `incomplete_token_ids`, `token_count_mismatch`; `rollout_aborted` in the triplet view). Absent otherwise.
+ * `incomplete_token_ids`, `token_count_mismatch`, `version_changed_in_flight`, `auxiliary`; `rollout_aborted` in the triplet
+ * view). Absent otherwise.
  */
 export const UNTRAINABLE_KEY = 'untrainable';
 

@@ -13,6 +13,10 @@ export interface ModelPoolInfo {
   readonly backends: readonly string[];
   /** What the pool's logprobs mean as its config declares it; absent (an older gateway): assume raw. */
   readonly logprobsMode?: 'raw' | 'processed';
+  /** How a weight update treats in-flight generations (docs/weight-swaps.md); absent (an older gateway): drain. */
+  readonly swapMode?: 'drain' | 'keep';
+  /** Whether a swap checks the version a backend reports after the load; absent: auto. */
+  readonly verifyVersion?: 'auto' | 'strict' | 'off';
 }
 
 /**
@@ -24,11 +28,25 @@ export interface GatewayControl {
   /** `OPENAI_BASE_URL` for one attempt, or null when no gateway address is known. */
   attemptBaseUrl(rolloutId: string, attemptId: string): string | null;
   modelPools?(): Promise<readonly ModelPoolInfo[]>;
-  /** Stops new LLM calls and resolves when in-flight ones have drained. */
-  pause?(options?: { reason?: string }): Promise<void>;
+  /**
+   * Stops new LLM calls and resolves when in-flight ones have drained; with `drain: false` (a keep-mode swap,
+   * whose engines freeze their generations instead) it resolves as soon as new calls are held.
+   */
+  pause?(options?: { reason?: string; drain?: boolean }): Promise<void>;
+  /** Resolves true once no call of `model` is in flight on the backend `url`, false after `timeoutS`. */
+  drainBackend?(options: { model: string; url: string; timeoutS: number }): Promise<boolean>;
   resume?(): Promise<void>;
   /** Sets the version stamped on spans of `model`'s pool (after a weight update). */
   setModelVersion?(model: string, version: number): Promise<void>;
+  /**
+   * setModelVersion while `frozenBackends` hold their generations frozen (a keep-mode swap): a stream crossing the
+   * change then records which version computed each of its tokens.
+   */
+  setFrozenModelVersion?(options: {
+    readonly model: string;
+    readonly version: number;
+    readonly frozenBackends: readonly string[];
+  }): Promise<void>;
   /** Where the `rl` plugin hands batches to a trainer (the gateway serves it at /v1/rl/*). */
   readonly trainerHub?: TrainerHub;
 }

@@ -142,6 +142,8 @@ const DROP_LABELS: Readonly<Record<TrainingDropReason, string>> = {
   incomplete_token_ids: 'calls with incomplete token ids',
   token_count_mismatch: 'calls whose token ids do not match usage.completion_tokens',
   logprobs_floor: 'calls exported without logprobs (-9999 placeholder)',
+  version_changed_in_flight: 'calls whose server changed weights while they generated',
+  auxiliary: "auxiliary calls (the harness's titles, summaries, probes)",
 };
 
 /** One stderr line per reason, so a user sees what the export left out and why. */

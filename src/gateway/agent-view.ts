@@ -11,7 +11,13 @@
 //   asked for token ids or logprobs, or the choice finished; with ids asked for it sends the ids in an empty
 //   delta instead. Such a chunk does not exist for the agent's own request, so it is dropped. Completions streams
 //   have no parser and send the same chunks either way.
+// - SGLang drops a `prompt_token_ids` / `token_ids` member it was not asked for (its serialisers pop None ids), so
+//   for an SGLang backend the injected members are removed, not nulled; `logprobs` is null there too. Its chat
+//   streams flush the logprobs of a step a parser swallowed in a chunk of their own, dropped like vLLM's.
+// - vLLM's Responses API: `enable_response_messages` adds `input_messages` / `output_messages` (null when not
+//   asked), the logprobs include fills `logprobs` on output_text parts (null when not asked).
 // The span records the full upstream data: stripping happens after the capture has read the chunk.
+import type { BackendType } from './body-rewrite.js';
 import type { Endpoint } from './call-capture.js';
 import { type MemberCount, memberPattern, nullMembers } from './json-null-members.js';
 
@@ -20,15 +26,22 @@ export type AgentView = 'requested' | 'raw';
 
 /** What the gateway added to the agent's request, and so takes out of its answer. */
 export interface AgentViewStrip {
-  readonly endpoint: 'chat' | 'completions';
-  /** `return_token_ids` was injected: prompt and response ids are nulled, id-only chat chunks dropped. */
+  readonly endpoint: Endpoint;
+  /**
+   * `return_token_ids` (Responses: `enable_response_messages`) was injected: prompt and response ids (the raw
+   * messages) are taken out, id-only chat chunks dropped.
+   */
   readonly tokenIds: boolean;
-  /** `logprobs` was injected: every choice's logprobs are nulled. */
+  /** `logprobs` (Responses: the output_text logprobs include) was injected: every choice's logprobs are nulled. */
   readonly logprobs: boolean;
+  /** How injected id members leave: nulled (vLLM writes unasked ids as null) or removed (SGLang leaves them out). */
+  readonly idMembers: 'null' | 'remove';
 }
 
 type Obj = Record<string, unknown>;
 
+const RESPONSES_MESSAGES = 'enable_response_messages';
+const RESPONSES_RAW_MESSAGES = ['input_messages', 'output_messages'] as const;
 const PROMPT_TOKEN_IDS = memberPattern('prompt_token_ids');
 const TOKEN_IDS = memberPattern('token_ids');
 const LOGPROBS = memberPattern('logprobs');
@@ -42,7 +55,7 @@ function present(value: unknown): boolean {
 }
 
 /** Whether the agent's own body asks for logprobs (what the backend would then return). */
-function clientAskedLogprobs(endpoint: 'chat' | 'completions', client: Readonly<Obj>): boolean {
+function clientAskedLogprobs(endpoint: Endpoint, client: Readonly<Obj>): boolean {
   if (endpoint === 'completions') return typeof client.logprobs === 'number';
   // top_logprobs > 0 without logprobs is a 400 the rewrite repairs by adding logprobs: the agent wants them.
   const top = client.top_logprobs;
@@ -56,17 +69,25 @@ export interface AgentViewOptions {
   /** Keys the rewrite changed (body-rewrite.ts), with the agent's original values. */
   readonly overrides: Readonly<Obj>;
   readonly agentView: AgentView;
+  /** The backend that answers (default vllm): SGLang leaves unasked id members out instead of nulling them. */
+  readonly backendType?: BackendType;
 }
 
 /** What to strip from this call's answer; null when nothing was injected (the answer passes untouched). */
 export function agentViewStrip(options: AgentViewOptions): AgentViewStrip | null {
   const { endpoint, client, overrides } = options;
-  // The Responses API gets nothing injected but the model name.
-  if (options.agentView === 'raw' || endpoint === 'responses') return null;
+  if (options.agentView === 'raw') return null;
+  const idMembers = options.backendType === 'sglang' ? 'remove' : 'null';
+  if (endpoint === 'responses') {
+    // body-rewrite.ts adds the logprobs include only when the agent's own list lacks it.
+    const tokenIds = RESPONSES_MESSAGES in overrides && client[RESPONSES_MESSAGES] !== true;
+    const logprobs = 'include' in overrides;
+    return tokenIds || logprobs ? { endpoint, tokenIds, logprobs, idMembers } : null;
+  }
   const tokenIds = 'return_token_ids' in overrides && client.return_token_ids !== true;
   const logprobs = 'logprobs' in overrides && !clientAskedLogprobs(endpoint, client);
   if (!tokenIds && !logprobs) return null;
-  return { endpoint, tokenIds, logprobs };
+  return { endpoint, tokenIds, logprobs, idMembers };
 }
 
 /**
@@ -96,24 +117,65 @@ function injectedMembers(body: Obj, strip: AgentViewStrip): MemberCount[] | null
   return members;
 }
 
+/** Takes an injected id member out of `target` the way the backend leaves an unasked one: null, or absent. */
+function dropIds(target: Obj, key: string, strip: AgentViewStrip): void {
+  if (!present(target[key])) return;
+  if (strip.idMembers === 'remove') delete target[key];
+  else target[key] = null;
+}
+
 function strippedChoice(choice: Obj, strip: AgentViewStrip): Obj {
   const out = { ...choice };
   if (strip.tokenIds) {
-    if (present(out.token_ids)) out.token_ids = null;
-    if (present(out.prompt_token_ids)) out.prompt_token_ids = null;
+    dropIds(out, 'token_ids', strip);
+    dropIds(out, 'prompt_token_ids', strip);
   }
   if (strip.logprobs && present(out.logprobs)) out.logprobs = null;
   return out;
 }
 
-/** The parsed body with injected values nulled (for layouts the byte surgery does not read). */
+/** The parsed body with injected values nulled or removed (for layouts the byte surgery does not read). */
 export function strippedObject(body: Obj, strip: AgentViewStrip): Obj {
   const out = { ...body };
-  if (strip.tokenIds && present(out.prompt_token_ids)) out.prompt_token_ids = null;
+  if (strip.tokenIds) dropIds(out, 'prompt_token_ids', strip);
   if (Array.isArray(body.choices)) {
     out.choices = body.choices.map((choice: unknown) => (isObj(choice) ? strippedChoice(choice, strip) : choice));
   }
   return out;
+}
+
+/** An output item with the injected logprobs of its output_text parts nulled; the same object when it has none. */
+function itemWithoutLogprobs(item: unknown): unknown {
+  if (!isObj(item) || item.type !== 'message' || !Array.isArray(item.content)) return item;
+  let changed = false;
+  const content = item.content.map((part: unknown) => {
+    if (!isObj(part) || part.type !== 'output_text' || !Array.isArray(part.logprobs) || part.logprobs.length === 0)
+      return part;
+    changed = true;
+    return { ...part, logprobs: null };
+  });
+  return changed ? { ...item, content } : item;
+}
+
+/** A Responses object without what the gateway asked for; null when it holds none of it. */
+function strippedResponse(body: Obj, strip: AgentViewStrip): Obj | null {
+  let changed = false;
+  const out = { ...body };
+  if (strip.tokenIds) {
+    for (const key of RESPONSES_RAW_MESSAGES) {
+      if (!present(out[key])) continue;
+      out[key] = null;
+      changed = true;
+    }
+  }
+  if (strip.logprobs && Array.isArray(body.output)) {
+    const output = body.output.map(itemWithoutLogprobs);
+    if (output.some((item, i) => item !== (body.output as unknown[])[i])) {
+      out.output = output;
+      changed = true;
+    }
+  }
+  return changed ? out : null;
 }
 
 /**
@@ -123,9 +185,14 @@ export function strippedObject(body: Obj, strip: AgentViewStrip): Obj {
  */
 export function viewJsonBody(bytes: Buffer, body: unknown, strip: AgentViewStrip): Buffer {
   if (!isObj(body)) return bytes;
+  if (strip.endpoint === 'responses') {
+    const stripped = strippedResponse(body, strip);
+    return stripped === null ? bytes : Buffer.from(JSON.stringify(stripped));
+  }
   const members = injectedMembers(body, strip);
   if (members === null) return bytes;
-  return nullMembers(bytes, members) ?? Buffer.from(JSON.stringify(strippedObject(body, strip)));
+  const nulled = strip.idMembers === 'null' ? nullMembers(bytes, members) : null;
+  return nulled ?? Buffer.from(JSON.stringify(strippedObject(body, strip)));
 }
 
 function isEmptyDelta(delta: Obj): boolean {
@@ -137,17 +204,18 @@ function isEmptyDelta(delta: Obj): boolean {
 }
 
 /**
- * A chat chunk vLLM sends only because ids were asked for: every choice has an empty delta, no finish reason
- * and no logprobs of the agent's own. vLLM always sends one choice per chunk; a chunk with several is dropped
- * only when none of them carries anything.
+ * A chat chunk the engine sends only because ids or logprobs were asked for: every choice has an empty delta, no
+ * finish reason, and no ids or logprobs of the agent's own. vLLM always sends one choice per chunk; a chunk with
+ * several is dropped only when none of them carries anything.
  */
 function carriesOnlyInjected(chunk: Obj, strip: AgentViewStrip): boolean {
-  if (strip.endpoint !== 'chat' || !strip.tokenIds) return false;
+  if (strip.endpoint !== 'chat') return false;
   const choices = chunk.choices;
   if (!Array.isArray(choices) || choices.length === 0) return false;
   for (const choice of choices) {
     if (!isObj(choice) || present(choice.finish_reason)) return false;
     if (!strip.logprobs && present(choice.logprobs)) return false;
+    if (!strip.tokenIds && (present(choice.token_ids) || present(chunk.prompt_token_ids))) return false;
     if (!isObj(choice.delta) || !isEmptyDelta(choice.delta)) return false;
   }
   return true;
@@ -174,6 +242,6 @@ export function viewStreamEvent(options: StreamEventView): Buffer | null {
   const members = injectedMembers(chunk, strip);
   if (members === null) return event;
   if (carriesOnlyInjected(chunk, strip)) return null;
-  const nulled = options.isOneDataLine ? nullMembers(event, members) : null;
+  const nulled = options.isOneDataLine && strip.idMembers === 'null' ? nullMembers(event, members) : null;
   return nulled ?? Buffer.from(`data: ${JSON.stringify(strippedObject(chunk, strip))}\n\n`);
 }

@@ -1,6 +1,8 @@
 // Backend health: passive ejection (connect errors and 5xx seen by real calls) plus active probes of
 // vLLM's `/health` on an unref'd timer. An ejected backend comes back when a probe succeeds or, with
-// probes off, after `recoverAfterMs` (half-open: the next real call decides).
+// probes off, after `recoverAfterMs` (half-open: the next real call decides). A backend ejected because a
+// generation stalled (a timeout) is not brought back by a probe for `stallHoldMs`: vLLM's /health answers from its
+// HTTP server while the engine loop may be stuck, so a passing probe says nothing about that.
 
 export interface BackendHealthOptions {
   /** Active probe interval; 0 disables probes. */
@@ -8,6 +10,8 @@ export interface BackendHealthOptions {
   /** Consecutive failures that eject a backend. */
   ejectAfterFailures: number;
   recoverAfterMs: number;
+  /** After a stall (a timeout of a real call), probes cannot bring the backend back for this long; 0: at once. */
+  stallHoldMs?: number;
   probe: (backendId: string, signal: AbortSignal) => Promise<boolean>;
   now?: () => number;
   onChange?: (backendId: string, healthy: boolean) => void;
@@ -22,9 +26,14 @@ export interface BackendHealthSnapshot {
   last_checked: number | null;
 }
 
+/** Failures that mean a generation stalled, not that the backend refused: /health cannot see those. */
+const STALL_REASONS: ReadonlySet<string> = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
 interface Entry {
   consecutiveFailures: number;
   ejectedAt: number | null;
+  /** When a real call last stalled on it. */
+  stalledAt: number | null;
   lastError: string | null;
   lastChecked: number | null;
 }
@@ -44,7 +53,13 @@ export class BackendHealth {
 
   add(id: string): void {
     if (!this.#entries.has(id)) {
-      this.#entries.set(id, { consecutiveFailures: 0, ejectedAt: null, lastError: null, lastChecked: null });
+      this.#entries.set(id, {
+        consecutiveFailures: 0,
+        ejectedAt: null,
+        stalledAt: null,
+        lastError: null,
+        lastChecked: null,
+      });
     }
   }
 
@@ -77,6 +92,7 @@ export class BackendHealth {
     entry.consecutiveFailures += 1;
     entry.lastError = reason;
     entry.lastChecked = this.#now();
+    if (STALL_REASONS.has(reason)) entry.stalledAt = entry.lastChecked;
     if (entry.consecutiveFailures >= this.#options.ejectAfterFailures) {
       const wasHealthy = entry.ejectedAt === null;
       entry.ejectedAt = this.#now();
@@ -108,10 +124,18 @@ export class BackendHealth {
           reason = error instanceof Error ? error.message : String(error);
         }
         if (controller.signal.aborted || !this.#entries.has(id)) return;
+        if (ok && this.#heldAfterStall(id)) return;
         if (ok) this.recordSuccess(id);
         else this.recordFailure(id, reason);
       }),
     );
+  }
+
+  /** An ejected backend whose last stall is too recent for a passing probe to count. */
+  #heldAfterStall(id: string): boolean {
+    const entry = this.#entries.get(id);
+    if (entry === undefined || entry.ejectedAt === null || entry.stalledAt === null) return false;
+    return this.#now() - entry.stalledAt < (this.#options.stallHoldMs ?? 0);
   }
 
   start(): void {

@@ -1,10 +1,22 @@
 // The upstream body: the client's body with keys added or overridden, never removed (architecture §3,
 // pitfall 11). The client's original value of every key we change goes into `overrides`, which the
-// span records as `rollgate.request.overrides` (pitfall 12).
+// span records as `rollgate.request.overrides` (pitfall 12). What each engine is asked for, per route, is in
+// docs/real-engines.md ("What is captured, per route").
+import {
+  TOKEN_IDS_REASON_VALUE_BACKGROUND,
+  TOKEN_IDS_REASON_VALUE_STREAM_UNSUPPORTED,
+  type TokenIdsUnavailableReason,
+} from '../tracing/attributes.js';
 import { clientCacheSalt } from './cache-salt.js';
 import type { Endpoint } from './call-capture.js';
 
-export type BackendType = 'vllm' | 'openai';
+/** `vllm` and `sglang` are asked for token ids (each its own way); `openai` never is. */
+export type BackendType = 'vllm' | 'sglang' | 'openai';
+
+/** vLLM's Responses API returns the raw prompt and output with their ids when asked (non-background only). */
+export const RESPONSES_MESSAGES_KEY = 'enable_response_messages';
+/** The Responses `include` entry that puts logprobs on output_text parts. */
+export const RESPONSES_LOGPROBS_INCLUDE = 'message.output_text.logprobs';
 export type LogprobsPolicy = 'off' | 'train' | 'always';
 export type RolloutModeHint = 'train' | 'val' | 'test' | null;
 
@@ -37,6 +49,8 @@ export interface RewrittenBody {
   readonly isStream: boolean;
   /** Whether the client itself asked for the usage chunk (only meaningful for streams). */
   readonly clientAskedUsage: boolean;
+  /** Why the engine could not be asked for token ids for this call; null when it was (or ids are off). */
+  readonly idsUnavailable: TokenIdsUnavailableReason | null;
 }
 
 function wantsLogprobs(policy: LogprobsPolicy, mode: RolloutModeHint): boolean {
@@ -60,17 +74,32 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
 
   if (body.model !== options.upstreamModel) set('model', options.upstreamModel);
 
-  // The Responses API has no token ids, logprobs flag or stream_options (its last event carries the usage): only
-  // the model name is mapped (plus a vLLM backend's cache_salt, below), so the body is otherwise the agent's own.
+  // The Responses API has no return_token_ids, logprobs flag or stream_options (its last event carries the usage);
+  // vLLM returns ids there only as raw messages, which responsesKeys() asks for where it can.
   const responses = options.endpoint === 'responses';
+  const wantLogprobs = wantsLogprobs(options.logprobs, options.mode);
+  let idsUnavailable: TokenIdsUnavailableReason | null = null;
 
-  if (!responses && options.backendType === 'vllm' && options.tokenIds) set('return_token_ids', true);
+  if (!responses && options.tokenIds) {
+    if (options.backendType === 'vllm') set('return_token_ids', true);
+    else if (options.backendType === 'sglang') {
+      // SGLang answers a chat stream that asks for ids with a 400, and its chat chunks carry none anyway.
+      if (options.endpoint === 'chat' && client.stream === true)
+        idsUnavailable = TOKEN_IDS_REASON_VALUE_STREAM_UNSUPPORTED;
+      else set('return_token_ids', true);
+    }
+  }
+  if (responses && options.backendType === 'vllm') {
+    const keys = responsesKeys(client, { tokenIds: options.tokenIds, logprobs: wantLogprobs });
+    idsUnavailable = keys.unavailable;
+    for (const [key, value] of Object.entries(keys.set)) set(key, value);
+  }
 
   if (options.endpoint === 'chat') {
     // top_logprobs without logprobs:true is a 400 on vLLM and OpenAI alike (pitfall 13).
     const needsForTop = body.top_logprobs !== undefined && body.top_logprobs !== null;
-    if (needsForTop || wantsLogprobs(options.logprobs, options.mode)) set('logprobs', true);
-  } else if (options.endpoint === 'completions' && wantsLogprobs(options.logprobs, options.mode)) {
+    if (needsForTop || wantLogprobs) set('logprobs', true);
+  } else if (options.endpoint === 'completions' && wantLogprobs) {
     const current = body.logprobs;
     if (typeof current !== 'number' || !Number.isInteger(current) || current < COMPLETIONS_LOGPROBS)
       set('logprobs', COMPLETIONS_LOGPROBS);
@@ -79,6 +108,7 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
   for (const [key, value] of Object.entries(options.forced ?? {})) set(key, value);
 
   const injected: string[] = [];
+  // SGLang flushes its radix cache on every weight update itself (flush_cache defaults to true), so it gets none.
   const salt = options.backendType === 'vllm' ? (options.cacheSalt ?? null) : null;
   // vLLM's Responses API takes cache_salt too, and its prefix cache is the same one.
   if (salt !== null) {
@@ -106,5 +136,30 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
       body.stream_options = { ...clientOptions, include_usage: true };
     }
   }
-  return { body, overrides, injected, isStream, clientAskedUsage };
+  return { body, overrides, injected, isStream, clientAskedUsage, idsUnavailable };
+}
+
+/**
+ * What a vLLM Responses call gets to record ids and logprobs: `enable_response_messages` (the raw prompt and
+ * output with their ids) and the output_text logprobs include. Only a non-stream, non-background call: vLLM
+ * refuses the messages with background mode, and a stream's raw messages come on its terminal event in a shape
+ * that changed across releases (one entry per delta before they were accumulated), which rollgate does not strip
+ * in flight. An agent that asked for them itself gets them regardless.
+ */
+function responsesKeys(
+  client: Readonly<Record<string, unknown>>,
+  wants: { readonly tokenIds: boolean; readonly logprobs: boolean },
+): { readonly set: Record<string, unknown>; readonly unavailable: TokenIdsUnavailableReason | null } {
+  if (!wants.tokenIds && !wants.logprobs) return { set: {}, unavailable: null };
+  if (client.stream === true) return { set: {}, unavailable: TOKEN_IDS_REASON_VALUE_STREAM_UNSUPPORTED };
+  if (client.background === true) return { set: {}, unavailable: TOKEN_IDS_REASON_VALUE_BACKGROUND };
+  const set: Record<string, unknown> = {};
+  if (wants.tokenIds) set[RESPONSES_MESSAGES_KEY] = true;
+  const include = client.include;
+  // Any other value is the agent's own 400 to get from vLLM.
+  if (wants.logprobs && (include === undefined || include === null || Array.isArray(include))) {
+    const list: unknown[] = Array.isArray(include) ? include : [];
+    if (!list.includes(RESPONSES_LOGPROBS_INCLUDE)) set.include = [...list, RESPONSES_LOGPROBS_INCLUDE];
+  }
+  return { set, unavailable: null };
 }

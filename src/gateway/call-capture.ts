@@ -4,7 +4,13 @@
 // fill the same structure, so stream and non-stream record identical ids and logprobs (pitfall A.1).
 // Upstream JSON is `unknown`: every field is narrowed where it is read, and wrong shapes are skipped.
 // The Responses API's objects and named events are read by responses-capture.ts into the same structure.
-import { RESPONSES_TERMINAL_EVENTS, ResponsesDeltas, readResponseObject } from './responses-capture.js';
+import { LOGPROB_FLOOR } from '../tracing/attributes.js';
+import {
+  RESPONSES_TERMINAL_EVENTS,
+  ResponsesDeltas,
+  readResponseObject,
+  readResponseTokens,
+} from './responses-capture.js';
 
 export type Endpoint = 'chat' | 'completions' | 'responses';
 
@@ -93,7 +99,11 @@ function readUsage(value: unknown): CapturedUsage | null {
   };
 }
 
-/** Completions logprobs (`tokens`, `token_logprobs`, `top_logprobs` maps) as chat-shaped entries. */
+/**
+ * Completions logprobs (`tokens`, `token_logprobs`, `top_logprobs` maps) as chat-shaped entries. A `null`
+ * token logprob is vLLM's completions spelling of a step with no entry for the sampled token, which chat spells
+ * `-9999.0`; it becomes that, so both APIs' placeholders are recognised (and counted) alike.
+ */
 function completionLogprobEntries(logprobs: Obj): LogprobEntry[] | null {
   const tokens = logprobs.tokens;
   const values = logprobs.token_logprobs;
@@ -104,7 +114,7 @@ function completionLogprobEntries(logprobs: Obj): LogprobEntry[] | null {
     const top: unknown = tops[i];
     entries.push({
       token: str(tokens[i]) ?? '',
-      logprob: values[i],
+      logprob: values[i] === null ? LOGPROB_FLOOR : values[i],
       top_logprobs: isObj(top) ? Object.entries(top).map(([token, logprob]) => ({ token, logprob })) : [],
     });
   }
@@ -157,6 +167,11 @@ export class CallCapture {
 
   get sawChunk(): boolean {
     return this.#sawChunk;
+  }
+
+  /** Response ids of choice `index` captured so far (0 before its first id arrives). */
+  responseTokenCount(index: number): number {
+    return this.#byIndex.get(index)?.tokenIds?.length ?? 0;
   }
 
   #choice(index: number): CapturedChoice {
@@ -290,8 +305,11 @@ export class CallCapture {
   #responseObject(response: Obj): void {
     this.#top(response);
     // `response.created` carries an empty output; only a finished object replaces what the deltas built.
-    if (response.status !== 'in_progress' && response.status !== 'queued')
-      readResponseObject(this.#choice(0), response);
+    if (response.status !== 'in_progress' && response.status !== 'queued') {
+      const choice = this.#choice(0);
+      readResponseObject(choice, response);
+      readResponseTokens(choice, response);
+    }
   }
 
   /** A whole non-stream response body. */

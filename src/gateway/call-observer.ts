@@ -16,6 +16,19 @@ function num(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
+/**
+ * The route family a call is counted under. The span's operation name follows the GenAI conventions, where a
+ * Responses call is a `chat` like any other; the metric keeps the API the agent spoke apart.
+ */
+function routeOf(span: ReadableSpan): string {
+  const attributes = span.attributes;
+  const api = attributes[A.ATTR_API];
+  if (api === A.API_VALUE_OPENAI_RESPONSES) return 'responses';
+  if (api === A.API_VALUE_ANTHROPIC_MESSAGES) return 'messages';
+  if (text(attributes[A.ATTR_UPSTREAM_URL])?.endsWith('/responses') === true) return 'responses';
+  return text(attributes[A.ATTR_GEN_AI_OPERATION_NAME]) ?? span.name;
+}
+
 function durationS(span: ReadableSpan): number {
   const [seconds, nanos] = span.duration;
   return seconds + nanos / 1e9;
@@ -46,7 +59,7 @@ export class CallObserver implements SpanProcessor {
     const upstreamStatus = num(attributes[A.ATTR_UPSTREAM_STATUS_CODE]);
     const outcome = text(attributes[A.ATTR_STREAM_STATUS]) ?? '';
     const status = upstreamStatus !== null ? String(upstreamStatus) : (text(attributes[A.ATTR_ERROR_TYPE]) ?? outcome);
-    const route = text(attributes[A.ATTR_GEN_AI_OPERATION_NAME]) ?? span.name;
+    const route = routeOf(span);
     const latencyS = durationS(span);
     const stream = attributes[A.ATTR_GEN_AI_REQUEST_STREAM] === true;
     const metrics = this.#metrics;
@@ -67,6 +80,13 @@ export class CallObserver implements SpanProcessor {
     if (attributes[A.ATTR_CALL_OUTCOME] === A.CALL_OUTCOME_VALUE_ABORTED) metrics.callsAborted.inc({ model });
     const logprobsDropped = text(attributes[A.ATTR_LOGPROBS_DROPPED]);
     if (logprobsDropped !== null) metrics.logprobsDropped.inc({ model, reason: logprobsDropped });
+    const history = text(attributes[A.ATTR_HISTORY_STATUS]);
+    if (history !== null) {
+      const reason = text(attributes[A.ATTR_HISTORY_FORK_REASON] ?? attributes[A.ATTR_HISTORY_BYPASS_REASON]) ?? '';
+      metrics.historyCalls.inc({ model, status: history, reason });
+      const healed = num(attributes[A.ATTR_HISTORY_HEALED_TURNS]);
+      if (healed !== null && healed > 0) metrics.historyHealedTurns.inc({ model }, healed);
+    }
     const line = {
       requestId: text(attributes[A.ATTR_REQUEST_ID]),
       rollout: text(attributes[A.ATTR_ROLLOUT_ID]),

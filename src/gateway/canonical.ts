@@ -19,6 +19,7 @@ import {
   TOKEN_IDS_STATUS_VALUE_PARTIAL,
   type TokenIdsReason,
   type TokenIdsStatus,
+  type TokenIdsUnavailableReason,
 } from '../tracing/attributes.js';
 import type { CapturedCall, CapturedChoice, CapturedUsage, LogprobEntry } from './call-capture.js';
 
@@ -105,6 +106,8 @@ function canonicalChoice(choice: CapturedChoice, sharedPrompt: number[] | null):
 export interface CanonicalOptions {
   /** False when the call did not finish normally (stream error, disconnect): ids are then at most partial. */
   readonly complete: boolean;
+  /** Why the gateway could not ask the engine for ids (body-rewrite.ts); the reason of a call that has none. */
+  readonly unavailable?: TokenIdsUnavailableReason | null;
 }
 
 interface StatusInput {
@@ -112,6 +115,35 @@ interface StatusInput {
   readonly choices: readonly CanonicalChoice[];
   readonly hasPrompt: boolean;
   readonly complete: boolean;
+  readonly unavailable: TokenIdsUnavailableReason | null;
+}
+
+/**
+ * vLLM sends nothing for a choice its engine aborted before the first token (a queued or prefilling request hit by
+ * `/pause`, `/abort_requests` or `/sleep`): no finish reason, no ids, no text, yet the stream ends cleanly and the
+ * agent sees an empty answer that looks complete. Nothing else ends a choice that way. In a non-stream body the
+ * same choice says `abort` with empty ids.
+ */
+function endedBeforeFirstToken(choice: CapturedChoice): boolean {
+  if (choice.tokenIds !== null && choice.tokenIds.length > 0) return false;
+  if (choice.finishReason === FINISH_REASON_VALUE_ABORT) return true;
+  return (
+    choice.finishReason === null &&
+    (choice.content ?? '') === '' &&
+    (choice.reasoning ?? '') === '' &&
+    choice.toolCalls.length === 0
+  );
+}
+
+/**
+ * Whether the engine aborted the call: a choice says `abort`, or a finished stream shows a choice (or, for
+ * completions, which send no role chunk, every choice) that the engine ended before its first token.
+ */
+function wasAborted(call: CapturedCall, complete: boolean): boolean {
+  if (call.choices.some((c) => c.finishReason === FINISH_REASON_VALUE_ABORT)) return true;
+  if (!complete) return false;
+  if (call.choices.length === 0) return call.usage?.outputTokens === 0;
+  return call.choices.some(endedBeforeFirstToken);
 }
 
 /**
@@ -120,13 +152,15 @@ interface StatusInput {
  * `usage.completion_tokens` counts every choice of the call, so it is compared with all of them together.
  */
 function statusOf(input: StatusInput): { status: TokenIdsStatus; reason: TokenIdsReason | null } {
-  const { call, choices, hasPrompt, complete } = input;
-  const withIds = choices.filter((c) => c.tokenIds !== null && c.tokenIds.length > 0).length;
+  const { call, choices, hasPrompt, complete, unavailable } = input;
+  // A choice aborted before its first token has all its ids: none were generated.
+  const empty = new Set(call.choices.filter((c) => complete && endedBeforeFirstToken(c)).map((c) => c.index));
+  const withIds = choices.filter((c) => (c.tokenIds !== null && c.tokenIds.length > 0) || empty.has(c.index)).length;
   const partial = (reason: TokenIdsReason) => ({ status: TOKEN_IDS_STATUS_VALUE_PARTIAL, reason });
   if (!hasPrompt && withIds === 0) {
     return {
       status: TOKEN_IDS_STATUS_VALUE_MISSING,
-      reason: complete ? TOKEN_IDS_REASON_VALUE_NOT_RETURNED : TOKEN_IDS_REASON_VALUE_INCOMPLETE,
+      reason: complete ? (unavailable ?? TOKEN_IDS_REASON_VALUE_NOT_RETURNED) : TOKEN_IDS_REASON_VALUE_INCOMPLETE,
     };
   }
   if (!complete) return partial(TOKEN_IDS_REASON_VALUE_INCOMPLETE);
@@ -149,8 +183,14 @@ export function canonicalRecord(call: CapturedCall, options: CanonicalOptions): 
   const promptTokenIds = call.promptTokenIds ?? call.choices[0]?.promptTokenIds ?? null;
   const choices = call.choices.map((choice) => canonicalChoice(choice, call.promptTokenIds));
   const hasPrompt = promptTokenIds !== null && promptTokenIds.length > 0;
-  const { status, reason } = statusOf({ call, choices, hasPrompt, complete: options.complete });
-  const aborted = call.choices.some((c) => c.finishReason === FINISH_REASON_VALUE_ABORT);
+  const { status, reason } = statusOf({
+    call,
+    choices,
+    hasPrompt,
+    complete: options.complete,
+    unavailable: options.unavailable ?? null,
+  });
+  const aborted = wasAborted(call, options.complete);
 
   let usage: CanonicalUsage | null = null;
   if (call.usage !== null) usage = { ...call.usage, derived: false };

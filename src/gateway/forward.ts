@@ -9,15 +9,14 @@ import { EventEmitter } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { type Attributes, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
-import type { Dispatcher } from 'undici';
 import { GatewayError, isGatewayError, type OpenAIErrorBody } from '../errors.js';
 import type { Logger } from '../logger.js';
 import * as A from '../tracing/attributes.js';
 import { requestAttributes, responseAttributes, spanName } from '../tracing/call-attributes.js';
-import type { PendingSpanWrites } from '../tracing/pending-writes.js';
+import type { PendingSpanWrites, SpanWriteOutcome } from '../tracing/pending-writes.js';
 import type { AgentSink } from './agent-sink.js';
 import { type AgentView, type AgentViewStrip, agentViewStrip, viewJsonBody } from './agent-view.js';
-import { type RewrittenBody, type RolloutModeHint, rewriteBody } from './body-rewrite.js';
+import { type BackendType, type RewrittenBody, type RolloutModeHint, rewriteBody } from './body-rewrite.js';
 import { CallCapture, type Endpoint } from './call-capture.js';
 import { canonicalRecord } from './canonical.js';
 import {
@@ -30,8 +29,23 @@ import {
   HEADER_SEQUENCE_ID,
   HEADER_SHOULD_RETRY,
 } from './headers.js';
+import {
+  createFaithfulHistory,
+  FAITHFUL_UPSTREAM_PATH,
+  type FaithfulPlan,
+  type HistoryDecision,
+  type UpstreamAnswer,
+} from './history/faithful-call.js';
 import { logprobSemanticsAttributes } from './logprob-semantics.js';
 import type { ModelListing, ModelRegistry, ResolvedRoute } from './model-registry.js';
+import {
+  DEFAULT_RECORDING,
+  RECORDING_FAILED_STATUS,
+  type RecordingFailurePolicy,
+  type RecordingOptions,
+  recordingFailedBody,
+  recordingFailedHeaders,
+} from './recording-policy.js';
 import {
   type CachedResponse,
   RESPONSE_CACHE_METADATA_KEY,
@@ -43,6 +57,7 @@ import { StreamRelay, sseErrorEvent } from './stream-relay.js';
 import { errorTypeOf, normaliseErrorJson } from './upstream-error.js';
 import { upstreamPayload } from './upstream-payload.js';
 import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from './upstream-tries.js';
+import { CallVersions } from './version-segments.js';
 
 const UPSTREAM_PATHS: Record<Endpoint, string> = {
   chat: '/chat/completions',
@@ -50,6 +65,11 @@ const UPSTREAM_PATHS: Record<Endpoint, string> = {
   responses: '/responses',
 };
 const JSON_CONTENT_TYPE = 'application/json';
+const PROVIDER_NAMES: Record<BackendType, string> = {
+  vllm: A.GEN_AI_PROVIDER_NAME_VALUE_VLLM,
+  sglang: A.GEN_AI_PROVIDER_NAME_VALUE_SGLANG,
+  openai: A.GEN_AI_PROVIDER_NAME_VALUE_OPENAI,
+};
 const EVENT_STREAM = 'text/event-stream';
 const ROLLOUT_OPTED_IN = { [RESPONSE_CACHE_METADATA_KEY]: true } as const;
 /** A 2xx body that could not be read as an answer: no ids to train on. */
@@ -110,6 +130,8 @@ export interface GatewayOptions {
   readonly captureUnattributedContent?: boolean;
   /** Answers opted-in temperature-0 non-stream calls again without the model (response-cache.ts). */
   readonly responseCache?: ResponseCache | null;
+  /** What a call whose span could not be stored gets (recording-policy.ts); default: it fails, retryably. */
+  readonly recording?: RecordingOptions;
 }
 
 export interface Gateway {
@@ -170,6 +192,15 @@ class CallRun {
   spanEnded = false;
   /** Asked as the span ends: whether the serving backend's weights may have changed under the call. */
   versionChangedInFlight: (() => boolean) | null = null;
+  /** Version changes on the serving backend while the call runs (keep-mode swaps), placed in the answer's ids. */
+  versions: CallVersions | null = null;
+  /** A chat/completions stream's capture while it relays: how many response ids went out so far. */
+  liveCapture: CallCapture | null = null;
+  /** Why the rewrite could not ask the backend for ids (body-rewrite.ts): the reason a call without any gets. */
+  idsUnavailable: A.TokenIdsUnavailableReason | null = null;
+  /** The pool's name once known (for the unrecorded-call metric) and its policy for a span that was not stored. */
+  model = '';
+  onRecordingFailure: RecordingFailurePolicy = DEFAULT_RECORDING.onFailure;
 
   constructor(
     span: Span,
@@ -196,13 +227,22 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { registry, tracer, pendingWrites, logger, captureContent } = options;
   const captureUnattributedContent = options.captureUnattributedContent ?? true;
   const responseCache = options.responseCache ?? null;
+  const history = createFaithfulHistory({ registry });
+  const recording = options.recording ?? DEFAULT_RECORDING;
 
-  /** Ends the span with its outcome; resolves once an attributed span is in the store. */
-  function endSpan(run: CallRun, outcome: Outcome, errorType?: string): Promise<void> {
-    if (run.spanEnded) return Promise.resolve();
+  /**
+   * Ends the span with its outcome; resolves once an attributed span's store write ended, with how it ended
+   * (null: nothing was written).
+   */
+  function endSpan(run: CallRun, outcome: Outcome, errorType?: string): Promise<SpanWriteOutcome | null> {
+    if (run.spanEnded) return Promise.resolve(null);
     run.spanEnded = true;
     const span = run.span;
-    if (run.versionChangedInFlight?.() === true) span.setAttribute(A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT, true);
+    const changedInFlight = run.versionChangedInFlight?.() === true;
+    if (run.versions !== null) {
+      const total = run.liveCapture === null ? null : run.liveCapture.responseTokenCount(0);
+      span.setAttributes(run.versions.attributes({ total, changedInFlight }));
+    } else if (changedInFlight) span.setAttribute(A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT, true);
     span.setAttribute(A.ATTR_STREAM_STATUS, outcome);
     if (outcome !== A.STREAM_STATUS_VALUE_OK) {
       span.setAttribute(A.ATTR_ERROR_TYPE, errorType ?? outcome);
@@ -210,15 +250,33 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     span.end();
     run.detach();
-    return pendingWrites.whenWritten(span.spanContext().spanId) ?? Promise.resolve();
+    return pendingWrites.whenWritten(span.spanContext().spanId) ?? Promise.resolve(null);
+  }
+
+  /** Whether a call whose answer is ready must fail instead, because its span was not stored (and is counted). */
+  function refusesUnrecorded(run: CallRun, written: SpanWriteOutcome | null): boolean {
+    if (written !== 'failed') return false;
+    const served = run.onRecordingFailure === 'serve';
+    recording.onUnrecorded?.({ model: run.model, served });
+    return !served;
+  }
+
+  /** The retryable answer of a non-stream call that was not recorded, in place of its real one. */
+  function answerUnrecorded(call: ForwardCall, run: CallRun): void {
+    const body = Buffer.from(JSON.stringify(recordingFailedBody()));
+    const headers = agentHeaders(call, JSON_CONTENT_TYPE);
+    Object.assign(headers, recordingFailedHeaders());
+    headers['content-length'] = body.length;
+    run.finished = true;
+    call.sink.writeHead(RECORDING_FAILED_STATUS, headers);
+    call.sink.end(body);
   }
 
   function recordCapture(run: CallRun, capture: CallCapture, complete: boolean): void {
     if (!capture.sawChunk) return;
     const call = capture.result();
-    run.span.setAttributes(
-      responseAttributes(call, canonicalRecord(call, { complete }), { captureContent: run.captureContent }),
-    );
+    const record = canonicalRecord(call, { complete, unavailable: run.idsUnavailable });
+    run.span.setAttributes(responseAttributes(call, record, { captureContent: run.captureContent }));
   }
 
   function upstreamHeaders(call: ForwardCall, route: ResolvedRoute, length: number): Record<string, string> {
@@ -243,10 +301,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     return headers;
   }
 
-  type CacheLookup =
-    | { readonly hit: CachedResponse; readonly version: number; readonly strip: AgentViewStrip | null }
-    | CacheMiss
-    | null;
+  interface CacheHit {
+    readonly hit: CachedResponse;
+    readonly version: number;
+    readonly route: ResolvedRoute;
+    readonly strip: AgentViewStrip | null;
+  }
+
+  type CacheLookup = CacheHit | CacheMiss | null;
 
   function rewriteFor(call: ForwardCall, route: ResolvedRoute): RewrittenBody {
     return rewriteBody(call.body, {
@@ -268,6 +330,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       client: call.body,
       overrides: rewritten.overrides,
       agentView: call.agentView ?? route.model.agentView,
+      backendType: route.backend.type,
     });
   }
 
@@ -302,7 +365,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       const hit = await responseCache.get(key);
       // The cache holds the backend's full answer (the hit's span needs its ids); the agent's view is cut from it
       // the way the call would have been answered now.
-      if (hit !== undefined) return { hit, version, strip: stripFor(call, route, rewriteFor(call, route)) };
+      if (hit !== undefined) {
+        return { hit, version, route, strip: stripFor(call, route, rewriteFor(call, route)) };
+      }
     } catch (error) {
       logger.warn('response cache read failed', { requestId: call.requestId, err: String(error) });
     }
@@ -310,12 +375,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   /** A cache hit is a call like any other for the store: same span, same token ids, marked `hit`. */
-  async function answerFromCache(
-    call: ForwardCall,
-    run: CallRun,
-    cached: { readonly hit: CachedResponse; readonly version: number; readonly strip: AgentViewStrip | null },
-  ): Promise<void> {
+  async function answerFromCache(call: ForwardCall, run: CallRun, cached: CacheHit): Promise<void> {
     const { hit, version, strip } = cached;
+    run.model = cached.route.model.name;
+    run.onRecordingFailure = cached.route.model.recordingOnFailure ?? recording.onFailure;
     const span = run.span;
     const capture = new CallCapture(call.endpoint);
     let parsed: unknown = null;
@@ -330,8 +393,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     span.setAttribute(A.ATTR_CACHE_STATUS, A.CACHE_STATUS_VALUE_HIT);
     span.setAttribute(A.ATTR_MODEL_VERSION, version);
     if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
-    await endSpan(run, A.STREAM_STATUS_VALUE_OK);
+    const written = await endSpan(run, A.STREAM_STATUS_VALUE_OK);
     if (run.clientGone) return;
+    if (hit.status < 400 && refusesUnrecorded(run, written)) {
+      answerUnrecorded(call, run);
+      return;
+    }
     const stored = Buffer.from(hit.body);
     const body = strip === null || parsed === null ? stored : viewJsonBody(stored, parsed, strip);
     const headers = agentHeaders(call, hit.contentType);
@@ -353,7 +420,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function answerWhole(
     call: ForwardCall,
     run: CallRun,
-    response: Dispatcher.ResponseData,
+    response: UpstreamAnswer,
     options: { readonly isStream: boolean; readonly miss: CacheMiss | null; readonly strip: AgentViewStrip | null },
   ): Promise<void> {
     const { isStream, miss, strip } = options;
@@ -406,8 +473,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     run.span.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, status);
     if (isStream && status < 400) run.span.setAttribute(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds(run));
-    await endSpan(run, outcome, errorType);
+    const written = await endSpan(run, outcome, errorType);
     if (run.clientGone) return;
+    // An upstream error keeps its own answer: it is no success to take back, and retrying it would not help.
+    if (status < 400 && refusesUnrecorded(run, written)) {
+      answerUnrecorded(call, run);
+      return;
+    }
     headers['content-length'] = body.length;
     run.finished = true;
     call.sink.writeHead(status, headers);
@@ -421,12 +493,14 @@ export function createGateway(options: GatewayOptions): Gateway {
   function relayStream(
     call: ForwardCall,
     run: CallRun,
-    response: Dispatcher.ResponseData,
+    response: UpstreamAnswer,
     options: { readonly clientAskedUsage: boolean; readonly strip: AgentViewStrip | null },
   ): Promise<void> {
     const sink = call.sink;
     const body = response.body;
     const capture = new CallCapture(call.endpoint);
+    // The Responses API sends its ids only with the final event: relayed ids cannot place a version change.
+    if (call.endpoint !== 'responses') run.liveCapture = capture;
     const headers = agentHeaders(call, headerString(response.headers['content-type']));
     headers['cache-control'] = 'no-cache';
     sink.writeHead(response.statusCode, headers);
@@ -442,10 +516,15 @@ export function createGateway(options: GatewayOptions): Gateway {
       const finishWith = (outcome: Outcome, last: Buffer | null, errorType?: string): void => {
         recordCapture(run, capture, outcome === A.STREAM_STATUS_VALUE_OK);
         endSpan(run, outcome, errorType).then(
-          () => {
+          (written) => {
             if (!run.clientGone) {
               run.finished = true;
-              if (last !== null) sink.end(last);
+              // An error event instead of the end makes the SDK raise: the agent must not take the call as done.
+              const end =
+                outcome === A.STREAM_STATUS_VALUE_OK && refusesUnrecorded(run, written)
+                  ? sseErrorEvent(recordingFailedBody(), call.endpoint)
+                  : last;
+              if (end !== null) sink.end(end);
               else sink.end();
             }
             settle();
@@ -508,6 +587,38 @@ export function createGateway(options: GatewayOptions): Gateway {
     });
   }
 
+  /**
+   * Faithful history's plan for an attributed chat call of a faithful pool (history/faithful-call.ts); null when the
+   * call goes as sent. A refusal (`history.onMismatch: "error"`) ends the span and is thrown before any byte.
+   */
+  async function planHistory(call: ForwardCall, run: CallRun): Promise<FaithfulPlan | null> {
+    const attribution = call.attribution;
+    if (call.endpoint !== 'chat' || attribution === null) return null;
+    let decision: HistoryDecision | null;
+    try {
+      decision = await history.decide({
+        body: call.body,
+        rolloutId: attribution.rid,
+        attemptId: attribution.aid,
+        modelName: call.poolModel ?? call.body.model,
+        abort: run.abort,
+      });
+    } catch (error) {
+      // Our own failure must not cost the agent its answer: the call goes as sent, and the span says so.
+      logger.error('faithful history failed; the call goes as sent', { requestId: call.requestId, err: String(error) });
+      run.span.setAttribute(A.ATTR_HISTORY_STATUS, A.HISTORY_STATUS_VALUE_BYPASSED);
+      run.span.setAttribute(A.ATTR_HISTORY_BYPASS_REASON, 'internal_error');
+      return null;
+    }
+    if (decision === null) return null;
+    run.span.setAttributes(decision.attributes);
+    if (decision.kind === 'refuse') {
+      await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, decision.error.code);
+      throw decision.error;
+    }
+    return decision.kind === 'faithful' ? decision.plan : null;
+  }
+
   async function forward(call: ForwardCall): Promise<void> {
     const attribution = call.attribution;
     const callCapturesContent = captureContent && (attribution !== null || captureUnattributedContent);
@@ -542,6 +653,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       miss = cached;
       span.setAttribute(A.ATTR_CACHE_STATUS, A.CACHE_STATUS_VALUE_MISS);
     }
+    const faithful = await planHistory(call, run);
     let sent: SentUpstream<RewrittenBody>;
     try {
       sent = await sendUpstream({
@@ -550,12 +662,14 @@ export function createGateway(options: GatewayOptions): Gateway {
         context: { rolloutId: attribution?.rid ?? null },
         build: (route) => {
           const rewritten = rewriteFor(call, route);
-          const payload = upstreamPayload({ client: call.body, raw: call.rawBody, rewritten });
+          const payload =
+            faithful?.request(rewritten) ?? upstreamPayload({ client: call.body, raw: call.rawBody, rewritten });
           return {
             request: {
-              path: UPSTREAM_PATHS[call.endpoint],
+              path: faithful === null ? UPSTREAM_PATHS[call.endpoint] : FAITHFUL_UPSTREAM_PATH,
               headers: upstreamHeaders(call, route, payload.length),
               body: payload,
+              stream: call.body.stream === true,
             },
             data: rewritten,
           };
@@ -582,7 +696,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       await endSpan(run, A.STREAM_STATUS_VALUE_ERROR, gatewayError.code);
       throw gatewayError;
     }
-    const { route, response, data: rewritten } = sent;
+    const { route, data: rewritten } = sent;
+    // A faithful call's engine answer is a token-in completion: the agent gets it as the chat answer.
+    const response = faithful === null ? sent.response : faithful.answer(sent.response);
+    run.model = route.model.name;
+    run.idsUnavailable = rewritten.idsUnavailable;
+    run.onRecordingFailure = route.model.recordingOnFailure ?? recording.onFailure;
     // Every exit from here on frees the backend's in-flight slot, our own failures included (pitfall 46).
     try {
       const { backend, model } = route;
@@ -592,8 +711,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         miss = { ...miss, key: cacheKey(miss, call.endpoint, model.version), version: model.version };
       }
       span.setAttributes({
-        [A.ATTR_GEN_AI_PROVIDER_NAME]:
-          backend.type === 'vllm' ? A.GEN_AI_PROVIDER_NAME_VALUE_VLLM : A.GEN_AI_PROVIDER_NAME_VALUE_OPENAI,
+        [A.ATTR_GEN_AI_PROVIDER_NAME]: PROVIDER_NAMES[backend.type],
         [A.ATTR_SERVER_ADDRESS]: backend.host,
         [A.ATTR_SERVER_PORT]: backend.port,
         [A.ATTR_BACKEND]: backend.url,
@@ -601,9 +719,15 @@ export function createGateway(options: GatewayOptions): Gateway {
         [A.ATTR_MODEL_VERSION]: model.version,
         [A.ATTR_UPSTREAM_RETRY_COUNT]: sent.retries,
       });
+      if (faithful !== null) span.setAttribute(A.ATTR_UPSTREAM_URL, backend.url + FAITHFUL_UPSTREAM_PATH);
       span.setAttributes(logprobSemanticsAttributes(route, rewritten.body));
       const changed = registry.versionChangedInFlight?.bind(registry);
       if (changed !== undefined) run.versionChangedInFlight = () => changed(route);
+      run.versions = CallVersions.watch({
+        registry,
+        route,
+        tokensSoFar: () => (run.liveCapture === null ? null : run.liveCapture.responseTokenCount(0)),
+      });
       if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
       if (Object.keys(rewritten.overrides).length > 0) {
         span.setAttribute(A.ATTR_REQUEST_OVERRIDES, JSON.stringify(rewritten.overrides));
@@ -626,7 +750,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function relayAnswer(
     call: ForwardCall,
     run: CallRun,
-    response: Dispatcher.ResponseData,
+    response: UpstreamAnswer,
     options: {
       readonly rewritten: RewrittenBody;
       readonly miss: CacheMiss | null;

@@ -16,3 +16,8 @@ export const HEADER_ROLLGATE_CACHE = 'x-rollgate-cache' as const;
 export const HEADER_ANTHROPIC_VERSION = 'anthropic-version' as const;
 /** Anthropic's request id header (the Anthropic SDK's `requestID`). */
 export const HEADER_ANTHROPIC_REQUEST_ID = 'request-id' as const;
+/**
+ * Claude Code's own label of a call (`main`, `subagent`, `workflow`, `compaction`, `auxiliary`, `side_reply`), sent
+ * to a gateway when it runs with CLAUDE_CODE_GATEWAY_HINT_HEADERS=1.
+ */
+export const HEADER_CLAUDE_CODE_REQUEST_CLASS = 'x-claude-code-request-class' as const;

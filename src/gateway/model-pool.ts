@@ -5,7 +5,7 @@
 // - unattributed calls go to the least-loaded backend;
 // - when no backend is healthy, every non-draining backend is a candidate again (panic routing, as in Envoy):
 //   an all-ejected pool is more often a stale health view than a dead fleet, and the retry budget bounds the cost.
-import type { BackendConfig, LogprobsMode, ModelConfig, PrefixCacheStrategy } from '../../config/schema.js';
+import type { BackendConfig, LogprobsMode, ModelConfig, PrefixCacheStrategy, SwapConfig } from '../../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { BackendHealth, type BackendHealthSnapshot } from './backend-health.js';
@@ -16,6 +16,7 @@ import type {
   ModelRegistry,
   ResolveContext,
   ResolvedRoute,
+  VersionChange,
 } from './model-registry.js';
 import { createBackend, modelPolicy } from './model-registry.js';
 import { resetPrefixCaches } from './prefix-cache-reset.js';
@@ -43,6 +44,8 @@ export interface PoolSnapshot {
   readonly prefix_cache: PrefixCacheStrategy;
   /** What the backends' logprobs mean, as configured: an RL trainer checks it against its sampling. */
   readonly logprobs_mode: LogprobsMode;
+  /** How a weight update treats in-flight generations (docs/weight-swaps.md). */
+  readonly swap: { readonly mode: SwapConfig['mode']; readonly verify_version: SwapConfig['verifyVersion'] };
   readonly backends: readonly PoolBackendSnapshot[];
   /** Backends replaced by a newer version that still carry calls. */
   readonly retiring: readonly PoolBackendSnapshot[];
@@ -51,6 +54,13 @@ export interface PoolSnapshot {
 export interface ReplacePoolRequest {
   readonly version: number;
   readonly backends: readonly BackendConfig[];
+  /**
+   * Backend URLs whose engines hold their generations frozen (vLLM /pause?mode=keep) during this replace: the
+   * ids a call on one relayed so far all came from the old weights, so its span can place the version change
+   * (version-segments.ts). Elsewhere the weights may change at any moment around the replace: calls crossing it
+   * are only marked `changed_in_flight`.
+   */
+  readonly frozen?: readonly string[];
 }
 
 export interface PoolRegistry extends ModelRegistry {
@@ -69,6 +79,18 @@ export interface PoolRegistry extends ModelRegistry {
   setDraining(options: { model: string; url: string; draining: boolean }): PoolSnapshot;
   /** Probes every backend of every pool once now. */
   probeAll(): Promise<void>;
+  /**
+   * Resolves once no call of the pool is in flight on the backend at `url` (retiring members included); rejects
+   * when `signal` aborts first. Event-driven: a swap that cannot freeze a backend drains just that one.
+   */
+  waitForIdle(options: { model: string; url: string; signal?: AbortSignal }): Promise<void>;
+}
+
+/** A running call watching its backend server's version (CallVersions). */
+interface VersionWatcher {
+  readonly url: string;
+  version: number;
+  readonly listener: (change: VersionChange) => void;
 }
 
 interface PoolMember {
@@ -90,6 +112,9 @@ interface PoolEntry {
   next: number;
   /** The last update of this pool; the next one starts after it settles. */
   updating: Promise<unknown>;
+  readonly watchers: Set<VersionWatcher>;
+  /** Per backend URL: resolvers of waitForIdle. */
+  readonly idleWaiters: Map<string, Set<() => void>>;
 }
 
 /** The order contracts.md §7.4 hashes over: endpoint strings sorted by code unit, like Python's sorted(). */
@@ -116,8 +141,8 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       const entry = entries.get(modelName);
       if (entry === undefined) return false;
       const member = [...entry.members, ...entry.retiring].find((m) => m.backend.url === url);
-      // OpenAI-style backends have no /health; only real traffic judges them.
-      if (member === undefined || member.backend.type !== 'vllm') return true;
+      // OpenAI-style backends have no /health; only real traffic judges them. vLLM and SGLang both serve it.
+      if (member === undefined || member.backend.type === 'openai') return true;
       const timeout = AbortSignal.timeout(PROBE_TIMEOUT_MS);
       const response = await member.backend.pool.request({
         path: '/health',
@@ -145,6 +170,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
         intervalMs: model.health.intervalMs,
         ejectAfterFailures: model.health.ejectAfterFailures,
         recoverAfterMs: model.health.recoverAfterMs,
+        stallHoldMs: model.health.stallHoldMs,
         probe: probeFor(model.name),
         onChange: (url, healthy) =>
           logger[healthy ? 'info' : 'warn'](healthy ? 'backend recovered' : 'backend ejected', {
@@ -163,6 +189,8 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       health,
       next: 0,
       updating: Promise.resolve(),
+      watchers: new Set(),
+      idleWaiters: new Map(),
     };
     entries.set(model.name, entry);
   }
@@ -238,6 +266,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       version: entry.policy.version,
       prefix_cache: entry.policy.prefixCache,
       logprobs_mode: entry.policy.logprobsMode,
+      swap: { mode: entry.config.swap.mode, verify_version: entry.config.swap.verifyVersion },
       backends: entry.members.map((m) => memberSnapshot(m, health)),
       retiring: [...entry.retiring].map((m) => memberSnapshot(m, health)),
     };
@@ -252,6 +281,30 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     member.backend.pool.close().catch((error: unknown) => {
       logger.warn('closing a retired backend failed', { backend: member.backend.url, err: String(error) });
     });
+  }
+
+  /** Tells every call still running on a server that now serves another version (a swap in place). */
+  function notifyWatchers(entry: PoolEntry, frozen: ReadonlySet<string>): void {
+    for (const watcher of entry.watchers) {
+      const now = entry.members.find((m) => m.backend.url === watcher.url)?.version;
+      // A server left out of the new set kept its weights (blue/green): nothing changed under its calls.
+      if (now === undefined || now === watcher.version) continue;
+      watcher.version = now;
+      watcher.listener({ version: now, known: frozen.has(watcher.url) });
+    }
+  }
+
+  function inflightOn(entry: PoolEntry, url: string): number {
+    let n = 0;
+    for (const m of [...entry.members, ...entry.retiring]) if (m.backend.url === url) n += m.inflight;
+    return n;
+  }
+
+  function notifyIdle(entry: PoolEntry, url: string): void {
+    const waiters = entry.idleWaiters.get(url);
+    if (waiters === undefined || inflightOn(entry, url) > 0) return;
+    entry.idleWaiters.delete(url);
+    for (const resolve of waiters) resolve();
   }
 
   async function swap(entry: PoolEntry, request: ReplacePoolRequest): Promise<PoolSnapshot> {
@@ -295,6 +348,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       entry.retiring.add(member);
       retireIfIdle(entry, member);
     }
+    notifyWatchers(entry, new Set(request.frozen ?? []));
     logger.info('pool replaced', { model, version: request.version, backends: members.length });
     return poolSnapshot(entry);
   }
@@ -322,7 +376,48 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
         done = true;
         member.inflight -= 1;
         retireIfIdle(entry, member);
+        notifyIdle(entry, member.backend.url);
       };
+    },
+    watchVersion(route, listener) {
+      const entry = entries.get(route.model.name);
+      const member = entry?.byBackend.get(route.backend);
+      if (entry === undefined || member === undefined) return () => undefined;
+      const watcher: VersionWatcher = { url: member.backend.url, version: member.version, listener };
+      const now = entry.members.find((m) => m.backend.url === watcher.url)?.version;
+      if (now !== undefined && now !== watcher.version) {
+        // Changed before the call could watch: where in its answer is unknown.
+        watcher.version = now;
+        listener({ version: now, known: false });
+      }
+      entry.watchers.add(watcher);
+      return () => {
+        entry.watchers.delete(watcher);
+      };
+    },
+    waitForIdle({ model, url, signal }) {
+      const entry = entries.get(model);
+      if (entry === undefined) return Promise.reject(new GatewayError('not_found', `No pool for model '${model}'`));
+      if (inflightOn(entry, url) === 0) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        let waiters = entry.idleWaiters.get(url);
+        if (waiters === undefined) {
+          waiters = new Set();
+          entry.idleWaiters.set(url, waiters);
+        }
+        const set = waiters;
+        const onAbort = () => {
+          set.delete(done);
+          reject(signal?.reason ?? new Error('aborted'));
+        };
+        const done = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        if (signal?.aborted) return onAbort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        set.add(done);
+      });
     },
     versionChangedInFlight(route) {
       const entry = entries.get(route.model.name);

@@ -2,11 +2,13 @@
 // sticky routing and draining can replace the round-robin choice here without touching it.
 // One undici keep-alive Pool per backend, created once and closed with the registry.
 import { Pool } from 'undici';
+import type { HistoryConfig } from '../../config/history-schema.js';
 import type { LogprobsMode, ModelConfig, PrefixCacheStrategy } from '../../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { AgentView } from './agent-view.js';
 import type { BackendType, LogprobsPolicy } from './body-rewrite.js';
 import { versionCacheSalt } from './cache-salt.js';
+import type { RecordingFailurePolicy } from './recording-policy.js';
 import type { RetryPolicy } from './retry-policy.js';
 
 /** Sockets idle longer than this are closed by us first, before a server's own idle timeout races us. */
@@ -36,10 +38,16 @@ export interface ModelPolicy {
   readonly agentView: AgentView;
   readonly version: number;
   readonly prefixCache: PrefixCacheStrategy;
+  /** How chat history reaches the engine (history/faithful-call.ts); the same object for every version. */
+  readonly history: HistoryConfig;
   /** The `cache_salt` of this version's vLLM bodies; null unless the strategy is `salt`. */
   readonly cacheSalt: string | null;
   readonly firstByteTimeoutMs: number;
+  /** Per try: silence allowed between bytes of an answer, and before a stream's headers. */
+  readonly idleTimeoutMs: number;
   readonly totalTimeoutMs: number;
+  /** The pool's own `recording.onFailure`; null: the server's (recording-policy.ts). */
+  readonly recordingOnFailure: RecordingFailurePolicy | null;
 }
 
 /** A model's policy at one version. A new object per version: a call keeps the one it was sent under. */
@@ -54,9 +62,12 @@ export function modelPolicy(model: ModelConfig, version: number): ModelPolicy {
     agentView: model.agentView,
     version,
     prefixCache: strategy,
+    history: model.history,
     cacheSalt: strategy === 'salt' ? versionCacheSalt({ pool: model.name, version }) : null,
     firstByteTimeoutMs: model.timeouts.firstByteMs,
+    idleTimeoutMs: model.timeouts.idleMs,
     totalTimeoutMs: model.timeouts.totalMs,
+    recordingOnFailure: model.recording.onFailure ?? null,
   };
 }
 
@@ -73,6 +84,13 @@ export interface ResolveContext {
 
 /** What one upstream try told us about its backend (passive health). */
 export type TryOutcome = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+/** The version a backend server serves from now on, seen by a call still running on it. */
+export interface VersionChange {
+  readonly version: number;
+  /** False when the change happened before the call started watching (its place in the answer is unknown). */
+  readonly known: boolean;
+}
 
 export interface ModelListing {
   readonly id: string;
@@ -95,6 +113,12 @@ export interface ModelRegistry {
    * on the same backend server meanwhile, so the weights may have changed under the generation.
    */
   versionChangedInFlight?(route: ResolvedRoute): boolean;
+  /**
+   * Tells `listener` each time the pool moves the route's backend server to another version while the call runs
+   * (`known: false` when that happened before this call, so where it fell in the answer cannot be told). Returns
+   * the unsubscribe function.
+   */
+  watchVersion?(route: ResolvedRoute, listener: (change: VersionChange) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -104,7 +128,7 @@ interface ModelEntry {
   next: number;
 }
 
-/** One keep-alive undici Pool per backend URL, with the model's connect and first-byte timeouts. */
+/** One keep-alive undici Pool per backend URL, with the model's connect, first-byte and idle timeouts. */
 export function createBackend(config: ModelConfig['backends'][number], model: ModelConfig): Backend {
   const url = new URL(config.url);
   const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
@@ -118,7 +142,8 @@ export function createBackend(config: ModelConfig['backends'][number], model: Mo
     pool: new Pool(url.origin, {
       connect: { timeout: model.timeouts.connectMs },
       headersTimeout: model.timeouts.firstByteMs,
-      bodyTimeout: model.timeouts.firstByteMs,
+      // A generation that stops sending is stalled long before a whole generation's time is up.
+      bodyTimeout: model.timeouts.idleMs,
       keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
     }),
   };

@@ -1,11 +1,15 @@
-// The `reset` prefix-cache strategy: before a pool's new version takes traffic, every vLLM backend drops
-// its prefix cache (POST /reset_prefix_cache, a dev route: VLLM_SERVER_DEV_MODE=1). A backend that refuses
-// fails the whole update, because serving the new version over a stale cache would record tokens as
-// version N that were partly computed by N-1.
+// The `reset` prefix-cache strategy: before a pool's new version takes traffic, every engine backend drops
+// its prefix cache (vLLM: POST /reset_prefix_cache, a dev route: VLLM_SERVER_DEV_MODE=1; SGLang: POST
+// /flush_cache, which answers 400 while requests run). A backend that refuses fails the whole update, because
+// serving the new version over a stale cache would record tokens as version N that were partly computed by N-1.
 import { GatewayError } from '../errors.js';
+import type { BackendType } from './body-rewrite.js';
 import type { Backend } from './model-registry.js';
 
-const RESET_PATH = '/reset_prefix_cache';
+const RESET_PATHS: Partial<Record<BackendType, string>> = {
+  vllm: '/reset_prefix_cache',
+  sglang: '/flush_cache',
+};
 /** The body kept for an error message. */
 const ERROR_TEXT_CHARS = 300;
 
@@ -24,10 +28,11 @@ function refused(text: string): boolean {
   }
 }
 
-async function resetOne(backend: Backend, timeoutMs: number): Promise<string | null> {
+async function resetOne(backend: Backend, options: { path: string; timeoutMs: number }): Promise<string | null> {
+  const { timeoutMs } = options;
   try {
     const response = await backend.pool.request({
-      path: serverRoot(backend.basePath) + RESET_PATH,
+      path: serverRoot(backend.basePath) + options.path,
       method: 'POST',
       headers: backend.authorization === null ? {} : { authorization: backend.authorization },
       signal: AbortSignal.timeout(timeoutMs),
@@ -43,16 +48,21 @@ async function resetOne(backend: Backend, timeoutMs: number): Promise<string | n
 export interface ResetPrefixCachesOptions {
   readonly model: string;
   readonly version: number;
-  /** Only vLLM backends are asked; an OpenAI-style backend has no such route. */
+  /** Only vLLM and SGLang backends are asked; an OpenAI-style backend has no such route. */
   readonly backends: readonly Backend[];
   readonly timeoutMs: number;
 }
 
-/** Resets every vLLM backend's prefix cache at once; throws naming each backend that refused. */
+/** Resets every engine backend's prefix cache at once; throws naming each backend that refused. */
 export async function resetPrefixCaches(options: ResetPrefixCachesOptions): Promise<void> {
-  const targets = options.backends.filter((b) => b.type === 'vllm');
-  const failures = await Promise.all(targets.map((b) => resetOne(b, options.timeoutMs)));
-  const failed = targets.flatMap((b, i) => (failures[i] === null ? [] : [`${b.url}: ${failures[i]}`]));
+  const targets = options.backends.flatMap((b) => {
+    const path = RESET_PATHS[b.type];
+    return path === undefined ? [] : [{ backend: b, path }];
+  });
+  const failures = await Promise.all(
+    targets.map((t) => resetOne(t.backend, { path: t.path, timeoutMs: options.timeoutMs })),
+  );
+  const failed = targets.flatMap((t, i) => (failures[i] === null ? [] : [`${t.backend.url}: ${failures[i]}`]));
   if (failed.length === 0) return;
   throw new GatewayError(
     'prefix_cache_reset_failed',

@@ -9,6 +9,7 @@ import { createTracing, type Tracing } from '../tracing/provider.js';
 import { BoundedMemoryMap } from './bounded-memory-map.js';
 import { createGateway, type Gateway } from './forward.js';
 import { createStaticModelRegistry, type ModelRegistry } from './model-registry.js';
+import type { RecordingOptions } from './recording-policy.js';
 import { createResponseCache, type ResponseCache } from './response-cache.js';
 
 /** Defaults of the in-memory response cache: evaluation answers are small, and an hour covers an APO run. */
@@ -29,6 +30,8 @@ export interface ProxyOptions {
   readonly captureUnattributedContent?: boolean;
   /** Answers opted-in temperature-0 calls (response-cache.ts); default: bounded, in memory. Closed with the proxy. */
   readonly responseCache?: ResponseCache;
+  /** What a call whose span could not be stored gets (recording-policy.ts); default: it fails, retryably. */
+  readonly recording?: RecordingOptions;
 }
 
 export interface Proxy {
@@ -58,6 +61,7 @@ export function createProxy(options: ProxyOptions): Proxy {
     captureContent: options.config.tracing.captureContent,
     captureUnattributedContent: options.captureUnattributedContent ?? true,
     responseCache,
+    ...(options.recording === undefined ? {} : { recording: options.recording }),
   });
   let closing: Promise<void> | null = null;
   return {

@@ -1,8 +1,10 @@
 // The OpenAI Responses API (`/v1/responses`, contracts.md §1.7) read into the same captured-call shape as chat:
 // a Responses object is one assistant turn whose output items are text, reasoning, refusals and function calls.
 // Streams are named events; the terminal event (`response.completed` / `.incomplete` / `.failed`) carries the
-// whole object, so deltas only matter for a stream cut before it. vLLM sends no token ids on this route.
-import type { CapturedChoice, CapturedToolCall } from './call-capture.js';
+// whole object, so deltas only matter for a stream cut before it. Token ids come only from vLLM's raw messages
+// (`enable_response_messages`: `input_messages` / `output_messages` items `{type: "raw_message_tokens", message,
+// tokens}`), logprobs from the output_text parts (`include: ["message.output_text.logprobs"]`).
+import type { CapturedChoice, CapturedToolCall, LogprobEntry } from './call-capture.js';
 
 type Obj = Record<string, unknown>;
 
@@ -85,6 +87,62 @@ export function readResponseObject(choice: CapturedChoice, response: Obj): void 
   choice.refusal = refusal;
   choice.toolCalls = toolCalls;
   choice.finishReason = finishReason(response, toolCalls.length);
+}
+
+const RAW_MESSAGE_TOKENS = 'raw_message_tokens';
+
+function ints(value: unknown): number[] | null {
+  if (!Array.isArray(value)) return null;
+  for (const item of value) if (!Number.isInteger(item)) return null;
+  return value as number[];
+}
+
+/**
+ * The ids of the raw messages in `messages` (null when there are none): `first` takes the first one (the prompt:
+ * later turns of a multi-turn tool loop are output), else all are joined (an accumulated stream may have one per
+ * delta). Harmony-format items (gpt-oss) have no ids and are skipped.
+ */
+function rawMessageIds(messages: unknown, options: { readonly first: boolean }): number[] | null {
+  if (!Array.isArray(messages)) return null;
+  let ids: number[] | null = null;
+  for (const message of messages) {
+    if (!isObj(message) || message.type !== RAW_MESSAGE_TOKENS) continue;
+    const tokens = ints(message.tokens);
+    if (tokens === null) return null;
+    if (options.first) return tokens.slice();
+    ids = ids === null ? tokens.slice() : ids.concat(tokens);
+  }
+  return ids;
+}
+
+/** The logprobs of every output_text part, in output order, as chat-shaped entries; null when none came. */
+function outputTextLogprobs(output: unknown): LogprobEntry[] | null {
+  if (!Array.isArray(output)) return null;
+  let entries: LogprobEntry[] | null = null;
+  for (const item of output) {
+    if (!isObj(item) || item.type !== 'message' || !Array.isArray(item.content)) continue;
+    for (const part of item.content) {
+      if (!isObj(part) || part.type !== 'output_text' || !Array.isArray(part.logprobs)) continue;
+      for (const lp of part.logprobs) {
+        if (!isObj(lp)) return null;
+        entries ??= [];
+        entries.push({
+          token: str(lp.token) ?? '',
+          logprob: lp.logprob,
+          bytes: lp.bytes,
+          top_logprobs: Array.isArray(lp.top_logprobs) ? lp.top_logprobs : [],
+        });
+      }
+    }
+  }
+  return entries;
+}
+
+/** A finished Responses object's prompt and response ids (vLLM's raw messages) and output logprobs. */
+export function readResponseTokens(choice: CapturedChoice, response: Obj): void {
+  choice.promptTokenIds = rawMessageIds(response.input_messages, { first: true });
+  choice.tokenIds = rawMessageIds(response.output_messages, { first: false });
+  choice.logprobs = outputTextLogprobs(response.output);
 }
 
 /**

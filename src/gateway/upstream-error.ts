@@ -29,11 +29,13 @@ export function normaliseErrorMember(error: unknown, fallbackMessage: string): O
   });
 }
 
-/** Any JSON error body (OpenAI, vLLM, FastAPI `{detail}`) as the OpenAI shape. */
+/** Any JSON error body (OpenAI, vLLM, SGLang's flat one, FastAPI `{detail}`) as the OpenAI shape. */
 export function normaliseErrorJson(parsed: unknown, status: number): OpenAIErrorBody {
   const fallback = `Upstream returned HTTP ${status}`;
   if (isObj(parsed)) {
     if ('error' in parsed) return normaliseErrorMember(parsed.error, fallback);
+    // SGLang's ErrorResponse: `{object: "error", message, type, param, code: <int>}` at the top level.
+    if (parsed.object === 'error') return normaliseErrorMember(parsed, fallback);
     if (typeof parsed.detail === 'string') return openAIErrorBody({ message: parsed.detail, type: FALLBACK_TYPE });
     if (typeof parsed.message === 'string') {
       return openAIErrorBody({ message: parsed.message, type: FALLBACK_TYPE, code: codeString(parsed.code) });

@@ -24,6 +24,8 @@ export interface UpstreamRequest {
   readonly path: string;
   readonly headers: Record<string, string>;
   readonly body: Buffer;
+  /** A stream's headers come at once (the tokens follow), so waiting for them is bounded by the idle timeout. */
+  readonly stream?: boolean;
 }
 
 export interface SendOptions<T> {
@@ -185,6 +187,9 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
         headers: request.headers,
         body: request.body,
         signal,
+        ...(request.stream === true
+          ? { headersTimeout: Math.min(route.model.firstByteTimeoutMs, route.model.idleTimeoutMs) }
+          : {}),
       });
     } catch (error) {
       release();
@@ -236,6 +241,13 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       if (retries > 0) {
         recordTry({ ...tryBase, statusCode: status, ...(status >= 400 ? { failure: String(status) } : {}) });
       }
+      // A backend that stalls mid-answer (its engine loop stuck while its HTTP server, /health included, still
+      // answers) is reported like one that never answered, so passive health ejects it.
+      response.body.once('error', (error: unknown) => {
+        if (errorCode(error) === 'UND_ERR_BODY_TIMEOUT' && !(error instanceof TotalTimeoutError)) {
+          registry.report?.(route, { ok: false, reason: 'UND_ERR_BODY_TIMEOUT' });
+        }
+      });
       const remainingMs = Math.max(0, totalMs - (performance.now() - startedMs));
       const deadline = setTimeout(() => response.body.destroy(new TotalTimeoutError(totalMs)), remainingMs);
       deadline.unref();

@@ -12,6 +12,7 @@ import type {
   StoreCapabilities,
   Worker,
 } from './types.js';
+import type { WriteHealth } from './write-health.js';
 
 export const EVICTED = Symbol('evicted');
 
@@ -101,5 +102,7 @@ export interface StoreBackend {
    * never builds on another caller's write that then fails, and unrelated writes keep sharing one commit.
    */
   commitPendingTouching(keys: PendingKeys): void;
+  /** Whether a write can be made durable now (readiness); absent: always (memory). Callers cache the answer. */
+  checkWritable?(): WriteHealth;
   close(): Promise<void>;
 }

@@ -76,6 +76,7 @@ import type {
 import { WaiterRegistry } from './waiters.js';
 import { DEFAULT_WATCHDOG_INTERVAL_MS, Watchdog } from './watchdog.js';
 import { initialWorkerState, nextWorkerState, type WorkerEvent } from './worker-status.js';
+import { unwritable, WRITABLE, type WriteHealth } from './write-health.js';
 
 export interface CoreStoreOptions {
   /** Watchdog timer period; default 1000 ms. */
@@ -557,6 +558,11 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       safe_threshold_bytes: thresholds.safe,
       memory_capacity_bytes: thresholds.capacity,
     };
+  }
+
+  async checkWritable(): Promise<WriteHealth> {
+    if (this.#closed) return unwritable('the store is closed');
+    return this.backend.checkWritable?.() ?? WRITABLE;
   }
 
   async close(): Promise<void> {

@@ -120,6 +120,7 @@ import {
 } from './types.js';
 import { WaiterRegistry } from './waiters.js';
 import { DEFAULT_WATCHDOG_INTERVAL_MS } from './watchdog.js';
+import { unwritable, WRITABLE, type WriteHealth } from './write-health.js';
 
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -902,6 +903,25 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       safe_threshold_bytes: null,
       memory_capacity_bytes: null,
     };
+  }
+
+  /**
+   * One round trip on a pooled connection: the database answers, and it takes writes (not a standby, not
+   * read-only by default). It writes nothing, so a readiness probe never adds load to the primary's WAL.
+   */
+  async checkWritable(): Promise<WriteHealth> {
+    if (this.#closed) return unwritable('the store is closed');
+    try {
+      await this.ready;
+      const result = await queryOnce<{ read_only: boolean }>(
+        this.#pool,
+        "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' AS read_only",
+      );
+      if (result.rows[0]?.read_only === true) return unwritable('the database is read-only (a standby, or read-only)');
+      return WRITABLE;
+    } catch (error: unknown) {
+      return unwritable(`the database cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,10 @@
 // batch transaction fails, every unit is committed again in a transaction of its own, so only the units that
 // fail on their own are rejected (each to its own caller), and what they changed in memory is restored from
 // the file before anyone is answered.
+//
+// Acknowledged means durable: the store watches that the file it holds open is still the one at its path (a
+// deleted or replaced file takes every later write with it on restart, so writes are then refused), and remembers
+// when the storage itself refused a commit (read-only, full, I/O error), for readiness (docs/durability.md).
 
 import type BetterSqlite3 from 'better-sqlite3';
 import Database from 'better-sqlite3';
@@ -17,6 +21,7 @@ import { assertNever } from './assert-never.js';
 import type { EVICTED, PendingKeys } from './backend.js';
 import { StoreError } from './errors.js';
 import { MemoryBackend } from './memory-backend.js';
+import { type FileIdentity, fileIdentity, fileProblem, storageFailure } from './sqlite-file-guard.js';
 import { migrate } from './sqlite-schema.js';
 import { unpackIntArrays } from './token-ids-codec.js';
 import {
@@ -39,6 +44,7 @@ import type {
   Worker,
 } from './types.js';
 import { TERMINAL_STATUSES } from './types.js';
+import { unwritable, WRITABLE, type WriteHealth } from './write-health.js';
 
 export type SqliteSynchronous = 'normal' | 'full';
 
@@ -47,6 +53,10 @@ export interface SqliteBackendOptions {
   /** Default 'normal' (survives process crashes); 'full' also survives power loss. */
   synchronous?: SqliteSynchronous;
   onFlushError?: (error: unknown) => void;
+  /** Told when the store stops being able to make writes durable, and when it can again (transitions only). */
+  onWriteHealth?: (health: WriteHealth) => void;
+  /** How often the file at `path` is checked against the one held open, off the hot path; 0: only on demand. */
+  fileCheckIntervalMs?: number;
 }
 
 interface Deferred {
@@ -100,6 +110,18 @@ interface Batch {
 
 /** A value that cannot be turned into its row (JSON.stringify threw): the writer's fault, not the database's. */
 class UnstorableValue extends Error {}
+
+/** Writes refused because they could not survive a restart (the database file is gone from its path). */
+class StorageLost extends Error {}
+
+const DEFAULT_FILE_CHECK_INTERVAL_MS = 2_000;
+/**
+ * A full disk often still takes a one-row probe while it refuses a span: a commit the storage refused keeps the
+ * store unwritable this long, even if probes pass meanwhile. Not forever, since a replica that is not ready gets no
+ * traffic, so no real commit would ever clear it.
+ */
+const COMMIT_REFUSAL_HOLD_MS = 30_000;
+const WRITE_PROBE_KEY = 'write_probe';
 
 function serialised<T>(produce: () => T): T {
   try {
@@ -177,12 +199,26 @@ export class SqliteBackend extends MemoryBackend {
   /** The unit the current caller is writing; closed by durable(). */
   #unit: Unit | null = null;
   #closed = false;
+  readonly #path: string;
+  /** The file opened; null for an in-memory database. */
+  readonly #identity: FileIdentity | null;
+  readonly #onWriteHealth: (health: WriteHealth) => void;
+  #fileTimer: NodeJS.Timeout | null = null;
+  /** Set for good once the file is not at its path any more: no write can be made durable again. */
+  #lost: string | null = null;
+  /** The storage refused a commit (read-only, full, I/O error): why, when, and whether it was a real one. */
+  #refused: { readonly reason: string; readonly atMs: number; readonly byCommit: boolean } | null = null;
+  #reported: WriteHealth = WRITABLE;
 
   constructor(options: SqliteBackendOptions) {
     super();
     this.#onFlushError = options.onFlushError ?? (() => {});
+    this.#onWriteHealth = options.onWriteHealth ?? (() => {});
+    this.#path = options.path;
     this.#db = new Database(options.path);
     try {
+      // Right after the open, the file at the path is the one the handle holds.
+      this.#identity = fileIdentity(options.path);
       // Spans with token ids are ~4 KB rows: 16 KB pages keep them off overflow chains (about 2x the insert rate
       // of the 4 KB default). Only takes effect when the file is created.
       this.#db.pragma(`page_size = ${PAGE_SIZE_BYTES}`);
@@ -201,6 +237,58 @@ export class SqliteBackend extends MemoryBackend {
       this.#db.close();
       throw error;
     }
+    const interval = options.fileCheckIntervalMs ?? DEFAULT_FILE_CHECK_INTERVAL_MS;
+    if (this.#identity !== null && interval > 0) {
+      this.#fileTimer = setInterval(() => this.#checkFile(), interval);
+      this.#fileTimer.unref();
+    }
+  }
+
+  // ---- write health ---------------------------------------------------------------------------------
+
+  /**
+   * Whether a write can be made durable now: the file is still the one at its path, and a one-row write commits.
+   * The probe is a real (tiny) commit, so a read-only file system or a full disk shows here before a call's span
+   * meets it; callers cache the answer (readiness asks about once a second at most).
+   */
+  checkWritable(): WriteHealth {
+    if (this.#closed) return unwritable('the store is closed');
+    this.#checkFile();
+    if (this.#lost === null) {
+      try {
+        this.#stmt.upsertMeta.run(WRITE_PROBE_KEY, String(Date.now()));
+        const refused = this.#refused;
+        if (refused !== null && (!refused.byCommit || performance.now() - refused.atMs >= COMMIT_REFUSAL_HOLD_MS)) {
+          this.#refused = null;
+        }
+      } catch (error) {
+        const reason = storageFailure(error) ?? `the write probe failed: ${String(error)}`;
+        this.#refused = { reason, atMs: performance.now(), byCommit: false };
+      }
+      this.#report();
+    }
+    return this.#health();
+  }
+
+  #health(): WriteHealth {
+    const reason = this.#lost ?? this.#refused?.reason ?? null;
+    return reason === null ? WRITABLE : unwritable(reason);
+  }
+
+  /** Tells the listener when the store stops or starts being writable (a new reason meanwhile is the same outage). */
+  #report(): void {
+    const health = this.#health();
+    if (health.writable === this.#reported.writable) return;
+    this.#reported = health;
+    this.#onWriteHealth(health);
+  }
+
+  #checkFile(): void {
+    if (this.#identity === null || this.#lost !== null || this.#closed) return;
+    const problem = fileProblem(this.#path, this.#identity);
+    if (problem === null) return;
+    this.#lost = problem;
+    this.#report();
   }
 
   /** Prepared statements, created once. */
@@ -618,12 +706,17 @@ export class SqliteBackend extends MemoryBackend {
     try {
       this.#spanBytes += this.#writeTx(batch.units, { counters: true });
       this.#countersWritten(batch);
+      this.#refused = null;
     } catch (error) {
       // The rolled-back batch may have named rows that now do not exist.
       this.#bases.clear();
-      this.#onFlushError(error);
+      // The storage refusing is told once, as the loss of write health, not once per batch that meets it.
+      const refused = error instanceof StorageLost ? this.#lost : storageFailure(error);
+      if (refused === null) this.#onFlushError(error);
+      else if (this.#lost === null) this.#refused = { reason: refused, atMs: performance.now(), byCommit: true };
       failures = this.#commitEach(batch);
     }
+    this.#report();
     this.#pendingSpanKeys.clear();
     for (const unit of batch.units) {
       if (failures.has(unit)) unit.done?.reject(failures.get(unit));
@@ -774,6 +867,7 @@ export class SqliteBackend extends MemoryBackend {
 
   /** Writes the units' rows, the last value of each row once; returns the bytes of the spans inserted. */
   #writeUnits(units: readonly Unit[], options: { counters: boolean }): number {
+    if (this.#lost !== null) throw new StorageLost(this.#lost);
     const rollouts = new Map<string, { rollout: Rollout; queuePos: number | null }>();
     const attempts = new Map<string, Attempt>();
     const resources = new Map<string, ResourcesUpdate>();
@@ -873,6 +967,7 @@ export class SqliteBackend extends MemoryBackend {
 
   override async close(): Promise<void> {
     if (this.#closed) return;
+    if (this.#fileTimer !== null) clearInterval(this.#fileTimer);
     this.flushNow();
     // Store exact counters so a clean restart continues without a gap.
     const exact = this.#db.prepare<[number, string]>('UPDATE sequence_counters SET value = ? WHERE rollout_id = ?');

@@ -1,12 +1,17 @@
 // The embedded durable LightningStore (the default of `rollgate serve`): one SQLite file, WAL, batched commits.
 import { CoreStore, type CoreStoreOptions } from './core-store.js';
 import { SqliteBackend, type SqliteSynchronous } from './sqlite-backend.js';
+import type { WriteHealth } from './write-health.js';
 
 export interface SqliteStoreOptions extends CoreStoreOptions {
   /** Database file; created if missing (its directory must exist). */
   path: string;
   /** 'normal' (default): acknowledged writes survive a process crash; 'full': also an OS crash or power loss. */
   synchronous?: SqliteSynchronous;
+  /** How often the file at `path` is compared with the one held open (default 2000 ms; 0: only when asked). */
+  fileCheckIntervalMs?: number;
+  /** Told when the store stops or starts being able to make writes durable; default: logged (error, then info). */
+  onWriteHealth?: (health: WriteHealth) => void;
 }
 
 export class SqliteStore extends CoreStore {
@@ -15,7 +20,15 @@ export class SqliteStore extends CoreStore {
       path: options.path,
       ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
       onFlushError: (error) => options.logger?.error('store commit failed', { err: error }),
+      onWriteHealth: options.onWriteHealth ?? ((health) => logWriteHealth(options, health)),
+      ...(options.fileCheckIntervalMs === undefined ? {} : { fileCheckIntervalMs: options.fileCheckIntervalMs }),
     });
     super(backend, options);
   }
+}
+
+/** Once when writes stop being durable (an operator must act: nothing recovers a deleted file), once when they are again. */
+function logWriteHealth(options: SqliteStoreOptions, health: WriteHealth): void {
+  if (health.writable) options.logger?.info('store can write again', { path: options.path });
+  else options.logger?.error('store cannot make writes durable', { path: options.path, reason: health.reason });
 }

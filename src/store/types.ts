@@ -2,6 +2,8 @@
 // Field names keep the wire's snake_case spelling so the REST API and every backend share one shape.
 // This file must stay free of HTTP and OpenTelemetry types.
 
+import type { WriteHealth } from './write-health.js';
+
 export const ROLLOUT_STATUSES = [
   'queuing',
   'preparing',
@@ -398,6 +400,11 @@ export interface LightningStore extends RolloutLifecycle {
   waitForRollouts(rolloutIds: readonly string[], options?: WaitOptions): Promise<Rollout[]>;
 
   statistics(): Promise<StoreStatistics>;
+  /**
+   * Whether the store can make a write durable now, with the reason when not (readiness, docs/durability.md).
+   * May do a small real write; never called on the hot path. Absent: the store cannot tell.
+   */
+  checkWritable?(): Promise<WriteHealth>;
   /** Idempotent: stops timers, flushes pending writes, closes files/connections. */
   close(): Promise<void>;
 }

@@ -36,7 +36,19 @@ export const TOKEN_IDS_REASON_VALUE_NO_RESPONSE_IDS = 'no_response_ids' as const
 export const TOKEN_IDS_REASON_VALUE_TEXT_WITHOUT_IDS = 'text_without_ids' as const;
 /** The response ids do not add up to the engine's `usage.completion_tokens` (ids lost with no text gap). */
 export const TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH = 'count_mismatch' as const;
+/**
+ * Not asked for: the engine gives no ids on this kind of stream (SGLang chat streams refuse `return_token_ids`;
+ * vLLM's Responses streams are not asked for their raw messages, docs/real-engines.md).
+ */
+export const TOKEN_IDS_REASON_VALUE_STREAM_UNSUPPORTED = 'stream_unsupported' as const;
+/** Not asked for: a background Responses call answers before anything is generated. */
+export const TOKEN_IDS_REASON_VALUE_BACKGROUND = 'background' as const;
+/** Why rollgate did not ask the engine for ids (the status is then `missing` unless the agent asked itself). */
+export type TokenIdsUnavailableReason =
+  | typeof TOKEN_IDS_REASON_VALUE_STREAM_UNSUPPORTED
+  | typeof TOKEN_IDS_REASON_VALUE_BACKGROUND;
 export type TokenIdsReason =
+  | TokenIdsUnavailableReason
   | typeof TOKEN_IDS_REASON_VALUE_NOT_RETURNED
   | typeof TOKEN_IDS_REASON_VALUE_INCOMPLETE
   | typeof TOKEN_IDS_REASON_VALUE_NO_PROMPT_IDS
@@ -71,6 +83,20 @@ export const ATTR_REQUEST_ID = 'rollgate.request_id' as const;
 /** The API the agent spoke when it is not the one the engine served (the call is recorded as the engine's chat call). */
 export const ATTR_API = 'rollgate.api' as const;
 export const API_VALUE_ANTHROPIC_MESSAGES = 'anthropic.messages' as const;
+/** A Responses API call the gateway served as a chat call (a pool with `responses: "via-chat"`). */
+export const API_VALUE_OPENAI_RESPONSES = 'openai.responses' as const;
+/**
+ * Whether the call is the harness's agent loop (`main`) or its housekeeping (`auxiliary`: session titles,
+ * summaries, compaction, quota and key probes); auxiliary calls are kept out of training rows (call-role.ts).
+ */
+export const ATTR_CALL_ROLE = 'rollgate.call.role' as const;
+export const CALL_ROLE_VALUE_MAIN = 'main' as const;
+export const CALL_ROLE_VALUE_AUXILIARY = 'auxiliary' as const;
+/**
+ * What told the role: `header` (the harness said so), `max_tokens` (a 1-token probe), `prompt` (a known
+ * housekeeping prompt) or `default` (nothing marked it auxiliary).
+ */
+export const ATTR_CALL_ROLE_SOURCE = 'rollgate.call.role_source' as const;
 export const ATTR_CLIENT_RETRY_COUNT = 'rollgate.client_retry_count' as const;
 export const ATTR_MODE = 'rollgate.mode' as const;
 export const ATTR_MODEL_VERSION = 'rollgate.model_version' as const;
@@ -79,6 +105,12 @@ export const ATTR_MODEL_VERSION = 'rollgate.model_version' as const;
  * call keeps the version it was sent under, but its weights may have changed mid-generation (no pause/drain).
  */
 export const ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT = 'rollgate.model_version.changed_in_flight' as const;
+/**
+ * Which version computed which tokens of a call the pool's version changed under while it streamed (a keep-mode
+ * swap): JSON `[[start, end, version], ...]` over choice 0's response token ids, `end` exclusive, in order and
+ * covering every id. Set instead of `changed_in_flight` when the gateway could tell where the change fell.
+ */
+export const ATTR_MODEL_VERSION_SEGMENTS = 'rollgate.model_version.segments' as const;
 /** How the pool keeps KV of older weights out of this call: `salt`, `reset` or `off` (vLLM backends only). */
 export const ATTR_PREFIX_CACHE_STRATEGY = 'rollgate.prefix_cache.strategy' as const;
 /** What the backend's logprobs mean, as the pool declares it (vLLM backends only). */
@@ -146,6 +178,7 @@ export const ATTR_SERVER_ADDRESS = 'server.address' as const;
 export const ATTR_SERVER_PORT = 'server.port' as const;
 export const ATTR_SESSION_ID = 'session.id' as const;
 export const GEN_AI_PROVIDER_NAME_VALUE_VLLM = 'vllm' as const;
+export const GEN_AI_PROVIDER_NAME_VALUE_SGLANG = 'sglang' as const;
 export const GEN_AI_PROVIDER_NAME_VALUE_OPENAI = 'openai' as const;
 
 // --- rewards (contracts.md §4.4): emit only the v0.3 format; read all of them ---
@@ -172,3 +205,27 @@ export const ATTR_LEGACY_VLLM_ID = 'llm.hosted_vllm.id' as const;
 export const ATTR_AGL_V1_EVENT_TYPE = 'rollgate.agl_v1.event_type' as const;
 /** The posted event's `data`, as JSON. */
 export const ATTR_AGL_V1_EVENT_DATA = 'rollgate.agl_v1.event_data' as const;
+
+// --- faithful history (docs/trajectories.md): what the gateway did with a chat call's history ---
+/** `faithful` on every chat call of a pool with `history.mode: "faithful"`. */
+export const ATTR_HISTORY_MODE = 'rollgate.history.mode' as const;
+export const ATTR_HISTORY_STATUS = 'rollgate.history.status' as const;
+/** The history continued what was served with nothing to splice (or the call starts a rollout). */
+export const HISTORY_STATUS_VALUE_LINEAR = 'linear' as const;
+/** The history continued what was served once the served ids of some assistant turns were spliced back. */
+export const HISTORY_STATUS_VALUE_HEALED = 'healed' as const;
+/** The history does not continue what was served: a new segment (training row) starts, or the call was refused. */
+export const HISTORY_STATUS_VALUE_FORKED = 'forked' as const;
+/** The call went to the chat route as sent (a feature a token-in completion cannot serve, or no render). */
+export const HISTORY_STATUS_VALUE_BYPASSED = 'bypassed' as const;
+/** Assistant turns of this call's history whose served ids differ from the engine's rendering of them. */
+export const ATTR_HISTORY_HEALED_TURNS = 'rollgate.history.healed_turns' as const;
+/** Which segment of the rollout attempt the call belongs to (0, 1, ...): each segment is one training row. */
+export const ATTR_HISTORY_SEGMENT = 'rollgate.history.segment' as const;
+/** Why a forked call's history does not continue what was served (splice.ts ForkReason). */
+export const ATTR_HISTORY_FORK_REASON = 'rollgate.history.fork_reason' as const;
+export const ATTR_HISTORY_FORK_DETAIL = 'rollgate.history.fork_detail' as const;
+/** What the pool's `history.onMismatch` did with a fork: reset, error or passthrough. */
+export const ATTR_HISTORY_ON_MISMATCH = 'rollgate.history.on_mismatch' as const;
+/** Why a bypassed call went to the chat route (the request key faithful history cannot serve, or render_failed). */
+export const ATTR_HISTORY_BYPASS_REASON = 'rollgate.history.bypass_reason' as const;

@@ -8,55 +8,25 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminGatewayControl } from '../../src/algorithms/rl/admin-gateway-control.js';
 import { createAlgorithm } from '../../src/algorithms/rl/index.js';
 import type { ProgressReporter } from '../../src/algorithms/types.js';
 import { silentLogger } from '../../src/logger.js';
-import { type AgentFunction, createRunner, type Runner } from '../../src/runner/index.js';
+import { createRunner, type Runner } from '../../src/runner/index.js';
 import { HttpStore } from '../../src/store/http.js';
-import type { JsonObject, JsonValue } from '../../src/store/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { runReferenceTrainer } from '../servers/reference-trainer.js';
-import { ACTIONS, startTinyPolicy, type TinyPolicy } from '../servers/tiny-policy.js';
+import { startTinyPolicy, type TinyPolicy } from '../servers/tiny-policy.js';
+import { RL_MODEL, twoTurnAgent } from './helpers/rl-two-turn-agent.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 const CLI = join(ROOT, 'src/cli.ts');
-const MODEL = 'tiny-policy';
+const MODEL = RL_MODEL;
 const TASKS = 4;
 const GROUP = 8;
 const MAX_STEPS = 30;
-
-function target(task: number, turn: number): string {
-  return ACTIONS[(task * 5 + turn * 3 + 1) % ACTIONS.length] ?? 'a';
-}
-
-function taskOf(input: JsonValue): number {
-  const value = (input as JsonObject).task;
-  if (typeof value !== 'number') throw new Error('task input without a task number');
-  return value;
-}
-
-/** Two turns: the second prompt continues the first token for token, so the trajectory merges and the
- * observation between the turns is masked out. Reward: half a point per turn that picks the task's letter. */
-const twoTurnAgent: AgentFunction = async (input, ctx) => {
-  const task = taskOf(input);
-  const client = new OpenAI({ baseURL: ctx.baseUrl, apiKey: ctx.apiKey, maxRetries: 0 });
-  const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: `task ${task}` }];
-  let score = 0;
-  for (let turn = 0; turn < 2; turn++) {
-    const answer = await client.chat.completions.create(
-      { model: MODEL, messages, max_tokens: 4 },
-      { signal: ctx.signal },
-    );
-    const content = answer.choices[0]?.message.content ?? '';
-    if (content === target(task, turn)) score += 0.5;
-    messages.push({ role: 'assistant', content }, { role: 'user', content: `observation ${turn}` });
-  }
-  return score;
-};
 
 const quietProgress: ProgressReporter = { phase() {}, advance() {}, note() {}, close() {} };
 

@@ -1,22 +1,17 @@
 // The README's example agents, unmodified, under `rollgate runner` against a real gateway and the vLLM
 // stand-in: each LLM call is recorded as a span on the attempt's rollout, and the reward lands after it.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Attempt, LightningStore, Rollout, Span } from '../../src/store/types.js';
 import { ATTR_PROMPT_TOKEN_IDS, REWARD_SPAN_NAME, rewardValueAttr } from '../../src/tracing/attributes.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { findPython, IS_CI, PYTHON_CLIENT_SRC } from '../helpers/python.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 
 const MODEL = 'mock-model';
 
-function hasPythonOpenai(): boolean {
-  try {
-    execFileSync('python3', ['-c', 'import openai'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
+// The Python agent needs only the standard library and the rollgate client (clients/python, on PYTHONPATH).
+const python = findPython();
 
 /** Generous: each runner and each tsx agent is a fresh Node process, slow on a loaded 2-core machine. */
 const E2E_TIMEOUT_MS = 90_000;
@@ -39,7 +34,7 @@ afterEach(async () => {
   await vllm.close();
 });
 
-async function runExample(agent: readonly string[]): Promise<void> {
+async function runExample(agent: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const child = spawn(
     process.execPath,
     [
@@ -55,7 +50,7 @@ async function runExample(agent: readonly string[]): Promise<void> {
       '--',
       ...agent,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], env },
   );
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -97,12 +92,18 @@ describe('example agents under rollgate runner', () => {
     E2E_TIMEOUT_MS,
   );
 
-  it.skipIf(!hasPythonOpenai())(
-    'runs examples/agents/python-agent.py (needs python3 with openai)',
+  it.skipIf(python === null && !IS_CI)(
+    'runs examples/agents/python-agent.py (python3 and the rollgate client only)',
     async () => {
-      const [right] = await store.enqueueManyRollouts([{ input: { question: 'What is 2+2?', answer: '4' } }]);
-      await runExample(['python3', 'examples/agents/python-agent.py']);
+      expect(python, 'python3 (3.10+) is required in CI: .ci/run installs it').not.toBeNull();
+      const [right, wrong] = await store.enqueueManyRollouts([
+        { input: { question: 'What is 2+2?', answer: '4' } },
+        { input: { question: 'What is 3+3?', answer: '6' } },
+      ]);
+      const env = { ...process.env, PYTHONPATH: PYTHON_CLIENT_SRC, PYTHONDONTWRITEBYTECODE: '1' };
+      await runExample([python?.command ?? 'python3', 'examples/agents/python-agent.py'], env);
       await checkRollout(right!, 1);
+      await checkRollout(wrong!, 0);
     },
     E2E_TIMEOUT_MS,
   );

@@ -21,8 +21,23 @@ export interface ServingProcess extends CliProcess {
   readonly url: string;
 }
 
-export function spawnCli(args: readonly string[], options: { cwd: string }): CliProcess {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, CLI, ...args], {
+export interface SpawnCliOptions {
+  readonly cwd: string;
+  /**
+   * The largest file the process may write (RLIMIT_FSIZE, set with the POSIX shell's `ulimit -f` in 512-byte
+   * blocks): a write past it fails with EFBIG, the way a full disk fails it. Node ignores SIGXFSZ, so it lives on.
+   */
+  readonly fileSizeLimitBytes?: number;
+}
+
+export function spawnCli(args: readonly string[], options: SpawnCliOptions): CliProcess {
+  const argv = ['--import', TSX_LOADER, CLI, ...args];
+  const limit = options.fileSizeLimitBytes;
+  const [command, commandArgs] =
+    limit === undefined
+      ? [process.execPath, argv]
+      : ['/bin/sh', ['-c', `ulimit -f ${Math.ceil(limit / 512)} && exec "$0" "$@"`, process.execPath, ...argv]];
+  const child = spawn(command, commandArgs, {
     cwd: options.cwd,
     env: { ...process.env, ROLLGATE_LOGGING_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -44,9 +59,9 @@ export function spawnCli(args: readonly string[], options: { cwd: string }): Cli
 /** Starts `rollgate serve <args>` and resolves with its URL once it logs `listening`. */
 export async function startServe(
   args: readonly string[],
-  options: { cwd: string; timeoutMs?: number },
+  options: SpawnCliOptions & { timeoutMs?: number },
 ): Promise<ServingProcess> {
-  const proc = spawnCli(['serve', ...args], { cwd: options.cwd });
+  const proc = spawnCli(['serve', ...args], options);
   const deadline = Date.now() + (options.timeoutMs ?? 25_000);
   while (Date.now() < deadline) {
     for (const line of proc.stdout().split('\n')) {

@@ -1,5 +1,6 @@
 // `npm run mock-vllm -- --port 8000 [--tokenizer qwen3 --logprobs-mode processed --ttft-ms 50 --inter-token-ms 10]`
-// starts the engine twin for manual trials. GET /_twin/ledger and /_twin/state show what it did.
+// starts the engine twin for manual trials (`--dialect sglang` for SGLang's routes and shapes). GET /_twin/ledger
+// and /_twin/state show what it did.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { startEngineTwin } from './mock-vllm.js';
 
@@ -18,6 +19,7 @@ const program = new Command('mock-vllm')
   .addOption(
     new Option('--tokenizer <name>', 'tokenizer and chat template').choices(['chars', 'qwen3']).default('chars'),
   )
+  .addOption(new Option('--dialect <engine>', 'the engine it speaks like').choices(['vllm', 'sglang']).default('vllm'))
   .addOption(
     new Option('--logprobs-mode <mode>', 'vLLM --logprobs-mode (raw_logprobs / processed_logprobs)')
       .choices(['raw', 'processed', 'raw_logprobs', 'processed_logprobs'])
@@ -53,6 +55,7 @@ const opts = program.opts<{
   model: string;
   anyModel: boolean;
   tokenizer: 'chars' | 'qwen3';
+  dialect: 'vllm' | 'sglang';
   logprobsMode: 'raw' | 'processed' | 'raw_logprobs' | 'processed_logprobs';
   reasoning: boolean;
   reasoningParser: 'qwen3' | 'deepseek_r1' | 'none';
@@ -76,6 +79,7 @@ const twin = await startEngineTwin({
   model: opts.model,
   anyModel: opts.anyModel,
   tokenizer: opts.tokenizer,
+  dialect: opts.dialect,
   logprobsMode: opts.logprobsMode.startsWith('processed') ? 'processed' : 'raw',
   reasoning: opts.reasoning,
   reasoningParser: opts.reasoningParser === 'none' ? null : opts.reasoningParser,
@@ -94,7 +98,7 @@ const twin = await startEngineTwin({
   maxRecordedRequests: 100,
 });
 if (opts.fault) twin.setFault(opts.fault);
-process.stdout.write(`mock-vllm (${opts.tokenizer}) serving ${twin.model} at ${twin.url}\n`);
+process.stdout.write(`mock-vllm (${opts.dialect}, ${opts.tokenizer}) serving ${twin.model} at ${twin.url}\n`);
 
 const stop = () => {
   void twin.close().then(() => process.exit(0));

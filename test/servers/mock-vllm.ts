@@ -20,7 +20,9 @@
 // /detokenize, /v1/chat/completions/render, /v1/completions/render, /inference/v1/generate, the dev routes
 // (/pause, /resume, /is_paused, /abort_requests, /sleep, /wake_up, /is_sleeping, /v1/load_lora_adapter,
 // /v1/unload_lora_adapter, /update_weights, /finish_weight_update, /update_weight_version, /weight_info,
-// /reset_prefix_cache, ...) and /_twin/ledger, /_twin/state.
+// /reset_prefix_cache, ...) and /_twin/ledger, /_twin/state. With `dialect: 'sglang'`: SGLang's /v1/chat/completions,
+// /v1/completions, /generate, /pause_generation, /continue_generation, /flush_cache, /update_weights_from_disk, ...
+// (twin/routes-sglang*.ts), with SGLang's flat error bodies.
 import { startMockVllm } from './twin/server.js';
 
 export type { MockChatMessage } from './twin/chat-template.js';

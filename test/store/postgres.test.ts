@@ -2,6 +2,7 @@
 // (two store instances = two replicas on one database). Runs when ROLLGATE_TEST_PG_URL is set; in CI (CI set)
 // a missing database fails the run.
 import { randomBytes } from 'node:crypto';
+import { createServer, connect as netConnect, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mergeIntArrayAttributes, splitIntArrayAttributes } from '../../src/store/postgres-codec.js';
@@ -476,6 +477,57 @@ if (PG_URL === undefined) {
         expect((await b.querySpans(rollout.rollout_id)).total).toBe(1);
       } finally {
         await Promise.all([a.close(), b.close()]);
+      }
+    });
+  });
+
+  describe('PostgreSQL store write health (readiness)', () => {
+    /** A TCP relay in front of the database, so a test can take the database away from the store. */
+    async function relay(): Promise<{ url: string; cut(): Promise<void> }> {
+      const target = new URL(url);
+      const sockets = new Set<Socket>();
+      const server = createServer((client) => {
+        const upstream = netConnect(Number(target.port || 5432), target.hostname);
+        for (const socket of [client, upstream]) {
+          sockets.add(socket);
+          socket.on('error', () => undefined);
+          socket.on('close', () => sockets.delete(socket));
+        }
+        client.pipe(upstream);
+        upstream.pipe(client);
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      const relayed = new URL(url);
+      relayed.hostname = '127.0.0.1';
+      relayed.port = String(port);
+      return {
+        url: relayed.toString(),
+        cut: async () => {
+          const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+          for (const socket of sockets) socket.destroy();
+          await closed;
+        },
+      };
+    }
+
+    it('is writable while the database answers, and says why not once it cannot be reached', async () => {
+      const proxy = await relay();
+      const store = await openPostgresStore({
+        url: proxy.url,
+        schema: nextSchema(),
+        poolSize: 2,
+        watchdogIntervalMs: 0,
+      });
+      try {
+        expect(await store.checkWritable()).toEqual({ writable: true });
+        await proxy.cut();
+        const health = await store.checkWritable();
+        expect(health.writable).toBe(false);
+        expect(health.writable === false ? health.reason : '').toContain('cannot be reached');
+      } finally {
+        await store.close();
       }
     });
   });

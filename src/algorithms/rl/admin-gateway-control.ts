@@ -25,6 +25,7 @@ interface PoolsBody {
     version: number;
     backends: Array<{ url: string; type: string }>;
     logprobs_mode?: unknown;
+    swap?: { mode?: unknown; verify_version?: unknown };
   }>;
 }
 
@@ -55,6 +56,24 @@ export function createAdminGatewayControl(options: AdminGatewayControlOptions): 
     return body.pools;
   };
 
+  const replaceVersion = async (replace: {
+    readonly model: string;
+    readonly version: number;
+    readonly frozenBackends: readonly string[];
+  }): Promise<void> => {
+    const { model, version, frozenBackends } = replace;
+    const pool = (await pools()).find((p) => p.model === model);
+    if (pool === undefined) throw new Error(`model pool ${model} not found`);
+    await call('PUT', `/admin/pools/${encodeURIComponent(model)}`, {
+      version,
+      backends: pool.backends.map((b) => {
+        const apiKey = options.backendApiKey?.({ model, url: b.url });
+        return { url: b.url, type: b.type, ...(apiKey === undefined ? {} : { apiKey }) };
+      }),
+      ...(frozenBackends.length === 0 ? {} : { frozen_backends: [...frozenBackends] }),
+    });
+  };
+
   return {
     attemptBaseUrl(rolloutId, attemptId) {
       return attemptBaseUrl(root, { rolloutId, attemptId });
@@ -65,28 +84,31 @@ export function createAdminGatewayControl(options: AdminGatewayControlOptions): 
         version: p.version,
         backends: p.backends.map((b) => b.url),
         ...(p.logprobs_mode === 'raw' || p.logprobs_mode === 'processed' ? { logprobsMode: p.logprobs_mode } : {}),
+        ...(p.swap?.mode === 'drain' || p.swap?.mode === 'keep' ? { swapMode: p.swap.mode } : {}),
+        ...(p.swap?.verify_version === 'auto' || p.swap?.verify_version === 'strict' || p.swap?.verify_version === 'off'
+          ? { verifyVersion: p.swap.verify_version }
+          : {}),
       }));
     },
     async pause(pauseOptions) {
       await call('POST', '/admin/pause', { reason: pauseOptions?.reason ?? null });
+      if (pauseOptions?.drain === false) return;
       const drained = await call('POST', '/admin/drain', { timeout_seconds: options.drainTimeoutS ?? 600 });
       if (typeof drained !== 'object' || drained === null || (drained as { drained?: unknown }).drained !== true) {
         throw new Error('in-flight calls did not drain in time');
       }
     },
+    async drainBackend({ model, url, timeoutS }) {
+      const body = await call('POST', `/admin/pools/${encodeURIComponent(model)}/drain`, {
+        url,
+        timeout_seconds: timeoutS,
+      });
+      return typeof body === 'object' && body !== null && (body as { drained?: unknown }).drained === true;
+    },
     async resume() {
       await call('POST', '/admin/resume');
     },
-    async setModelVersion(model, version) {
-      const pool = (await pools()).find((p) => p.model === model);
-      if (pool === undefined) throw new Error(`model pool ${model} not found`);
-      await call('PUT', `/admin/pools/${encodeURIComponent(model)}`, {
-        version,
-        backends: pool.backends.map((b) => {
-          const apiKey = options.backendApiKey?.({ model, url: b.url });
-          return { url: b.url, type: b.type, ...(apiKey === undefined ? {} : { apiKey }) };
-        }),
-      });
-    },
+    setModelVersion: (model, version) => replaceVersion({ model, version, frozenBackends: [] }),
+    setFrozenModelVersion: replaceVersion,
   };
 }

@@ -4,10 +4,10 @@
 import { spansToTrajectories, type TrajectoryRow } from '../../adapters/trajectories.js';
 import type { TrainingDropReason } from '../../adapters/triplets.js';
 import type { LightningStore, Rollout, Span } from '../../store/types.js';
-import { ATTR_MODEL_VERSION } from '../../tracing/attributes.js';
 import { createLimiter } from '../concurrency.js';
 import { type AdvantageEstimator, groupAdvantages } from './advantages.js';
 import { rawAdjustedSequenceIds } from './logprob-semantics.js';
+import { judgeStaleness, rowTokenVersions, versionsBySequence } from './token-versions.js';
 
 export interface BatchSample {
   readonly rollout_id: string;
@@ -20,8 +20,13 @@ export interface BatchSample {
   readonly logprobs: number[] | null;
   readonly reward: number;
   readonly advantage: number;
-  /** Oldest model version among the calls merged into this row. */
+  /** Oldest model version among the row's policy tokens (mask 1). */
   readonly model_version: number;
+  /**
+   * Per response token, the model version that computed it (a call that spanned a keep-mode swap has two); gap
+   * tokens carry the version of the call that read them. Always set by buildBatch.
+   */
+  readonly token_versions?: number[];
   readonly sequence_ids: number[];
 }
 
@@ -32,13 +37,15 @@ export interface DropCounts {
   no_signal_rollouts: number;
   /** Rows whose prompt or response exceeded the length limits. */
   overlong: number;
-  /** Rows produced by a model version older than the allowed staleness. */
+  /** Rows left out for a policy token older than the allowed staleness (`staleTokens: drop`, or all masked). */
   stale: number;
+  /** Policy tokens older than the allowed staleness given mask 0 (`staleTokens: mask`); their rows stay. */
+  stale_tokens: number;
   /** Rollouts that failed, timed out or were cancelled. */
   failed_rollouts: number;
   /** Finished rollouts without a single trainable call (no token ids). */
   no_tokens: number;
-  /** Turns that did not continue the previous turn token-exactly and started a new row. */
+  /** Turns that continued no earlier row of their rollout token-exactly and started a new row. */
   merge_mismatches: number;
   /**
    * Finished rollouts left out whole because one of their calls was aborted by the engine (and not re-sent):
@@ -52,6 +59,13 @@ export interface DropCounts {
   token_count_mismatch: number;
   /** Calls kept, but whose rows carry `logprobs: null`, because one logprob was vLLM's -9999 placeholder. */
   logprobs_floor: number;
+  /**
+   * Calls left out because their server's weights changed while they generated (`rollgate.model_version.
+   * changed_in_flight`): their tokens come from two versions, and a row must name the one that computed it.
+   */
+  version_changed_in_flight: number;
+  /** Calls left out because they were the harness's housekeeping (`rollgate.call.role = auxiliary`). */
+  auxiliary: number;
   /**
    * Rows kept with `logprobs: null`: a merged call's raw logprobs were taken under sampling parameters the
    * agent sent (temperature, top_p, ...), so they are not the behaviour policy's.
@@ -89,6 +103,8 @@ export interface BuildBatchOptions {
   readonly finished: ReadonlyMap<string, Rollout>;
   readonly currentVersion: number;
   readonly maxStaleness: number;
+  /** What a stale token does to its row (default `drop`). */
+  readonly staleTokens?: 'drop' | 'mask';
   readonly estimator: AdvantageEstimator;
   readonly normalizeStd: boolean;
   readonly level: 'trajectory' | 'transition';
@@ -103,6 +119,7 @@ export function emptyDropCounts(): DropCounts {
     no_signal_rollouts: 0,
     overlong: 0,
     stale: 0,
+    stale_tokens: 0,
     failed_rollouts: 0,
     no_tokens: 0,
     merge_mismatches: 0,
@@ -110,23 +127,10 @@ export function emptyDropCounts(): DropCounts {
     incomplete_token_ids: 0,
     token_count_mismatch: 0,
     logprobs_floor: 0,
+    version_changed_in_flight: 0,
+    auxiliary: 0,
     raw_logprobs: 0,
   };
-}
-
-function versionsBySequence(spans: readonly Span[]): Map<number, number> {
-  const versions = new Map<number, number>();
-  for (const span of spans) {
-    const v = span.attributes[ATTR_MODEL_VERSION];
-    if (typeof v === 'number' && Number.isFinite(v)) versions.set(span.sequence_id, v);
-  }
-  return versions;
-}
-
-function rowVersion(row: TrajectoryRow, versions: ReadonlyMap<number, number>): number {
-  let oldest = Number.POSITIVE_INFINITY;
-  for (const seq of row.sequenceIds) oldest = Math.min(oldest, versions.get(seq) ?? 0);
-  return Number.isFinite(oldest) ? oldest : 0;
 }
 
 async function allSpans(store: LightningStore, rolloutId: string): Promise<Span[]> {
@@ -139,6 +143,8 @@ interface SampleDraft {
   readonly row: TrajectoryRow;
   readonly version: number;
   readonly rawLogprobs: boolean;
+  readonly mask: number[];
+  readonly tokenVersions: number[];
 }
 
 /** Span reads in flight at once: a remote store (HTTP, PostgreSQL) answers them concurrently. */
@@ -147,12 +153,19 @@ const READ_CONCURRENCY = 8;
 type CallDrops = Record<TrainingDropReason, number>;
 
 function noDrops(): CallDrops {
-  return { aborted: 0, incomplete_token_ids: 0, token_count_mismatch: 0, logprobs_floor: 0 };
+  return {
+    aborted: 0,
+    incomplete_token_ids: 0,
+    token_count_mismatch: 0,
+    logprobs_floor: 0,
+    version_changed_in_flight: 0,
+    auxiliary: 0,
+  };
 }
 
 interface RolloutRows {
   readonly outcome: 'failed' | 'aborted' | 'no_tokens' | 'ok';
-  readonly rows: Array<{ row: TrajectoryRow; version: number; rawLogprobs: boolean }>;
+  readonly rows: Array<{ row: TrajectoryRow; tokenVersions: number[]; rawLogprobs: boolean }>;
   readonly mismatches: number;
   readonly drops: CallDrops;
 }
@@ -169,6 +182,8 @@ async function readRollout(options: BuildBatchOptions, rolloutId: string): Promi
     maxPromptLength: options.maxPromptLength,
     maxResponseLength: options.maxResponseLength,
     rewardFillna: options.rewardFillna,
+    // The batch carries a version per token, so a call that spanned a keep-mode swap trains as what it is.
+    perTokenVersions: true,
     onMergeMismatch: () => {
       mismatches += 1;
     },
@@ -184,7 +199,7 @@ async function readRollout(options: BuildBatchOptions, rolloutId: string): Promi
     outcome: 'ok',
     rows: rows.map((row) => ({
       row,
-      version: rowVersion(row, versions),
+      tokenVersions: rowTokenVersions(row, versions),
       rawLogprobs: row.logprobs !== null && row.sequenceIds.some((seq) => raw.has(seq)),
     })),
     mismatches,
@@ -205,6 +220,8 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     dropped.incomplete_token_ids += result.drops.incomplete_token_ids;
     dropped.token_count_mismatch += result.drops.token_count_mismatch;
     dropped.logprobs_floor += result.drops.logprobs_floor;
+    dropped.version_changed_in_flight += result.drops.version_changed_in_flight;
+    dropped.auxiliary += result.drops.auxiliary;
     if (result.outcome === 'aborted') {
       dropped.aborted_rollouts += 1;
       continue;
@@ -224,16 +241,24 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     }
     // Every row of a rollout carries the rollout's final reward: the group compares rollouts, not rows.
     group.rewards.set(rolloutId, result.rows[0]?.row.reward ?? options.rewardFillna);
-    for (const { row, version, rawLogprobs } of result.rows) {
+    for (const { row, tokenVersions, rawLogprobs } of result.rows) {
       if (row.isDrop || row.isResponseTruncated) {
         dropped.overlong += 1;
         continue;
       }
-      if (options.currentVersion - version > options.maxStaleness) {
+      const verdict = judgeStaleness({
+        mask: row.responseMask,
+        tokenVersions,
+        currentVersion: options.currentVersion,
+        maxStaleness: options.maxStaleness,
+        policy: options.staleTokens ?? 'drop',
+      });
+      if (!verdict.keep) {
         dropped.stale += 1;
         continue;
       }
-      group.drafts.push({ rolloutId, row, version, rawLogprobs });
+      dropped.stale_tokens += verdict.maskedTokens;
+      group.drafts.push({ rolloutId, row, version: verdict.version, rawLogprobs, mask: verdict.mask, tokenVersions });
     }
   }
 
@@ -258,18 +283,19 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     if (group.drafts.length === 0) continue;
     groupCount += 1;
     const advantageOf = new Map(ids.map((id, i) => [id, advantages[i] ?? 0]));
-    for (const { rolloutId, row, version, rawLogprobs } of group.drafts) {
+    for (const { rolloutId, row, version, rawLogprobs, mask, tokenVersions } of group.drafts) {
       if (rawLogprobs) dropped.raw_logprobs += 1;
       samples.push({
         rollout_id: rolloutId,
         group_id: groupId,
         prompt_ids: row.promptIds,
         response_ids: row.responseIds,
-        response_mask: row.responseMask,
+        response_mask: mask,
         logprobs: rawLogprobs ? null : row.logprobs,
         reward: row.reward,
         advantage: advantageOf.get(rolloutId) ?? 0,
         model_version: version,
+        token_versions: tokenVersions,
         sequence_ids: row.sequenceIds,
       });
     }

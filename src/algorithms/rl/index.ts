@@ -20,7 +20,7 @@ import { buildBatch, type DropCounts, emptyDropCounts, type StepRollout } from '
 import { assertBehaviourLogprobs } from './logprob-semantics.js';
 import { type RlOptions, rlOptionsSchema } from './options.js';
 import type { TrainerHub } from './trainer-hub.js';
-import { syncWeights } from './weight-sync.js';
+import { createWeightsPlugin } from './weights-plugin.js';
 
 export { createAdminGatewayControl } from './admin-gateway-control.js';
 export type { Batch, BatchSample, DropCounts } from './batch.js';
@@ -123,21 +123,19 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
   const acks = new AckSignal();
   const detach = hub.attach({
     currentVersion: () => version,
-    async applyWeights(update) {
-      const result = await syncWeights(
-        {
-          control,
-          model: options.model,
-          hook: options.weightLoad,
-          logger,
-          ...(extras.fetch ? { fetch: extras.fetch } : {}),
-        },
-        update,
-      );
-      version = update.version;
-      resourcesId = await publishResources();
-      return result;
-    },
+    ...createWeightsPlugin({
+      hub,
+      control,
+      model: options.model,
+      hook: options.weightLoad,
+      logger,
+      ...(extras.fetch ? { fetch: extras.fetch } : {}),
+      prepareDeadlineS: options.prepareDeadlineS,
+      onSwapped: async (report) => {
+        version = report.version;
+        resourcesId = await publishResources();
+      },
+    }),
     onAcknowledged: () => acks.notify(),
   });
 
@@ -201,6 +199,7 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
         finished,
         currentVersion: version,
         maxStaleness: options.maxStaleness,
+        staleTokens: options.staleTokens,
         estimator: options.advantage,
         normalizeStd: options.normalizeStd,
         level: options.level,

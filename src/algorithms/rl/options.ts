@@ -50,8 +50,18 @@ export const rlOptionsSchema = z
     maxResponseLength: z.int().min(1).default(8192),
     /** Reward of a rollout that recorded none. */
     rewardFillna: z.number().default(0),
-    /** Samples produced by a model version older than current - maxStaleness are dropped. */
+    /** Tokens computed by a model version older than current - maxStaleness are stale (per token, not per row). */
     maxStaleness: z.int().min(0).default(0),
+    /**
+     * What a row with stale tokens becomes: `drop` = the row is left out (stats.dropped.stale); `mask` = its stale
+     * tokens get 0 in response_mask (stats.dropped.stale_tokens) and the row stays unless nothing is left to train.
+     */
+    staleTokens: z.enum(['drop', 'mask']).default('drop'),
+    /**
+     * A prepared weights transfer (POST /v1/rl/weights/prepare) not committed or aborted within this many seconds
+     * is aborted: the gateway resumes on the old weights, so a trainer that died cannot leave it paused.
+     */
+    prepareDeadlineS: z.number().positive().default(300),
     /** Batches generated ahead of the trainer's acknowledgements (1 = strictly on-policy). */
     maxQueuedBatches: z.int().min(1).default(1),
     /** Per-rollout limit; a rollout that has not finished by then is cancelled and counted as failed. */

@@ -12,6 +12,25 @@ export const weightsPostSchema = z
 
 export const batchAckSchema = z.object({}).strict();
 
+/** POST /v1/rl/weights/prepare: pause for a native (NCCL/IPC) transfer of `version`. */
+export const weightsPrepareSchema = z
+  .object({
+    version: z.int().min(0),
+    batch_ids: z.array(z.string().min(1)).optional().describe('acknowledged at the commit (default: all handed out)'),
+  })
+  .strict();
+
+/** POST /v1/rl/weights/commit: the transfer of `version` is done. */
+export const weightsCommitSchema = z
+  .object({
+    version: z.int().min(0),
+    batch_ids: z.array(z.string().min(1)).optional().describe('overrides the ones named at the prepare'),
+  })
+  .strict();
+
+/** POST /v1/rl/weights/abort: resume on the old weights. */
+export const weightsAbortSchema = z.object({ reason: z.string().max(1000).optional() }).strict();
+
 const sampleSchema = z.object({
   rollout_id: z.string(),
   group_id: z.string().describe('samples of the same task in the same step share it'),
@@ -21,7 +40,14 @@ const sampleSchema = z.object({
   logprobs: z.array(z.number()).nullable().describe('sampling logprob per response token; 0.0 in gaps'),
   reward: z.number(),
   advantage: z.number(),
-  model_version: z.int().describe('oldest model version among the merged calls'),
+  model_version: z.int().describe('oldest model version among the policy tokens (mask 1) of the row'),
+  token_versions: z
+    .array(z.int())
+    .optional()
+    .describe(
+      'per response token: the model version that computed it (a generation spanning a keep-mode swap has two); ' +
+        'gap tokens (mask 0) carry the version of the call that read them',
+    ),
   sequence_ids: z.array(z.int()),
 });
 
@@ -40,7 +66,10 @@ export const batchSchema = z.object({
       no_signal_groups: z.int(),
       no_signal_rollouts: z.int(),
       overlong: z.int(),
-      stale: z.int(),
+      stale: z.int().describe('rows left out: a policy token older than current - maxStaleness (staleTokens: drop)'),
+      stale_tokens: z
+        .int()
+        .describe('policy tokens older than current - maxStaleness given mask 0 (staleTokens: mask)'),
       failed_rollouts: z.int(),
       no_tokens: z.int(),
       merge_mismatches: z.int(),
@@ -48,6 +77,10 @@ export const batchSchema = z.object({
       incomplete_token_ids: z.int().describe('calls left out: token ids missing or partial'),
       token_count_mismatch: z.int().describe('calls left out: response ids differ from usage.completion_tokens'),
       logprobs_floor: z.int().describe('calls kept with logprobs null: a -9999 placeholder logprob'),
+      version_changed_in_flight: z
+        .int()
+        .describe("calls left out: their server's weights changed while they generated (two versions in one call)"),
+      auxiliary: z.int().describe("calls left out: the harness's housekeeping (titles, summaries, probes)"),
       raw_logprobs: z.int().describe('rows kept with logprobs null: raw logprobs under adjusted sampling'),
     }),
   }),
@@ -57,9 +90,13 @@ export function protocolJsonSchema(): Record<string, unknown> {
   return {
     batch: z.toJSONSchema(batchSchema),
     weights_post: z.toJSONSchema(weightsPostSchema),
+    weights_prepare: z.toJSONSchema(weightsPrepareSchema),
+    weights_commit: z.toJSONSchema(weightsCommitSchema),
+    weights_abort: z.toJSONSchema(weightsAbortSchema),
     binary_batch_layout:
       'magic "RGB1" | uint32 LE header length H | H bytes UTF-8 JSON header (batch with prompt_len, response_len, ' +
       'has_logprobs per sample instead of arrays) | zero pad to 8 | int32 LE prompt ids | int32 LE response ids | ' +
-      'uint8 response mask | zero pad to 4 | float32 LE logprobs (NaN when has_logprobs is false)',
+      'uint8 response mask | zero pad to 4 | float32 LE logprobs (NaN when has_logprobs is false) | ' +
+      'int32 LE token versions (only when the header says has_token_versions: true, for every sample)',
   };
 }

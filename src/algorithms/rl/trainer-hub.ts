@@ -4,6 +4,18 @@
 // queue only when the trainer acknowledges it (explicitly or with its weights post). Nothing is lost and,
 // as long as the trainer acknowledges what it trained, nothing is trained twice.
 import type { Batch } from './batch.js';
+import { SwapStats } from './swap-stats.js';
+import { TrainerHubError } from './trainer-hub-error.js';
+import {
+  type AbortAnswer,
+  type CommitAnswer,
+  type PrepareAnswer,
+  type PreparedWeights,
+  WeightHandshake,
+} from './weight-handshake.js';
+import type { SwapReport } from './weight-swap.js';
+
+export { TrainerHubError } from './trainer-hub-error.js';
 
 export interface WeightsUpdate {
   /** The new model version; must be greater than the current one. */
@@ -18,25 +30,22 @@ export interface WeightsResult {
   readonly version: number;
   readonly acknowledged: string[];
   readonly sync_ms: number;
+  /** How the swap went (mode, pause and drain times); absent from plugins that do not say. */
+  readonly swap?: SwapReport;
 }
 
 /** What the running `rl` plugin provides to the hub. */
 export interface TrainerHubPlugin {
   currentVersion(): number;
   /** Loads the weights on every backend and bumps the pool version; rejects if any step fails. */
-  applyWeights(update: WeightsUpdate): Promise<{ sync_ms: number }>;
+  applyWeights(update: WeightsUpdate): Promise<{ sync_ms: number; swap?: SwapReport }>;
+  /**
+   * The first step of a native transfer (weight-handshake.ts): holds new calls and frees the engines for
+   * `update.version`; absent from plugins that cannot.
+   */
+  prepareWeights?(update: WeightsUpdate): Promise<PreparedWeights>;
   /** Called after batches were acknowledged (the data plane may then generate more). */
   onAcknowledged(batchIds: readonly string[]): void;
-}
-
-export class TrainerHubError extends Error {
-  constructor(
-    readonly code: 'not_found' | 'conflict' | 'unavailable',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'TrainerHubError';
-  }
 }
 
 interface QueuedBatch {
@@ -51,6 +60,9 @@ export interface TrainerHubStats {
   readonly redeliveries: number;
   readonly attached: boolean;
   readonly model_version: number | null;
+  /** The two-step update in progress, if any. */
+  readonly weights_update: { readonly phase: string; readonly version: number | null };
+  readonly swaps: ReturnType<SwapStats['snapshot']>;
 }
 
 export class TrainerHub {
@@ -62,6 +74,11 @@ export class TrainerHub {
   #delivered = 0;
   #syncing: Promise<unknown> | null = null;
   #closed = false;
+  readonly #handshake = new WeightHandshake();
+  /** The batch ids a prepare named, acknowledged by its commit unless the commit names its own. */
+  #pendingBatchIds: readonly string[] | null = null;
+  /** Weight swaps this gateway ran (GET /v1/rl/state, /metrics). */
+  readonly swapStats = new SwapStats();
 
   /** The running plugin registers itself; returns the detach function. */
   attach(plugin: TrainerHubPlugin): () => void {
@@ -90,6 +107,8 @@ export class TrainerHub {
       redeliveries: this.#redeliveries,
       attached: this.#plugin !== null,
       model_version: this.#plugin?.currentVersion() ?? null,
+      weights_update: { phase: this.#handshake.phase, version: this.#handshake.version },
+      swaps: this.swapStats.snapshot(),
     };
   }
 
@@ -135,6 +154,64 @@ export class TrainerHub {
 
   /** Runs the plugin's weight sync (one at a time), then acknowledges the batches the update trained on. */
   async postWeights(update: WeightsUpdate): Promise<WeightsResult> {
+    const plugin = this.#pluginFor(update);
+    if (this.#handshake.phase !== 'idle') {
+      throw new TrainerHubError('conflict', `weights version ${this.#handshake.version} is ${this.#handshake.phase}`);
+    }
+    const ids = this.#batchIdsFor(update);
+    const sync = plugin.applyWeights(update);
+    this.#syncing = sync;
+    try {
+      const { sync_ms, swap } = await sync;
+      return { version: update.version, acknowledged: this.acknowledge(ids), sync_ms, ...(swap ? { swap } : {}) };
+    } finally {
+      this.#syncing = null;
+    }
+  }
+
+  /**
+   * Step 1 of a native transfer: pauses for `update.version` and answers which backends are ready. Repeating it
+   * for the same version answers the same; batch ids are checked now and acknowledged at the commit.
+   */
+  async prepareWeights(update: WeightsUpdate): Promise<PrepareAnswer> {
+    const prepared = this.#handshake.version === update.version ? this.#plugin : null;
+    const plugin = prepared ?? this.#pluginFor(update);
+    const prepare = plugin.prepareWeights?.bind(plugin);
+    if (prepare === undefined) {
+      throw new TrainerHubError('unavailable', 'the running rl algorithm cannot prepare a weights transfer');
+    }
+    if (this.#handshake.phase === 'idle') {
+      this.#batchIdsFor(update);
+      this.#pendingBatchIds = update.batch_ids ?? null;
+    }
+    return this.#handshake.prepare({ version: update.version, start: () => prepare(update) });
+  }
+
+  /** Step 2: finishes, checks and bumps the prepared version, then acknowledges the batches it trained on. */
+  async commitWeights(update: {
+    readonly version: number;
+    readonly batch_ids?: readonly string[];
+  }): Promise<CommitAnswer> {
+    if (this.#plugin === null) throw new TrainerHubError('unavailable', 'no rl algorithm is running on this gateway');
+    const explicit = update.batch_ids ?? this.#pendingBatchIds ?? undefined;
+    const ids = this.#batchIdsFor({ batch_ids: explicit });
+    return this.#handshake.commit({
+      version: update.version,
+      finish: (swap) => ({
+        version: update.version,
+        acknowledged: this.acknowledge(ids),
+        sync_ms: swap.sync_ms,
+        swap,
+      }),
+    });
+  }
+
+  /** Abandons a prepared transfer: the gateway resumes on the old weights. Idempotent. */
+  abortWeights(reason = 'aborted by the trainer'): Promise<AbortAnswer> {
+    return this.#handshake.abort(reason);
+  }
+
+  #pluginFor(update: WeightsUpdate): TrainerHubPlugin {
     const plugin = this.#plugin;
     if (plugin === null) throw new TrainerHubError('unavailable', 'no rl algorithm is running on this gateway');
     if (this.#syncing !== null) throw new TrainerHubError('conflict', 'a weight update is already in progress');
@@ -145,26 +222,27 @@ export class TrainerHub {
         `version ${update.version} is not newer than the current version ${current}`,
       );
     }
+    return plugin;
+  }
+
+  /**
+   * The batches an update acknowledges: the given ones, else every batch handed out and not acknowledged. Checked
+   * before any weight moves, so a typo in batch_ids cannot leave weights loaded but batches queued.
+   */
+  #batchIdsFor(update: { readonly batch_ids?: readonly string[] | undefined }): string[] {
     const ids = update.batch_ids ?? this.#queue.filter((q) => q.deliveries > 0).map((q) => q.batch.batch_id);
-    // Validated before loading weights, so a typo in batch_ids cannot leave weights loaded but batches queued.
     const queued = new Set(this.#queue.map((q) => q.batch.batch_id));
     for (const id of ids) {
       if (!queued.has(id) && !this.#acknowledged.has(id)) throw new TrainerHubError('not_found', `unknown batch ${id}`);
     }
-    const sync = plugin.applyWeights(update);
-    this.#syncing = sync;
-    try {
-      const { sync_ms } = await sync;
-      return { version: update.version, acknowledged: this.acknowledge(ids), sync_ms };
-    } finally {
-      this.#syncing = null;
-    }
+    return [...ids];
   }
 
-  /** Idempotent: answers pending long polls with nothing. */
+  /** Idempotent: answers pending long polls with nothing, and abandons a prepared transfer. */
   close(): void {
     this.#closed = true;
     this.#wake();
+    this.#handshake.abort('the gateway is shutting down').catch(() => undefined);
   }
 
   #wake(): void {

@@ -27,7 +27,14 @@ export async function startHarness(
   let gw: TestGateway;
   try {
     gw = await startTestGateway({
-      models: [{ name: model, backends: [{ url: mock.url, apiKey: 'backend-secret' }], ...modelOverrides }],
+      models: [
+        {
+          name: model,
+          // The twin's dialect says which engine the gateway talks to.
+          backends: [{ url: mock.url, apiKey: 'backend-secret', type: mockOptions.dialect ?? 'vllm' }],
+          ...modelOverrides,
+        },
+      ],
       ...overrides,
     });
   } catch (error) {

@@ -4,13 +4,10 @@
 // - a pre-0.11.x parser stream that lost the ids of buffered chunks with no text gap: the ids do not add up to
 //   usage.completion_tokens, so the call is `partial` / `count_mismatch`.
 // Each is counted in /metrics by reason, and the adapters leave it out of training data.
-import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spansToTriplets, type TrainingDrop } from '../../../src/adapters/triplets.js';
 import type { Span } from '../../../src/store/types.js';
 import * as A from '../../../src/tracing/attributes.js';
-import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { type ScriptedUpstream, startScriptedUpstream } from '../../helpers/scripted-upstream.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 function training(spans: Span[]): { logprobs: unknown[]; drops: string[] } {
@@ -81,57 +78,42 @@ describe('vLLM stand-in', () => {
   });
 });
 
-// The chunks a tool parser held back were skipped by vLLM 0.10.2-0.11.x, token ids and all: here the ids of
-// `<tool_call>{"name": "` and of the closing tag never arrive, while usage still counts every generated token.
-describe('a parser stream that lost ids (scripted engine)', () => {
-  let upstream: ScriptedUpstream;
-  let gw: TestGateway;
+// The chunks a tool parser held back were skipped by vLLM 0.10.2-0.11.x, token ids and all: the twin's
+// `legacy-tool-stream` fault does the same (qwen3 mode, hermes parser), so the ids of `<tool_call>`, `{"name":`
+// and the closing tag never arrive, while usage still counts every generated token.
+describe('a parser stream that lost ids (legacy-tool-stream)', () => {
+  let legacy: Harness;
   beforeAll(async () => {
-    upstream = await startScriptedUpstream(() => {
-      const base = { id: 'chatcmpl-legacy', object: 'chat.completion.chunk', created: 0, model: 'engine' };
-      const chunk = (choice: Record<string, unknown>) => ({
-        ...base,
-        choices: [{ index: 0, logprobs: null, ...choice }],
-      });
-      const call = { index: 0, id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '' } };
-      return {
-        events: [
-          { ...chunk({ delta: { role: 'assistant', content: '' }, finish_reason: null }), prompt_token_ids: [1, 2, 3] },
-          chunk({ delta: { tool_calls: [call] }, token_ids: [40], finish_reason: null }),
-          chunk({
-            delta: { tool_calls: [{ index: 0, function: { arguments: '{"q": 1}' } }] },
-            token_ids: [41, 42],
-            finish_reason: null,
-          }),
-          chunk({ delta: {}, token_ids: [], finish_reason: 'tool_calls' }),
-          { ...base, choices: [], usage: { prompt_tokens: 3, completion_tokens: 7, total_tokens: 10 } },
-        ],
-      };
-    });
-    gw = await startTestGateway({ models: [{ name: 'engine', backends: [{ url: upstream.url }] }] });
+    legacy = await startHarness({ tokenizer: 'qwen3' });
   });
   afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
+    await legacy?.close();
   });
 
   it('is recorded as partial / count_mismatch, counted, and never trained on', async () => {
     const rid = rolloutId('legacy');
-    const agent = new OpenAI({ baseURL: `${gw.url}/rollout/${rid}/attempt/a1/v1`, apiKey: 'k', maxRetries: 0 });
-    const metric = 'rollgate_token_ids_incomplete_total{model="engine",status="partial",reason="count_mismatch"}';
-    const before = await metricValue(gw.url, metric);
+    const metric = 'rollgate_token_ids_incomplete_total{model="mock-model",status="partial",reason="count_mismatch"}';
+    const before = await metricValue(legacy.gw.url, metric);
+    const tool = { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } };
     await consume(
-      await agent.chat.completions.create({
-        model: 'engine',
+      await legacy.client(rid).chat.completions.create({
+        model: 'mock-model',
         messages: [{ role: 'user', content: 'find' }],
+        tools: [tool],
         stream: true,
-      }),
+        mock_fault: 'legacy-tool-stream',
+      } as never),
     );
-    const spans = (await gw.gateway.store.querySpans(rid)).items;
-    expect(spans[0]?.attributes[A.ATTR_RESPONSE_TOKEN_IDS]).toEqual([40, 41, 42]);
-    expect(spans[0]?.attributes[A.ATTR_TOKEN_IDS_STATUS]).toBe('partial');
-    expect(spans[0]?.attributes[A.ATTR_TOKEN_IDS_REASON]).toBe('count_mismatch');
-    expect(await metricValue(gw.url, metric)).toBe(before + 1);
+    const spans = await legacy.spans(rid);
+    const attributes = spans[0]?.attributes ?? {};
+    const [entry] = legacy.mock.ledger.byResponseId(String(attributes[A.ATTR_GEN_AI_RESPONSE_ID]));
+    const recorded = attributes[A.ATTR_RESPONSE_TOKEN_IDS];
+    // What the stream carried: fewer ids than the engine generated, with no text gap to notice.
+    expect(recorded).toEqual(entry?.streamedTokenIds);
+    expect((recorded as number[]).length).toBeLessThan(entry?.tokenIds.length ?? 0);
+    expect(attributes[A.ATTR_TOKEN_IDS_STATUS]).toBe('partial');
+    expect(attributes[A.ATTR_TOKEN_IDS_REASON]).toBe('count_mismatch');
+    expect(await metricValue(legacy.gw.url, metric)).toBe(before + 1);
     expect(training(spans)).toEqual({ logprobs: [], drops: ['token_count_mismatch'] });
   });
 });

@@ -60,8 +60,8 @@ describe('non-stream', () => {
     expect(span?.attributes[A.ATTR_STREAM_STATUS]).toBe('ok');
     expect(span?.attributes[A.ATTR_GEN_AI_USAGE_INPUT_TOKENS]).toBe(viaGateway.usage?.input_tokens);
     expect(span?.attributes[A.ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]).toBe(viaGateway.usage?.output_tokens);
-    // vLLM has no token ids on this route; the span says so rather than pretending.
-    expect(span?.attributes[A.ATTR_TOKEN_IDS_STATUS]).toBe('missing');
+    // vLLM gives the ids of this route as raw messages (responses-token-ids.test.ts has the details).
+    expect(span?.attributes[A.ATTR_TOKEN_IDS_STATUS]).toBe('ok');
     expect(JSON.parse(String(span?.attributes[A.ATTR_GEN_AI_INPUT_MESSAGES]))).toEqual([
       { role: 'system', parts: [{ type: 'text', content: 'Be brief.' }] },
       { role: 'user', parts: [{ type: 'text', content: 'Tell me about the weather' }] },
@@ -69,10 +69,17 @@ describe('non-stream', () => {
     expect(JSON.parse(String(span?.attributes[A.ATTR_GEN_AI_OUTPUT_MESSAGES]))).toEqual([
       { role: 'assistant', parts: [{ type: 'text', content: viaGateway.output_text }], finish_reason: 'stop' },
     ]);
-    // Nothing vLLM-specific was added to a Responses body but the version's cache_salt: the prefix cache is shared
-    // with chat, so KV of older weights must stay out of it here too.
+    // Besides the raw messages and logprobs that carry the ids, only the version's cache_salt was added: the prefix
+    // cache is shared with chat, so KV of older weights must stay out of it here too.
     const upstream = h.mock.requests.filter((r) => r.path === '/v1/responses').at(-2)?.body as Record<string, unknown>;
-    expect(Object.keys(upstream).sort()).toEqual(['cache_salt', 'input', 'instructions', 'model']);
+    expect(Object.keys(upstream).sort()).toEqual([
+      'cache_salt',
+      'enable_response_messages',
+      'include',
+      'input',
+      'instructions',
+      'model',
+    ]);
   });
 });
 

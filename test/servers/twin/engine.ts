@@ -249,6 +249,11 @@ export class Engine {
     return this.running.size;
   }
 
+  /** Resolves once no request is running (SGLang's weight update waits for in-flight requests this way). */
+  whenIdle(): Promise<void> {
+    return this.drain();
+  }
+
   private drain(): Promise<void> {
     if (this.running.size === 0) return Promise.resolve();
     return new Promise((resolve) => {

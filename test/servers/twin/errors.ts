@@ -1,5 +1,7 @@
 // vLLM's two error shapes: its own `{"error": {message, type, param, code: <int>}}` (status = code), and FastAPI's
-// `{"detail": ...}` for unknown routes, wrong methods and HTTPExceptions raised by the dev routes.
+// `{"detail": ...}` for unknown routes, wrong methods and HTTPExceptions raised by the dev routes. SGLang's
+// OpenAI routes answer the flat `{"object": "error", message, type, param, code: <int>}` instead.
+import type { TwinDialect } from './types.js';
 import { isRecord } from './util.js';
 
 export class VllmError extends Error {
@@ -25,6 +27,25 @@ export class FastApiError extends Error {
 
 export function vllmErrorBody(status: number, message: string, type: string, param: string | null = null): string {
   return JSON.stringify({ error: { message, type, param, code: status } });
+}
+
+/** SGLang's ErrorResponse (protocol.py): flat, `object: "error"`, the status as an int `code`. */
+export function sglangErrorBody(status: number, message: string, type: string, param: string | null = null): string {
+  return JSON.stringify({ object: 'error', message, type, param, code: status });
+}
+
+export type ErrorBodyWriter = (status: number, message: string, type: string, param?: string | null) => string;
+
+/** The whole-body error shape of a dialect's generation routes. */
+export function errorBodyWriter(dialect: TwinDialect): ErrorBodyWriter {
+  return dialect === 'sglang' ? sglangErrorBody : vllmErrorBody;
+}
+
+/** A mid-stream error event's data: vLLM writes its body as is; SGLang wraps its flat body in `error`. */
+export function streamErrorData(dialect: TwinDialect): ErrorBodyWriter {
+  if (dialect === 'vllm') return vllmErrorBody;
+  return (status, message, type, param = null) =>
+    JSON.stringify({ error: { object: 'error', message, type, param, code: status } });
 }
 
 // Request validation in vLLM is pydantic's; its messages start with "1 validation error".

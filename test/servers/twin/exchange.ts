@@ -2,8 +2,8 @@
 // applies the mid-stream faults (close-after, garbage-after, error-event-after) before each event.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ActiveRequest } from './engine.js';
-import { type FastApiError, type VllmError, vllmErrorBody } from './errors.js';
-import type { MockFault, MockRequestRecord } from './types.js';
+import { type ErrorBodyWriter, errorBodyWriter, type FastApiError, streamErrorData, type VllmError } from './errors.js';
+import type { MockFault, MockRequestRecord, TwinDialect } from './types.js';
 
 export interface Exchange {
   record: MockRequestRecord;
@@ -14,6 +14,8 @@ export interface Exchange {
   gone: boolean;
   /** Wakes the twin's waitFor() predicates after the record changed. */
   notify: () => void;
+  /** Whose error shapes this exchange answers with (default vLLM's). */
+  dialect?: TwinDialect;
 }
 
 function finish(ex: Exchange, status: number): void {
@@ -46,8 +48,9 @@ export function sendEmpty(ex: Exchange, status: number): void {
   ex.res.end();
 }
 
+/** A route error in the shape of the exchange's dialect (vLLM's nested body, or SGLang's flat one). */
 export function sendVllmError(ex: Exchange, err: VllmError): void {
-  sendJson(ex, err.status, vllmErrorBody(err.status, err.message, err.type, err.param));
+  sendJson(ex, err.status, errorBodyWriter(ex.dialect ?? 'vllm')(err.status, err.message, err.type, err.param));
 }
 
 export function sendDetail(ex: Exchange, err: FastApiError): void {
@@ -92,6 +95,7 @@ export class SseWriter {
   private readonly errorAfter: Extract<MockFault, { kind: 'error-event-after' }> | undefined;
 
   private readonly named: boolean;
+  private readonly errorData: ErrorBodyWriter;
 
   /** `named`: the Responses API's `event: <name>` framing (and its error event, with no [DONE]). */
   constructor(
@@ -99,6 +103,8 @@ export class SseWriter {
     options: { named?: boolean } = {},
   ) {
     this.named = options.named ?? false;
+    // vLLM writes its error body as the event's data; SGLang wraps its flat body in `error`.
+    this.errorData = streamErrorData(ex.dialect ?? 'vllm');
     this.closeAfter = ex.faults.find((f) => f.kind === 'close-after');
     this.garbageAfter = ex.faults.find((f) => f.kind === 'garbage-after');
     this.errorAfter = ex.faults.find((f) => f.kind === 'error-event-after');
@@ -139,8 +145,8 @@ export class SseWriter {
         ex.res.end(`event: error\ndata: ${JSON.stringify(event)}\n\n`);
         return false;
       }
-      ex.res.write(`data: ${vllmErrorBody(status, message, 'InternalServerError')}\n\n`);
-      // vLLM still ends the stream with [DONE] after an error event.
+      ex.res.write(`data: ${this.errorData(status, message, 'InternalServerError')}\n\n`);
+      // vLLM (and SGLang) still end the stream with [DONE] after an error event.
       ex.res.end('data: [DONE]\n\n');
       return false;
     }
@@ -167,7 +173,7 @@ export class SseWriter {
   async error(err: VllmError): Promise<void> {
     if (!this.open) return;
     this.start();
-    this.ex.res.write(`data: ${vllmErrorBody(err.status, err.message, err.type, err.param)}\n\n`);
+    this.ex.res.write(`data: ${this.errorData(err.status, err.message, err.type, err.param)}\n\n`);
     this.ended = true;
     this.ex.res.end('data: [DONE]\n\n');
   }

@@ -1,13 +1,20 @@
 // POST /v1/responses: the input becomes chat messages for the same template and respond(); the answer is one
 // message item (text) and/or one function_call item per tool call. Streams are named SSE events with a
 // sequence_number and no `[DONE]`. Reasoning is not turned into a reasoning item (not emulated).
+// vLLM's extras (vllm/entrypoints/openai/responses: protocol.py, serving_responses.py, context.py, main of
+// mid-2026): `enable_response_messages: true` adds `input_messages` / `output_messages`, each one
+// `{type: "raw_message_tokens", message, tokens}` with the rendered prompt and its ids, and the generated text
+// and every generated id (current main accumulates a stream's deltas into one entry, and its terminal
+// `response.completed` event carries them too). `include: ["message.output_text.logprobs"]` puts the logprobs of
+// every generated token on the output_text part (and each text delta's on its event). `background: true` is a
+// 400 unless the server stores responses (VLLM_ENABLE_RESPONSES_API_STORE), which the twin does not.
 import { ChatDeltaState, type ChatParsing, parseAnswer } from './chat-output.js';
 import type { MockChatMessage } from './chat-template.js';
 import type { RouteRequest, TwinContext } from './context.js';
 import { optionalBool, optionalInt, VllmError } from './errors.js';
 import { SseWriter } from './exchange.js';
 import { Job } from './job.js';
-import { serialize } from './logprobs.js';
+import { chatEntries, type LogprobFormat, serialize } from './logprobs.js';
 import { runNonStream, runStream, type StreamEvent } from './loops.js';
 import { choicePlan } from './plan.js';
 import { checkContext, checkModel } from './request.js';
@@ -115,6 +122,20 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
     throw new VllmError(400, 'mock-vllm stores no responses: `previous_response_id` is not supported');
   }
+  if (body.background === true) {
+    throw new VllmError(
+      400,
+      body.store === false
+        ? 'background can only be used when `store` is true'
+        : 'This vLLM engine does not support `store=True` and therefore does not support the background mode. To enable these features, set the environment variable `VLLM_ENABLE_RESPONSES_API_STORE=1` when launching the vLLM server.',
+      'BadRequestError',
+      'background',
+    );
+  }
+  const enableMessages = optionalBool(body, 'enable_response_messages') ?? false;
+  const include = Array.isArray(body.include) ? body.include : [];
+  const withLogprobs = include.includes('message.output_text.logprobs');
+  const topLogprobs = optionalInt(body, 'top_logprobs', 0) ?? 0;
   const chatMessages = responsesInputToMessages(body);
   const chatTools = responsesToolsToChat(body.tools);
   const toolChoice = body.tool_choice;
@@ -190,7 +211,41 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: promptIds.length + choice.seq.ids.length,
   });
-  const textPart = (partText: string) => ({ type: 'output_text', text: partText, annotations: [], logprobs: [] });
+  const fmt: LogprobFormat = {
+    mode: ctx.options.logprobsMode,
+    top: topLogprobs,
+    asTokenIds: false,
+    floorEvery: ctx.options.floorLogprobEvery,
+    tokenizer: ctx.tokenizer,
+  };
+  /** A finished text part: with `include` logprobs, those of every generated token (vLLM's final_output). */
+  const textPart = (partText: string) => ({
+    type: 'output_text',
+    text: partText,
+    annotations: [],
+    logprobs:
+      withLogprobs && choice.seq.done ? chatEntries(choice.seq, { start: 0, end: choice.seq.ids.length, fmt }) : [],
+  });
+  /** A text delta event's logprobs: its own tokens', in the stream event's shape (no bytes). */
+  const deltaLogprobs = (range: { start: number; end: number }) =>
+    withLogprobs
+      ? chatEntries(choice.seq, { ...range, fmt }).map((e) => ({
+          token: e.token,
+          logprob: e.logprob,
+          top_logprobs: e.top_logprobs.map((t) => ({ token: t.token, logprob: t.logprob })),
+        }))
+      : [];
+  /** enable_response_messages: the raw prompt and output with their ids, on a finished response object. */
+  const rawMessages = (status: string) =>
+    enableMessages && status !== 'in_progress'
+      ? {
+          input_messages: [{ type: 'raw_message_tokens', message: promptText, tokens: promptIds }],
+          output_messages:
+            choice.seq.ids.length > 0
+              ? [{ type: 'raw_message_tokens', message: choice.seq.text, tokens: [...choice.seq.ids] }]
+              : [],
+        }
+      : {};
   const messageItem = (status: string, content: unknown[]) => ({
     type: 'message',
     id: messageId,
@@ -234,6 +289,7 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
     truncation: 'disabled',
     usage: u,
     user: null,
+    ...rawMessages(status),
   });
   const finalStatus = () => (choice.seq.finishReason === 'length' ? 'incomplete' : 'completed');
   /** The output items of a finished answer; a tool-call answer with no text has no message item. */
@@ -309,7 +365,10 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
       if (delta?.content) {
         if (!messageOpen && !messageDone) openMessage(out);
         if (messageOpen) {
-          out.push(ev('response.output_text.delta', { ...textRef(), delta: delta.content, logprobs: [] }, idsOnce()));
+          const carried = idsOnce();
+          const end = choice.seq.ids.length;
+          const logprobs = carried ? deltaLogprobs({ start: end - carried.length, end }) : [];
+          out.push(ev('response.output_text.delta', { ...textRef(), delta: delta.content, logprobs }, carried));
           text += delta.content;
         }
       }

@@ -6,7 +6,7 @@ import { createRng } from '../../../src/algorithms/rng.js';
 import { templateFor } from './chat-template.js';
 import type { ResolvedOptions, RouteRequest, TwinContext } from './context.js';
 import { Engine } from './engine.js';
-import { FastApiError, VllmError, vllmErrorBody } from './errors.js';
+import { errorBodyWriter, FastApiError, VllmError } from './errors.js';
 import { type Exchange, sendDetail, sendEmpty, sendJson, sendVllmError } from './exchange.js';
 import { FaultBook, parseFaultSpec } from './faults.js';
 import { Ledger } from './ledger.js';
@@ -14,6 +14,8 @@ import { defaultRespond } from './respond.js';
 import { DEV_PATHS, handleDevRoute } from './routes-dev.js';
 import { handleChat, handleCompletions } from './routes-openai.js';
 import { handleResponses } from './routes-responses.js';
+import { handleSglangChat, handleSglangCompletions } from './routes-sglang.js';
+import { handleSglangControlRoute, handleSglangGenerate, SGLANG_CONTROL_PATHS } from './routes-sglang-native.js';
 import {
   handleChatRender,
   handleCompletionsRender,
@@ -23,15 +25,16 @@ import {
 } from './routes-tokens.js';
 import { DEFAULT_SAMPLING } from './sampler.js';
 import { tokenizerFor } from './tokenizer.js';
-import type { MockFault, MockRequestRecord, MockVllm, MockVllmOptions } from './types.js';
+import type { MockFault, MockRequestRecord, MockVllm, MockVllmOptions, TwinDialect } from './types.js';
 import { isRecord } from './util.js';
 
-const GENERATION_PATHS = ['/v1/chat/completions', '/v1/completions', '/v1/responses'];
+// SGLang's native /generate is a generation route too (faults apply to it by default).
+const GENERATION_PATHS = ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/generate'];
 
 type BodyHandler = (ctx: TwinContext, request: RouteRequest) => void | Promise<void>;
 
 /** POST routes that take a JSON object body with vLLM's error shapes. */
-const BODY_ROUTES: Record<string, BodyHandler> = {
+const VLLM_BODY_ROUTES: Record<string, BodyHandler> = {
   '/v1/chat/completions': handleChat,
   '/v1/completions': handleCompletions,
   '/v1/responses': handleResponses,
@@ -40,6 +43,37 @@ const BODY_ROUTES: Record<string, BodyHandler> = {
   '/v1/chat/completions/render': handleChatRender,
   '/v1/completions/render': handleCompletionsRender,
   '/inference/v1/generate': handleGenerate,
+};
+
+/** SGLang's OpenAI routes and its native /generate (flat error bodies). */
+const SGLANG_BODY_ROUTES: Record<string, BodyHandler> = {
+  '/v1/chat/completions': handleSglangChat,
+  '/v1/completions': handleSglangCompletions,
+  '/generate': handleSglangGenerate,
+};
+
+type ControlHandler = typeof handleDevRoute;
+
+/** What a dialect adds to the shared routes: its body routes and its control (weights, cache, pause) routes. */
+interface DialectRoutes {
+  readonly body: Readonly<Record<string, BodyHandler>>;
+  readonly control: ControlHandler;
+  readonly controlPaths: ReadonlySet<string>;
+  /** `owned_by` of /v1/models. */
+  readonly owner: string;
+}
+
+const DIALECTS: Record<TwinDialect, DialectRoutes> = {
+  vllm: { body: VLLM_BODY_ROUTES, control: handleDevRoute, controlPaths: DEV_PATHS, owner: 'vllm' },
+  sglang: {
+    body: SGLANG_BODY_ROUTES,
+    // The twin's own /_twin/ledger and /_twin/state live with vLLM's dev routes; SGLang serves them too.
+    control: async (ctx, ex, request) =>
+      (await handleSglangControlRoute(ctx, ex, request)) ||
+      (request.path.startsWith('/_twin/') && (await handleDevRoute(ctx, ex, request))),
+    controlPaths: SGLANG_CONTROL_PATHS,
+    owner: 'sglang',
+  },
 };
 
 function resolveOptions(options: MockVllmOptions): ResolvedOptions {
@@ -74,6 +108,7 @@ function resolveOptions(options: MockVllmOptions): ResolvedOptions {
 
 export async function startMockVllm(options: MockVllmOptions = {}): Promise<MockVllm> {
   const resolved = resolveOptions(options);
+  const dialect = DIALECTS[resolved.dialect];
   const tokenizerName = options.tokenizer ?? 'chars';
   // Loaded here (about half a second for qwen3), not on the first request.
   const tokenizer = tokenizerFor(tokenizerName);
@@ -117,7 +152,16 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
     requests.push(record);
     // Trim in halves so the cost stays amortised O(1) per request.
     if (requests.length > maxRecorded * 2) requests.splice(0, requests.length - maxRecorded);
-    const ex: Exchange = { record, req, res, faults: [], timers: new Set(), gone: false, notify };
+    const ex: Exchange = {
+      record,
+      req,
+      res,
+      faults: [],
+      timers: new Set(),
+      gone: false,
+      notify,
+      dialect: resolved.dialect,
+    };
     live.add(ex);
     res.setHeader('server', 'uvicorn');
     res.on('close', () => {
@@ -206,19 +250,22 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
         return;
       }
       const type = statusFault.status >= 500 ? 'InternalServerError' : 'BadRequestError';
-      return sendJson(ex, statusFault.status, vllmErrorBody(statusFault.status, message, type), headers);
+      const body = errorBodyWriter(resolved.dialect)(statusFault.status, message, type);
+      return sendJson(ex, statusFault.status, body, headers);
     }
 
     const { method, path } = record;
     if (path === '/health' && method === 'GET') return sendEmpty(ex, 200);
-    if (path === '/version' && method === 'GET') return sendJson(ex, 200, JSON.stringify({ version: '0.11.0-mock' }));
+    if (path === '/version' && method === 'GET' && resolved.dialect === 'vllm') {
+      return sendJson(ex, 200, JSON.stringify({ version: '0.11.0-mock' }));
+    }
     if (path === '/v1/models' && method === 'GET') {
       const created = Math.floor(Date.now() / 1000);
       const base = [...resolved.served].map((id) => ({
         id,
         object: 'model',
         created,
-        owned_by: 'vllm',
+        owned_by: dialect.owner,
         root: resolved.model,
         parent: null,
         max_model_len: resolved.maxModelLen,
@@ -228,7 +275,7 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
         id: a.name,
         object: 'model',
         created,
-        owned_by: 'vllm',
+        owned_by: dialect.owner,
         root: a.path,
         parent: resolved.model,
         max_model_len: null,
@@ -236,7 +283,7 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
       }));
       return sendJson(ex, 200, JSON.stringify({ object: 'list', data: [...base, ...adapters] }));
     }
-    const handler = BODY_ROUTES[path];
+    const handler = dialect.body[path];
     if (handler) {
       if (method !== 'POST') return sendJson(ex, 405, JSON.stringify({ detail: 'Method Not Allowed' }));
       if (!isRecord(record.body)) {
@@ -245,13 +292,15 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
           new VllmError(
             400,
             record.rawBody ? 'JSON decode error: the body is not a JSON object' : 'Field required: body',
+            // SGLang turns request validation errors into its flat body with the status phrase as the type.
+            resolved.dialect === 'sglang' ? 'Bad Request' : 'BadRequestError',
           ),
         );
       }
       return handler(ctx, { ex, body: record.body });
     }
-    if (await handleDevRoute(ctx, ex, { method, path, query })) return;
-    if (DEV_PATHS.has(path)) return sendJson(ex, 405, JSON.stringify({ detail: 'Method Not Allowed' }));
+    if (await dialect.control(ctx, ex, { method, path, query })) return;
+    if (dialect.controlPaths.has(path)) return sendJson(ex, 405, JSON.stringify({ detail: 'Method Not Allowed' }));
     // FastAPI's default for unknown routes, which is what vLLM answers.
     return sendJson(ex, 404, JSON.stringify({ detail: 'Not Found' }));
   };

@@ -112,8 +112,8 @@ export interface MockRequestRecord {
 export type LogprobsMode = 'raw' | 'processed';
 export type ReasoningParserName = 'qwen3' | 'deepseek_r1';
 export type ReasoningField = 'reasoning' | 'reasoning_content' | 'both';
-/** The engine the twin speaks like. Only vLLM today; a second dialect plugs in at the route layer. */
-export type TwinDialect = 'vllm';
+/** The engine the twin speaks like: vLLM, or SGLang's OpenAI and native routes (routes-sglang*.ts). */
+export type TwinDialect = 'vllm' | 'sglang';
 
 export interface MockVllmOptions {
   /** Served model name (default "mock-model"). */
@@ -175,7 +175,7 @@ export interface MockVllmOptions {
    * (default in qwen3 mode), `cut` drops them (the stand-in's historical behaviour, default in chars mode).
    */
   stopStringIds?: 'vllm' | 'cut';
-  /** The engine dialect (only 'vllm'). */
+  /** The engine dialect: 'vllm' (default) or 'sglang' (docs/engine-twin.md, "SGLang dialect"). */
   dialect?: TwinDialect;
 }
 

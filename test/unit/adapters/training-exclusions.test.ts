@@ -137,3 +137,26 @@ describe('-9999 placeholder logprobs', () => {
     ]);
   });
 });
+
+describe('calls whose weights changed while they generated', () => {
+  const twoVersions = JSON.stringify([
+    [0, 1, 3],
+    [1, 2, 4],
+  ]);
+  it.each([
+    ['changed_in_flight', { [A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT]: true }],
+    ['segments of two versions', { [A.ATTR_MODEL_VERSION_SEGMENTS]: twoVersions }],
+    ['segments that do not cover the ids', { [A.ATTR_MODEL_VERSION_SEGMENTS]: JSON.stringify([[0, 1, 3]]) }],
+  ])('are left out and told as version_changed_in_flight (%s); the rollout stays', (_label, marks) => {
+    const spans = [callSpan(1, [1], [10, 11], marks as Attributes), callSpan(2, [1, 10, 11, 5], [12, 13])];
+    expect(read(spans)).toMatchObject({
+      sequences: [2],
+      drops: [{ sequenceId: 1, reason: 'version_changed_in_flight' }],
+    });
+  });
+
+  it('a call whose segments name one version is trained on', () => {
+    const marks = { [A.ATTR_MODEL_VERSION_SEGMENTS]: JSON.stringify([[0, 2, 3]]) };
+    expect(read([callSpan(1, [1], [10, 11], marks)])).toMatchObject({ sequences: [1], drops: [] });
+  });
+});

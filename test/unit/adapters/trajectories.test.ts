@@ -42,6 +42,19 @@ describe('tripletsToTrajectories', () => {
     expect(mismatches).toEqual([2]);
   });
 
+  it('keeps a conversation one row across a side call between its turns', () => {
+    const mismatches: number[] = [];
+    const triplets = spansToTriplets([
+      callSpan(1, turn1.prompt, turn1.response),
+      callSpan(2, [7, 8], [9]),
+      callSpan(3, turn2.prompt, turn2.response),
+    ]);
+    const rows = tripletsToTrajectories(triplets, 0, { onMergeMismatch: (m) => mismatches.push(m.sequenceId) });
+    expect(rows.map((r) => r.sequenceIds)).toEqual([[1, 3], [2]]);
+    expect(rows[0]?.responseMask).toEqual([1, 1, 0, 0, 1]);
+    expect(mismatches).toEqual([2]);
+  });
+
   it('drops logprobs of a merged row when any turn lacks them', () => {
     const triplets = spansToTriplets([
       callSpan(1, turn1.prompt, turn1.response, { 'rollgate.response.logprobs': [-1, -2] }),

@@ -88,6 +88,27 @@ describe('BackendHealth', () => {
     expect(probes).toBe(seen);
   });
 
+  it('does not let a passing /health probe bring back a backend whose generation stalled, until stallHoldMs', async () => {
+    const c = clock();
+    const health = new BackendHealth(['a', 'b'], {
+      intervalMs: 1000,
+      ejectAfterFailures: 1,
+      recoverAfterMs: 0,
+      stallHoldMs: 60_000,
+      probe: async () => true,
+      now: c.now,
+    });
+    health.recordFailure('a', 'UND_ERR_BODY_TIMEOUT');
+    health.recordFailure('b', 'ECONNREFUSED');
+    await health.probeAll();
+    // A refused connection that now answers is back; a stalled engine whose HTTP server answers is not.
+    expect(health.isHealthy('b')).toBe(true);
+    expect(health.isHealthy('a')).toBe(false);
+    c.advance(60_000);
+    await health.probeAll();
+    expect(health.isHealthy('a')).toBe(true);
+  });
+
   it('treats unknown backends as unhealthy', () => {
     const health = new BackendHealth([], {
       intervalMs: 0,

@@ -174,6 +174,34 @@ describe('chat', () => {
     expect(capture.result().choices[0]?.finishReason).toBe('abort');
   });
 
+  // vLLM sends no chunk for a choice aborted before its first token (a queued request hit by /pause or
+  // /abort_requests): the stream has the role chunk, the usage and [DONE], and the agent sees an empty answer.
+  it('a finished stream whose choice never started is an abort with all its (no) ids', () => {
+    const chunks = [
+      {
+        prompt_token_ids: [1, 2],
+        choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+      },
+      { choices: [], usage: { prompt_tokens: 2, completion_tokens: 0 } },
+    ];
+    expect(fromChunks('chat', chunks)).toMatchObject({ aborted: true, status: 'ok', reason: null });
+    // The same stream cut short by a broken connection is no abort: its ids are incomplete.
+    expect(fromChunks('chat', chunks.slice(0, 1), false)).toMatchObject({ aborted: false, status: 'partial' });
+    const nonStream = fromWhole('chat', {
+      prompt_token_ids: [1, 2],
+      choices: [{ index: 0, message: { content: '' }, token_ids: [], finish_reason: 'abort' }],
+      usage: { prompt_tokens: 2, completion_tokens: 0 },
+    });
+    expect(nonStream).toMatchObject({ aborted: true, status: 'ok', reason: null });
+  });
+
+  it('a finished stream with text but no finish reason is no abort', () => {
+    const record = fromChunks('chat', [
+      { prompt_token_ids: [1], choices: [{ index: 0, delta: { content: 'a' }, token_ids: [2] }] },
+    ]);
+    expect(record).toMatchObject({ aborted: false, status: 'ok' });
+  });
+
   it('a stream cut short is partial even with ids', () => {
     const record = fromChunks(
       'chat',
@@ -262,5 +290,32 @@ describe('completions', () => {
       choices: [{ index: 0, text: 'ab', prompt_token_ids: [1], token_ids: [3, 4], logprobs: logprobs([null, -2]) }],
     });
     expect(record.choices[0]?.logprobs).toBeNull();
+  });
+
+  // vLLM's completions write null where chat writes -9999.0: a step with no entry for the sampled token.
+  it('a null token logprob is the -9999 placeholder: the logprobs are dropped as floor, the ids kept', () => {
+    const record = fromWhole('completions', {
+      choices: [{ index: 0, text: 'ab', prompt_token_ids: [1], token_ids: [3, 4], logprobs: logprobs([-1, null]) }],
+    });
+    expect(record.choices[0]).toMatchObject({ tokenIds: [3, 4], logprobs: null, logprobsDropped: 'floor' });
+  });
+
+  it('a finished stream that never showed a choice, with no tokens generated, is an abort', () => {
+    const usage = { prompt_tokens: 2, completion_tokens: 0 };
+    expect(fromChunks('completions', [{ choices: [], usage }])).toMatchObject({ aborted: true });
+    expect(fromChunks('completions', [{ choices: [], usage }], false)).toMatchObject({ aborted: false });
+  });
+});
+
+describe('responses', () => {
+  it('a cancelled response (vLLM abort) is marked aborted', () => {
+    const record = fromWhole('responses', {
+      id: 'resp_1',
+      object: 'response',
+      status: 'cancelled',
+      output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hal' }] }],
+      usage: { input_tokens: 3, output_tokens: 3, total_tokens: 6 },
+    });
+    expect(record.aborted).toBe(true);
   });
 });

@@ -50,7 +50,7 @@ describe('admin gateway control', () => {
       backendApiKey: ({ model, url }) => (model === 'm' && url === backendUrl ? BACKEND_KEY : undefined),
     });
     expect(await control.modelPools?.()).toEqual([
-      { name: 'm', version: 0, backends: [backendUrl], logprobsMode: 'raw' },
+      { name: 'm', version: 0, backends: [backendUrl], logprobsMode: 'raw', swapMode: 'drain', verifyVersion: 'auto' },
     ]);
     await control.pause?.({ reason: 'weights' });
     const paused = (await (await fetch(`${gw.url}/admin/state`)).json()) as { paused: boolean; reason: string };

@@ -4,11 +4,13 @@ import { MemoryStore } from '../../../src/store/memory.js';
 import type { Attributes, Rollout } from '../../../src/store/types.js';
 import {
   ATTR_CALL_OUTCOME,
+  ATTR_CALL_ROLE,
   ATTR_MODEL_VERSION,
   ATTR_RESPONSE_LOGPROBS,
   ATTR_TOKEN_IDS_REASON,
   ATTR_TOKEN_IDS_STATUS,
   CALL_OUTCOME_VALUE_ABORTED,
+  CALL_ROLE_VALUE_AUXILIARY,
 } from '../../../src/tracing/attributes.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 
@@ -104,6 +106,7 @@ describe('buildBatch', () => {
       no_signal_rollouts: 2,
       overlong: 0,
       stale: 0,
+      stale_tokens: 0,
       failed_rollouts: 1,
       no_tokens: 1,
       merge_mismatches: 0,
@@ -112,6 +115,8 @@ describe('buildBatch', () => {
       incomplete_token_ids: 0,
       token_count_mismatch: 0,
       logprobs_floor: 0,
+      version_changed_in_flight: 0,
+      auxiliary: 0,
     });
     expect(batch.stats.rollouts).toBe(6);
     expect(batch.stats.mean_reward).toBeCloseTo(3 / 4, 10);
@@ -225,6 +230,27 @@ describe('buildBatch', () => {
     // The aborted rollout's reward of 1 is no sample of the policy: the baseline is the mean of 1, 0 and 0.5.
     expect(batch.samples.reduce((sum, s) => sum + s.advantage, 0)).toBeCloseTo(0, 10);
     expect(batch.stats.mean_reward).toBeCloseTo(0.5, 10);
+    await store.close();
+  });
+  it("leaves out the harness's auxiliary calls (titles, probes) without breaking the merge, counting them", async () => {
+    const store = new MemoryStore();
+    const auxiliary = { [ATTR_CALL_ROLE]: CALL_ROLE_VALUE_AUXILIARY };
+    const [first, second] = twoTurns(2) as [Turn, Turn];
+    // A title call between the two turns of the agent loop: its ids continue nothing and it is no sample.
+    const titled = await rollout(
+      store,
+      [first, { prompt: [7, 7], response: [8], version: 2, extra: auxiliary }, second],
+      1,
+    );
+    const other = await rollout(store, twoTurns(2), 0);
+    const batch = await buildBatch(
+      options(store, [
+        [titled, 'g'],
+        [other, 'g'],
+      ]),
+    );
+    expect(batch.stats.dropped).toMatchObject({ auxiliary: 1, merge_mismatches: 0 });
+    expect(batch.samples[0]).toMatchObject({ rollout_id: titled.rollout_id, sequence_ids: [1, 3] });
     await store.close();
   });
 });

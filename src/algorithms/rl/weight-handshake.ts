@@ -1,0 +1,199 @@
+// The two-step weight update for native transfers (NCCL, CUDA IPC), where the trainer sends tensors while the
+// engines receive them, so no single "post the weights and wait" call can drive it:
+//   prepare {version}  -> the gateway holds new calls and frees the engines (drained, or frozen in keep mode),
+//                          answers "ready" with the backends the trainer must send to;
+//   (the trainer transfers: /update_weights on each engine plus its collective)
+//   commit {version}   -> the engines' update is finished and checked, the version bumped, everything resumed;
+//   abort              -> everything resumed on the old weights, the version unchanged.
+// Each step is idempotent: a trainer that lost an answer asks again and gets the same one. A trainer that dies
+// after prepare must not leave the gateway paused: the prepare expires after its deadline and is aborted.
+import { TrainerHubError } from './trainer-hub-error.js';
+import type { SwapMode, SwapReport } from './weight-swap.js';
+
+/** What the plugin hands the handshake once a prepare has paused everything. */
+export interface PreparedWeights {
+  readonly mode: SwapMode;
+  readonly backends: readonly string[];
+  /** Seconds the trainer has to commit or abort before the prepare is aborted for it. */
+  readonly deadlineS: number;
+  /** Finishes the engines' update, checks it, bumps the version and resumes; on failure resumes on the old one. */
+  commit(version: number): Promise<SwapReport>;
+  /** Resumes on the old version. */
+  abort(reason: string): Promise<void>;
+}
+
+export interface PrepareAnswer {
+  readonly status: 'ready';
+  readonly version: number;
+  readonly mode: SwapMode;
+  readonly backends: readonly string[];
+  readonly deadline_s: number;
+  /** Epoch seconds after which the prepare is aborted. */
+  readonly expires_at: number;
+}
+
+export interface CommitAnswer {
+  readonly version: number;
+  readonly acknowledged: string[];
+  readonly sync_ms: number;
+  readonly swap: SwapReport;
+}
+
+export interface AbortAnswer {
+  /** `aborted`: a prepared update was abandoned; `idle`: there was none (a repeated abort). */
+  readonly status: 'aborted' | 'idle';
+  readonly version: number | null;
+}
+
+export type HandshakePhase = 'idle' | 'preparing' | 'prepared' | 'committing';
+
+type State =
+  | { readonly phase: 'idle' }
+  | { readonly phase: 'preparing'; readonly version: number; readonly done: Promise<PrepareAnswer> }
+  | {
+      readonly phase: 'prepared';
+      readonly version: number;
+      readonly answer: PrepareAnswer;
+      readonly prepared: PreparedWeights;
+      readonly timer: NodeJS.Timeout;
+    }
+  | { readonly phase: 'committing'; readonly version: number; readonly done: Promise<CommitAnswer> };
+
+export interface HandshakeOptions {
+  /** Called when a prepare expired and was aborted (the plugin logs it). */
+  readonly onExpired?: (options: { readonly version: number; readonly deadlineS: number }) => void;
+  readonly now?: () => number;
+}
+
+export class WeightHandshake {
+  #state: State = { phase: 'idle' };
+  #lastCommit: CommitAnswer | null = null;
+  #lastExpired: { readonly version: number; readonly deadlineS: number } | null = null;
+  readonly #options: HandshakeOptions;
+
+  constructor(options: HandshakeOptions = {}) {
+    this.#options = options;
+  }
+
+  get phase(): HandshakePhase {
+    return this.#state.phase;
+  }
+
+  /** The version being prepared or committed; null when idle. */
+  get version(): number | null {
+    return this.#state.phase === 'idle' ? null : this.#state.version;
+  }
+
+  /** Pauses for `version` through `start`; the same version again answers what the first prepare answered. */
+  async prepare(options: {
+    readonly version: number;
+    readonly start: () => Promise<PreparedWeights>;
+  }): Promise<PrepareAnswer> {
+    const state = this.#state;
+    if (state.phase === 'preparing' && state.version === options.version) return state.done;
+    if (state.phase === 'prepared' && state.version === options.version) return state.answer;
+    if (state.phase !== 'idle') {
+      throw new TrainerHubError(
+        'conflict',
+        `weights version ${state.version} is ${state.phase}: commit or abort it first`,
+      );
+    }
+    const done = this.#start(options.version, options.start);
+    this.#state = { phase: 'preparing', version: options.version, done };
+    return done;
+  }
+
+  async #start(version: number, start: () => Promise<PreparedWeights>): Promise<PrepareAnswer> {
+    let prepared: PreparedWeights;
+    try {
+      prepared = await start();
+    } catch (error) {
+      this.#state = { phase: 'idle' };
+      throw error;
+    }
+    const now = (this.#options.now ?? Date.now)();
+    const answer: PrepareAnswer = {
+      status: 'ready',
+      version,
+      mode: prepared.mode,
+      backends: [...prepared.backends],
+      deadline_s: prepared.deadlineS,
+      expires_at: (now + prepared.deadlineS * 1000) / 1000,
+    };
+    const timer = setTimeout(() => this.#expire(version), prepared.deadlineS * 1000);
+    // A guard, not work: it must not keep a stopping process alive.
+    timer.unref();
+    this.#state = { phase: 'prepared', version, answer, prepared, timer };
+    return answer;
+  }
+
+  #expire(version: number): void {
+    const state = this.#state;
+    if (state.phase !== 'prepared' || state.version !== version) return;
+    this.#state = { phase: 'idle' };
+    this.#lastExpired = { version, deadlineS: state.prepared.deadlineS };
+    this.#options.onExpired?.({ version, deadlineS: state.prepared.deadlineS });
+    // The plugin logs a failed resume; nobody awaits this one.
+    state.prepared.abort('the trainer did not commit before the deadline').catch(() => undefined);
+  }
+
+  /**
+   * Commits the prepared `version`; `finish` acknowledges the batches once the swap went through. The same version
+   * again (in progress or done) answers the same.
+   */
+  async commit(options: {
+    readonly version: number;
+    readonly finish: (swap: SwapReport) => CommitAnswer;
+  }): Promise<CommitAnswer> {
+    const state = this.#state;
+    const { version } = options;
+    if (state.phase === 'committing' && state.version === version) return state.done;
+    if (state.phase === 'idle' && this.#lastCommit?.version === version) return this.#lastCommit;
+    if (state.phase === 'preparing' && state.version === version) await state.done.catch(() => undefined);
+    const current = this.#state;
+    if (current.phase !== 'prepared') {
+      const expired = this.#lastExpired?.version === version ? this.#lastExpired : null;
+      throw new TrainerHubError(
+        'conflict',
+        expired !== null
+          ? `the prepare of weights version ${version} expired after ${expired.deadlineS} s and was aborted: prepare again`
+          : current.phase === 'idle'
+            ? `no weights update is prepared (prepare version ${version} first)`
+            : `weights version ${current.version} is ${current.phase}`,
+      );
+    }
+    if (current.version !== version) {
+      throw new TrainerHubError('conflict', `weights version ${current.version} is prepared, not ${version}`);
+    }
+    clearTimeout(current.timer);
+    const done = (async () => {
+      try {
+        const swap = await current.prepared.commit(version);
+        const answer = options.finish(swap);
+        this.#lastCommit = answer;
+        return answer;
+      } finally {
+        this.#state = { phase: 'idle' };
+      }
+    })();
+    this.#state = { phase: 'committing', version, done };
+    return done;
+  }
+
+  /** Abandons a prepared update (resuming on the old weights); with none, answers `idle`. */
+  async abort(reason: string): Promise<AbortAnswer> {
+    let state = this.#state;
+    if (state.phase === 'preparing') {
+      await state.done.catch(() => undefined);
+      state = this.#state;
+    }
+    if (state.phase === 'committing') {
+      throw new TrainerHubError('conflict', `weights version ${state.version} is being committed`);
+    }
+    if (state.phase !== 'prepared') return { status: 'idle', version: null };
+    clearTimeout(state.timer);
+    this.#state = { phase: 'idle' };
+    await state.prepared.abort(reason);
+    return { status: 'aborted', version: state.version };
+  }
+}

@@ -1,0 +1,150 @@
+// What the HTTP listener does per connection, before and around the app (docs/input-limits.md): stalled clients
+// are cut instead of holding a descriptor for ever, the number of connections is bounded so the gateway keeps the
+// descriptors its backends and store need, and what Node's HTTP parser refuses is answered in the OpenAI error
+// shape instead of an empty body.
+//
+// Timeouts only ever measure the client: headers (`headersTimeoutMs`), the whole request with its body
+// (`requestTimeoutMs`), and a client that stopped reading its answer (`idleTimeoutMs`). None of them measures the
+// gateway's own answer: a stream that takes an hour, a non-stream generation that is silent for twenty minutes and
+// a long poll are all legitimate, and are bounded per upstream try instead (models[].timeouts).
+import { readFileSync } from 'node:fs';
+import { type Server, type ServerOptions, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { ERROR_SPECS, type ErrorCode, openAIErrorBody } from './errors.js';
+
+export interface ConnectionLimits {
+  /** Until a request's headers are in (a fresh connection that sends nothing counts too); Node answers 408. */
+  readonly headersTimeoutMs: number;
+  /** Until the whole request, body included, is in; 0: none. Node answers 408. The answer is not counted. */
+  readonly requestTimeoutMs: number;
+  /** A connection whose client has not taken a byte of its answer for this long is closed; 0: never. */
+  readonly idleTimeoutMs: number;
+  /** Connections at once; more are refused at accept. null: from the descriptor limit; 0: no limit. */
+  readonly maxConnections: number | null;
+}
+
+/** Dead peers of long silent waits (a generation, a long poll) are found by TCP itself, without cutting live ones. */
+const TCP_KEEPALIVE_DELAY_MS = 60_000;
+/** How often Node checks the header and request deadlines, at most (its default, 30 s, would add up to 30 s). */
+const MAX_CHECK_INTERVAL_MS = 30_000;
+const MIN_CHECK_INTERVAL_MS = 100;
+/** Descriptors kept for what is not an agent connection: store files, logs, the database pool, exporters. */
+const RESERVED_DESCRIPTORS = 64;
+
+/** Options for `http.createServer` (some deadlines can only be set there). */
+export function serverOptions(limits: ConnectionLimits, keepAliveTimeoutMs: number): ServerOptions {
+  // Node refuses a headers deadline past the request deadline.
+  const headersTimeout =
+    limits.requestTimeoutMs > 0 ? Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) : limits.headersTimeoutMs;
+  const shortest = limits.requestTimeoutMs > 0 ? Math.min(headersTimeout, limits.requestTimeoutMs) : headersTimeout;
+  return {
+    keepAliveTimeout: keepAliveTimeoutMs,
+    headersTimeout,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(
+      MAX_CHECK_INTERVAL_MS,
+      Math.max(MIN_CHECK_INTERVAL_MS, Math.floor(shortest / 10)),
+    ),
+    keepAlive: true,
+    keepAliveInitialDelay: TCP_KEEPALIVE_DELAY_MS,
+  };
+}
+
+/** The soft limit on open descriptors (Linux), or null where it cannot be read. */
+export function descriptorLimit(limitsFile = '/proc/self/limits'): number | null {
+  let text: string;
+  try {
+    text = readFileSync(limitsFile, 'utf8');
+  } catch {
+    return null;
+  }
+  const line = text.split('\n').find((l) => l.startsWith('Max open files'));
+  const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];
+  return soft !== undefined && /^\d+$/.test(soft) ? Number(soft) : null;
+}
+
+/**
+ * The connection limit when none is configured: each agent connection may hold one upstream socket too, and some
+ * descriptors must stay free for the rest, so a flood of clients never takes the store's or the backends' share.
+ */
+export function defaultMaxConnections(descriptors: number | null): number {
+  if (descriptors === null) return 0;
+  return Math.max(1, Math.floor((descriptors - RESERVED_DESCRIPTORS) / 2));
+}
+
+/** Installs the per-connection guards on a server created with serverOptions(). */
+export function guardConnections(server: Server, limits: ConnectionLimits): void {
+  server.maxConnections = limits.maxConnections ?? defaultMaxConnections(descriptorLimit());
+  // The answer in progress on each socket: a stalled reader has one with bytes queued; a parser error after its
+  // head went out cannot be answered any more.
+  const answering = new WeakMap<Socket, ServerResponse>();
+  server.on('request', (request, response: ServerResponse) => {
+    const socket = request.socket;
+    answering.set(socket, response);
+    response.once('close', () => {
+      if (answering.get(socket) === response) answering.delete(socket);
+    });
+  });
+  if (limits.idleTimeoutMs > 0) {
+    server.timeout = limits.idleTimeoutMs;
+    // With a listener here Node leaves the decision to us (it would otherwise destroy every socket that was silent
+    // this long, a generation still on its way included).
+    server.on('timeout', (socket: Socket) => {
+      const response = answering.get(socket);
+      if (response === undefined || socket.writableLength > 0) {
+        // Idle between requests, or bytes of an answer the client stopped taking: nothing to wait for.
+        socket.destroy();
+        return;
+      }
+      // The client waits on us (or sends its body, which requestTimeoutMs bounds): look again later.
+      socket.setTimeout(limits.idleTimeoutMs);
+    });
+  }
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const code = clientErrorCode(error);
+    const response = answering.get(socket as Socket);
+    if (code === null || !socket.writable || response?.headersSent === true) {
+      socket.destroy();
+      return;
+    }
+    socket.end(rawErrorResponse(code, clientErrorMessage(code, error)));
+  });
+}
+
+/** The error code of what Node's parser refused, or null when the client is gone (nothing to answer). */
+function clientErrorCode(error: NodeJS.ErrnoException): ErrorCode | null {
+  switch (error.code) {
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return null;
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return 'request_timeout';
+    case 'HPE_HEADER_OVERFLOW':
+      return 'headers_too_large';
+    default:
+      return 'invalid_request';
+  }
+}
+
+function clientErrorMessage(code: ErrorCode, error: NodeJS.ErrnoException): string {
+  if (code === 'request_timeout') return 'The request was not received in time';
+  if (code === 'headers_too_large') return 'The request headers are too large';
+  // llhttp's reason ("Invalid header value char", "Content-Length can't be present with Transfer-Encoding").
+  const reason = 'reason' in error && typeof error.reason === 'string' ? error.reason : error.message;
+  return `The request is not valid HTTP: ${reason}`;
+}
+
+/** A whole HTTP/1.1 response written straight to the socket: there is no request or response object yet. */
+function rawErrorResponse(code: ErrorCode, message: string): string {
+  const spec = ERROR_SPECS[code];
+  const body = JSON.stringify(openAIErrorBody({ message, type: spec.type, code }));
+  return (
+    `HTTP/1.1 ${spec.status} ${STATUS_CODES[spec.status] ?? 'Error'}\r\n` +
+    'Content-Type: application/json\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    ('shouldRetry' in spec ? `x-should-retry: ${String(spec.shouldRetry)}\r\n` : '') +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+}

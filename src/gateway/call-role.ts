@@ -1,0 +1,103 @@
+// Which calls of a coding harness are its agent loop (`main`) and which are housekeeping (`auxiliary`): session
+// titles, summaries, compaction, quota and key probes. Housekeeping is answered and recorded like any call, but its
+// reward is not the task's, so training rows leave it out (adapters/triplets.ts). Told from the request alone, in
+// this order:
+// 1. the harness's own label: Claude Code run with CLAUDE_CODE_GATEWAY_HINT_HEADERS=1 sends
+//    `x-claude-code-request-class` on every call (main and subagent turns are the policy acting; compaction, side
+//    replies and helpers are not);
+// 2. a one-token answer asked for (Claude Code's quota and API-key probes send `max_tokens: 1`): nothing to learn;
+// 3. a tool-less call whose system prompt is a known housekeeping prompt (Claude Code's session title, opencode's
+//    title generator). Only tool-less calls are read: an agent loop always offers its tools, and the check then
+//    costs nothing on the hot path.
+// Everything else is `main`. The bodies read are the engine-bound ones: chat (also what the Messages API and the
+// Responses-via-chat routes translate to), completions, or a relayed Responses body.
+import type { Attributes } from '@opentelemetry/api';
+import * as A from '../tracing/attributes.js';
+
+export type CallRole = typeof A.CALL_ROLE_VALUE_MAIN | typeof A.CALL_ROLE_VALUE_AUXILIARY;
+export type CallRoleSource = 'header' | 'max_tokens' | 'prompt' | 'default';
+
+export interface CallRoleInput {
+  readonly body: Readonly<Record<string, unknown>>;
+  /** The `x-claude-code-request-class` header, when sent. */
+  readonly requestClass: string | undefined;
+}
+
+export interface CallRoleVerdict {
+  readonly role: CallRole;
+  readonly source: CallRoleSource;
+}
+
+/** Claude Code's request classes that are the policy acting on the task. */
+const MAIN_CLASSES: ReadonlySet<string> = new Set(['main', 'subagent', 'workflow']);
+/** Claude Code's request classes that are not (a compaction summary, a side question, a helper call). */
+const AUXILIARY_CLASSES: ReadonlySet<string> = new Set(['auxiliary', 'compaction', 'side_reply']);
+
+/** Openings of housekeeping system prompts, as the harnesses send them. */
+const HOUSEKEEPING_PROMPTS: readonly string[] = [
+  // Claude Code 2.1: the session title helper.
+  'You are naming a coding session so the user can pick it out of a long list of sessions',
+  // opencode 1.x: the title call it sends next to every first turn.
+  'You are a title generator. You output ONLY a thread title.',
+];
+
+const MAX_TOKEN_KEYS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
+
+type Obj = Record<string, unknown>;
+
+function isObj(value: unknown): value is Obj {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function hasTools(body: Readonly<Obj>): boolean {
+  return Array.isArray(body.tools) && body.tools.length > 0;
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let text = '';
+  for (const part of content) if (isObj(part) && typeof part.text === 'string') text += part.text;
+  return text;
+}
+
+/** The system-level instructions of a chat body (system and developer messages) or a Responses body. */
+function systemTexts(body: Readonly<Obj>): string[] {
+  const texts: string[] = [];
+  if (typeof body.instructions === 'string') texts.push(body.instructions);
+  const messages = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
+  for (const message of messages) {
+    if (isObj(message) && (message.role === 'system' || message.role === 'developer')) {
+      texts.push(textOf(message.content));
+    }
+  }
+  return texts;
+}
+
+function isHousekeepingPrompt(body: Readonly<Obj>): boolean {
+  for (const text of systemTexts(body)) {
+    for (const prompt of HOUSEKEEPING_PROMPTS) if (text.includes(prompt)) return true;
+  }
+  return false;
+}
+
+export function callRole(input: CallRoleInput): CallRoleVerdict {
+  const { body, requestClass } = input;
+  if (requestClass !== undefined) {
+    const label = requestClass.trim().toLowerCase();
+    if (AUXILIARY_CLASSES.has(label)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'header' };
+    if (MAIN_CLASSES.has(label)) return { role: A.CALL_ROLE_VALUE_MAIN, source: 'header' };
+    // An unknown label (a newer harness) is judged from the body like an unlabelled call.
+  }
+  for (const key of MAX_TOKEN_KEYS) {
+    if (body[key] === 1) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'max_tokens' };
+  }
+  if (!hasTools(body) && isHousekeepingPrompt(body)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'prompt' };
+  return { role: A.CALL_ROLE_VALUE_MAIN, source: 'default' };
+}
+
+/** The span attributes of a call's role. */
+export function callRoleAttributes(input: CallRoleInput): Attributes {
+  const verdict = callRole(input);
+  return { [A.ATTR_CALL_ROLE]: verdict.role, [A.ATTR_CALL_ROLE_SOURCE]: verdict.source };
+}

@@ -1,0 +1,102 @@
+// The served ids of active rollouts, in memory: per rollout attempt, its few most recent segments. Bounded by a
+// session count and a total token count; the least recently used sessions go first, so what is kept is what the
+// rollouts still running will continue. A session that is gone only costs a new segment (a `no_session` fork).
+import { type Segment, segmentTokens } from './segment.js';
+
+/** Segments kept per session: the main conversation plus a few side calls (titles, summaries) interleaved with it. */
+const SEGMENTS_PER_SESSION = 4;
+
+interface Session {
+  segments: Segment[];
+  nextIndex: number;
+  tokens: number;
+}
+
+export interface SessionLimits {
+  readonly maxSessions: number;
+  readonly maxTokens: number;
+}
+
+export type SegmentDraft = Omit<Segment, 'index' | 'version'>;
+
+export class HistorySessions {
+  readonly #limits: SessionLimits;
+  // A Map iterates in insertion order: re-inserting on use keeps the least recently used first.
+  readonly #sessions = new Map<string, Session>();
+  #tokens = 0;
+
+  constructor(limits: SessionLimits) {
+    this.#limits = limits;
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  get tokens(): number {
+    return this.#tokens;
+  }
+
+  #use(key: string): Session {
+    let session = this.#sessions.get(key);
+    if (session === undefined) session = { segments: [], nextIndex: 0, tokens: 0 };
+    else this.#sessions.delete(key);
+    this.#sessions.set(key, session);
+    return session;
+  }
+
+  /** The session's segments, most recent first (empty for an unknown session). */
+  segments(key: string): readonly Segment[] {
+    return this.#sessions.has(key) ? this.#use(key).segments : [];
+  }
+
+  /** A new segment's index, taken when the call is planned so its span can say which row it starts. */
+  reserveIndex(key: string): number {
+    const session = this.#use(key);
+    const index = session.nextIndex;
+    session.nextIndex += 1;
+    return index;
+  }
+
+  /**
+   * Stores a call's outcome: it replaces `base` when the segment is still as it was planned against, else (another
+   * call of the rollout committed meanwhile, or no base) it is kept as its own segment `index`.
+   */
+  commit(key: string, options: { base: Segment | null; index: number; draft: SegmentDraft }): Segment {
+    const session = this.#use(key);
+    const { base, draft } = options;
+    const at =
+      base === null ? -1 : session.segments.findIndex((s) => s.index === base.index && s.version === base.version);
+    let segment: Segment;
+    if (at >= 0 && base !== null) {
+      segment = { ...draft, index: base.index, version: base.version + 1 };
+      const [old] = session.segments.splice(at, 1);
+      if (old !== undefined) this.#count(session, -segmentTokens(old));
+    } else {
+      segment = { ...draft, index: options.index, version: 0 };
+    }
+    session.segments.unshift(segment);
+    this.#count(session, segmentTokens(segment));
+    while (session.segments.length > SEGMENTS_PER_SESSION) {
+      const dropped = session.segments.pop();
+      if (dropped !== undefined) this.#count(session, -segmentTokens(dropped));
+    }
+    this.#evict(key);
+    return segment;
+  }
+
+  #count(session: Session, delta: number): void {
+    session.tokens += delta;
+    this.#tokens += delta;
+  }
+
+  /** Drops least recently used sessions until both limits hold; the session just used stays. */
+  #evict(keep: string): void {
+    for (const [key, session] of this.#sessions) {
+      if (this.#sessions.size <= this.#limits.maxSessions && this.#tokens <= this.#limits.maxTokens) return;
+      if (key === keep) continue;
+      this.#sessions.delete(key);
+      this.#tokens -= session.tokens;
+    }
+  }
+}

@@ -1,0 +1,224 @@
+// A weight-swap rig over real sockets: an engine twin serving a LoRA adapter `policy`, a gateway whose pool of that
+// name swaps in the given mode, the rl plugin's weight side attached to the gateway's trainer hub (so a trainer
+// drives it over /v1/rl/weights*), and streaming openai-SDK agents that call until told to stop. Used by the swap
+// tests and `npm run bench:swap`.
+import OpenAI from 'openai';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { createAdminGatewayControl } from '../../src/algorithms/rl/admin-gateway-control.js';
+import { rlOptionsSchema } from '../../src/algorithms/rl/options.js';
+import { createWeightsPlugin } from '../../src/algorithms/rl/weights-plugin.js';
+import { silentLogger } from '../../src/logger.js';
+import type { Span } from '../../src/store/types.js';
+import * as A from '../../src/tracing/attributes.js';
+import { type MockVllm, type MockVllmOptions, startEngineTwin, type TwinWeights } from '../servers/mock-vllm.js';
+import { startTestGateway, type TestGateway } from './gateway.js';
+
+export const SWAP_POOL = 'policy';
+
+export interface SwapRigOptions {
+  readonly mode: 'drain' | 'keep';
+  readonly twin?: MockVllmOptions;
+  /** Characters (= tokens in the twin's chars mode) of every answer. */
+  readonly answerTokens?: number;
+  /** Seconds a prepared transfer waits for its commit. */
+  readonly prepareDeadlineS?: number;
+  readonly verifyVersion?: 'auto' | 'strict' | 'off';
+}
+
+export interface AgentRun {
+  readonly rolloutIds: readonly string[];
+  readonly failures: unknown[];
+  /** finish_reason of every choice the agents got. */
+  readonly finishReasons: string[];
+  completed(): number;
+  /** Resolves once `n` more calls completed. */
+  waitForCalls(n: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The version a twin weight set stands for: the adapter's version (1 after the first load). */
+export function weightsVersion(weights: TwinWeights): number {
+  return weights.lora?.version ?? 0;
+}
+
+export class SwapRig {
+  readonly #agentPool = new Agent({ connections: 128 });
+  #detach: () => void = () => undefined;
+
+  private constructor(
+    readonly twin: MockVllm,
+    readonly gw: TestGateway,
+  ) {}
+
+  static async start(options: SwapRigOptions): Promise<SwapRig> {
+    const answer = 'x'.repeat(options.answerTokens ?? 40);
+    const twin = await startEngineTwin({
+      model: 'base',
+      interTokenMs: 8,
+      ttftMs: 5,
+      respond: () => answer,
+      ...options.twin,
+    });
+    let gw: TestGateway | undefined;
+    try {
+      await twinPost(twin, '/v1/load_lora_adapter', { lora_name: SWAP_POOL, lora_path: '/ckpt/1' });
+      gw = await startTestGateway({
+        models: [
+          {
+            name: SWAP_POOL,
+            upstreamModel: SWAP_POOL,
+            version: 1,
+            backends: [{ url: twin.url }],
+            health: { intervalMs: 0 },
+            swap: { mode: options.mode, verifyVersion: options.verifyVersion ?? 'auto' },
+          },
+        ],
+        // Calls that arrive during a swap wait for it instead of being refused.
+        pause: { mode: 'hold' },
+      });
+      const rig = new SwapRig(twin, gw);
+      let version = 1;
+      const rl = rlOptionsSchema.parse({ model: SWAP_POOL });
+      const hub = gw.gateway.rlHub;
+      rig.#detach = hub.attach({
+        currentVersion: () => version,
+        onAcknowledged: () => undefined,
+        ...createWeightsPlugin({
+          hub,
+          control: createAdminGatewayControl({ gatewayUrl: gw.url }),
+          model: SWAP_POOL,
+          hook: rl.weightLoad,
+          logger: silentLogger,
+          prepareDeadlineS: options.prepareDeadlineS ?? rl.prepareDeadlineS,
+          onSwapped: (report) => {
+            version = report.version;
+          },
+        }),
+      });
+      return rig;
+    } catch (error) {
+      await gw?.close();
+      await twin.close();
+      throw error;
+    }
+  }
+
+  /** POST to the gateway; the status and the parsed JSON answer. */
+  async post(path: string, body: unknown = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+    const response = await fetch(this.gw.url + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  }
+
+  /** Streaming agents (one rollout each) calling one after another until stopped. */
+  runAgents(count: number, options: { readonly maxTokens?: number } = {}): AgentRun {
+    let stopped = false;
+    let completed = 0;
+    const failures: unknown[] = [];
+    const finishReasons: string[] = [];
+    const waiters = new Set<() => void>();
+    const pool = this.#agentPool;
+    const agentFetch = ((url: string, init?: Record<string, unknown>) =>
+      undiciFetch(url, { ...init, dispatcher: pool })) as unknown as typeof fetch;
+    const rolloutIds = Array.from({ length: count }, (_, i) => `swap-${process.pid}-${Date.now()}-${i}`);
+    const loops = rolloutIds.map(async (rid) => {
+      const client = new OpenAI({
+        baseURL: `${this.gw.url}/rollout/${rid}/attempt/a1/v1`,
+        apiKey: 'agent',
+        fetch: agentFetch,
+      });
+      for (let turn = 0; !stopped; turn++) {
+        try {
+          const stream = await client.chat.completions.create({
+            model: SWAP_POOL,
+            messages: [{ role: 'user', content: `${rid} turn ${turn}` }],
+            stream: true,
+            ...(options.maxTokens === undefined ? {} : { max_tokens: options.maxTokens }),
+          });
+          let text = '';
+          for await (const chunk of stream) {
+            text += chunk.choices[0]?.delta.content ?? '';
+            const reason = chunk.choices[0]?.finish_reason;
+            if (reason) finishReasons.push(reason);
+          }
+          if (text.length === 0) throw new Error('empty answer');
+          completed += 1;
+          for (const w of [...waiters]) w();
+        } catch (error) {
+          failures.push(error);
+        }
+      }
+    });
+    return {
+      rolloutIds,
+      failures,
+      finishReasons,
+      completed: () => completed,
+      waitForCalls: (n) => {
+        const target = completed + n;
+        return new Promise<void>((resolve) => {
+          const check = () => {
+            if (completed < target) return;
+            waiters.delete(check);
+            resolve();
+          };
+          waiters.add(check);
+          check();
+        });
+      },
+      async stop() {
+        stopped = true;
+        await Promise.all(loops);
+      },
+    };
+  }
+
+  /** Resolves once `count` of the twin's streams are generating and have sent at least `tokens` tokens each. */
+  async waitForMidGeneration(count: number, tokens: number): Promise<void> {
+    const midway = () =>
+      this.twin.requests.filter(
+        (q) => q.stream === true && q.completedAt === undefined && q.abortedAt === undefined && q.tokensSent >= tokens,
+      ).length >= count;
+    await this.twin.waitFor(midway, 10_000);
+  }
+
+  async spans(rolloutIds: readonly string[]): Promise<Span[]> {
+    const all: Span[] = [];
+    for (const rid of rolloutIds) all.push(...(await this.gw.gateway.store.querySpans(rid)).items);
+    return all;
+  }
+
+  async close(): Promise<void> {
+    this.#detach();
+    await this.#agentPool.destroy();
+    await this.gw.close();
+    await this.twin.close();
+  }
+}
+
+/** The version of each response token a span claims: its segments, or its one version for every token. */
+export function spanTokenVersions(span: Span): number[] {
+  const ids = span.attributes[A.ATTR_RESPONSE_TOKEN_IDS];
+  const length = Array.isArray(ids) ? ids.length : 0;
+  const raw = span.attributes[A.ATTR_MODEL_VERSION_SEGMENTS];
+  if (typeof raw === 'string') {
+    const out: number[] = [];
+    for (const [start, end, version] of JSON.parse(raw) as Array<[number, number, number]>) {
+      for (let i = start; i < end; i++) out.push(version);
+    }
+    return out;
+  }
+  return new Array<number>(length).fill(Number(span.attributes[A.ATTR_MODEL_VERSION]));
+}
+
+export async function twinPost(twin: MockVllm, path: string, body: unknown = {}): Promise<void> {
+  const response = await fetch(twin.baseUrl + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${await response.text()}`);
+}

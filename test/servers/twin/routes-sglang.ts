@@ -1,0 +1,540 @@
+// POST /v1/chat/completions and POST /v1/completions, SGLang flavour, as sgl-project/sglang's source defines them
+// (read at main of mid-2026, commit 004c82e: python/sglang/srt/entrypoints/openai/serving_chat.py,
+// serving_completions.py, protocol.py):
+// - chat: `return_token_ids` puts per-choice `prompt_token_ids` and `token_ids` (the engine's output_ids) on a
+//   non-stream answer, `return_prompt_token_ids` the prompt ids alone. A stream that asks for either (or for
+//   `return_meta_info`) is a 400 before any byte: SGLang's chat streams never carry ids. `input_ids` is the prompt
+//   as given, the chat template is not applied. `return_meta_info` adds the choice's meta_info, whose
+//   finish_reason is an object ({"type": "abort", ...}); the OpenAI `finish_reason` is its type string.
+// - completions: `return_token_ids` works in streams too (prompt ids on a choice's first chunk, id deltas after).
+// - `matched_stop` is the EOS or stop token id, or the stop string; reasoning is `reasoning_content`; members
+//   that are None are dropped (ids, meta_info) or null (the rest), as SGLang's pydantic serialisers do; the
+//   answer's `metadata.weight_version` names the loaded weights.
+// Errors are SGLang's flat body (errors.ts); the model name is echoed, never checked.
+import { ChatDeltaState, type ChatParsing, parseAnswer } from './chat-output.js';
+import type { MockChatMessage } from './chat-template.js';
+import type { RouteRequest, TwinContext } from './context.js';
+import { optionalBool, sglangErrorBody, VllmError } from './errors.js';
+import { type Exchange, SseWriter, sendJson } from './exchange.js';
+import type { Sequence } from './generation.js';
+import { Job, type JobChoice } from './job.js';
+import { chatEntries, completionLogprobs, type LogprobFormat, serialize } from './logprobs.js';
+import { runNonStream, runStream, type StreamEvent } from './loops.js';
+import { choicePlan } from './plan.js';
+import type { DeltaMessage } from './reasoning-parser.js';
+import { type CommonParams, checkContext, commonParams, MAX_LOGPROBS } from './request.js';
+import { completionLogprobsK, parseCompletionPrompts, reasoningParserFor, sendNonStreamBody } from './routes-openai.js';
+import { createToolParser } from './tool-parser.js';
+import type { TokenIdsFaultMode } from './types.js';
+import { hexId, isRecord } from './util.js';
+
+/** SGLang reports this until a weight update names a version. */
+export const SGLANG_DEFAULT_WEIGHT_VERSION = 'default';
+
+export function sglangWeightVersion(ctx: TwinContext): string {
+  return ctx.engine.weightVersion ?? SGLANG_DEFAULT_WEIGHT_VERSION;
+}
+
+/** SGLang echoes `model` (its protocol default is "default") and routes any name to the served model. */
+function modelName(body: Record<string, unknown>): string {
+  return typeof body.model === 'string' ? body.model : 'default';
+}
+
+/** The EOS or stop token id, or the stop string, that ended a sequence; null for length and abort. */
+export function matchedStop(ctx: TwinContext, seq: Sequence): number | string | null {
+  if (seq.finishReason !== 'stop') return null;
+  return seq.stopReason ?? ctx.tokenizer.eosId;
+}
+
+/** meta_info.finish_reason: SGLang's BaseFinishReason.to_json(). */
+export function finishReasonObject(
+  ctx: TwinContext,
+  options: { seq: Sequence; maxTokens: number },
+): Record<string, unknown> | null {
+  const { seq } = options;
+  switch (seq.finishReason) {
+    case 'stop':
+      return { type: 'stop', matched: matchedStop(ctx, seq) };
+    case 'length':
+      return { type: 'length', length: options.maxTokens };
+    case 'abort':
+      // A graceful abort (/pause_generation, /abort_request): no status code, so it is not an error.
+      return { type: 'abort', message: null, status_code: null, err_type: null };
+    default:
+      return null;
+  }
+}
+
+export function sglangUsage(
+  ctx: TwinContext,
+  options: { promptTokens: number; completionTokens: number; cachedTokens: number },
+): Record<string, unknown> {
+  return {
+    prompt_tokens: options.promptTokens,
+    total_tokens: options.promptTokens + options.completionTokens,
+    completion_tokens: options.completionTokens,
+    // --enable-cache-report
+    prompt_tokens_details:
+      ctx.options.enablePromptTokensDetails && options.cachedTokens > 0
+        ? { cached_tokens: options.cachedTokens }
+        : null,
+    reasoning_tokens: 0,
+  };
+}
+
+/** The stream's usage chunk is serialised with exclude_none. */
+function withoutNulls(value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null));
+}
+
+/** Non-stream faults: an error status in SGLang's shape, else the shared broken-body faults. */
+function sendBody(ex: Exchange, payload: string): void {
+  const errorEvent = ex.faults.find((f) => f.kind === 'error-event-after');
+  if (errorEvent) {
+    const status = errorEvent.status ?? 500;
+    const message = errorEvent.message ?? 'mock-sglang injected engine error';
+    sendJson(ex, status, sglangErrorBody(status, message, 'InternalServerError'));
+    return;
+  }
+  sendNonStreamBody(ex, payload);
+}
+
+/** Per-choice id members (SGLang drops a None member), as a token-ids fault dictates. */
+function idMembers(options: {
+  prompt: readonly number[] | null;
+  generated: readonly number[] | null;
+  fault: TokenIdsFaultMode | undefined;
+}): Record<string, unknown> {
+  const { fault } = options;
+  if (fault === 'omit') return {};
+  const out: Record<string, unknown> = {};
+  if (options.prompt !== null) out.prompt_token_ids = fault === 'null' ? null : options.prompt;
+  if (options.generated !== null) {
+    out.token_ids = fault === 'null' || fault === 'prompt-only' ? null : options.generated;
+  }
+  return out;
+}
+
+function tokenFaultOf(ex: Exchange): TokenIdsFaultMode | undefined {
+  return ex.faults.find((f) => f.kind === 'token-ids')?.mode;
+}
+
+function sequenceConfig(ctx: TwinContext, common: CommonParams) {
+  return {
+    stop: common.stop,
+    stopTokenIds: common.stopTokenIds,
+    includeStopStrInOutput: common.includeStopStrInOutput,
+    stopStringIds: ctx.options.stopStringIds,
+    sampling: common.sampling,
+    seed: common.seed,
+  };
+}
+
+/** SGLang's tool-call ids (every parser but kimi_k2's): `call_` and 24 hex digits. */
+function sglangToolCallId(): string {
+  return `call_${hexId().slice(0, 24)}`;
+}
+
+function streamRefusal(name: string): VllmError {
+  return new VllmError(
+    400,
+    name === 'return_token_ids'
+      ? 'return_token_ids is not supported with streaming on /v1/chat/completions. Please set stream=false when using return_token_ids=true.'
+      : `${name} is not supported with streaming. Please set stream=false when using ${name}=true.`,
+  );
+}
+
+/** `input_ids`: the prompt as given (SGLang skips the chat template, messages still have to be there). */
+function inputIds(ctx: TwinContext, value: unknown): number[] | null {
+  if (value === undefined || value === null) return null;
+  if (!Array.isArray(value) || value.length === 0 || !value.every((id) => ctx.tokenizer.isValidId(id))) {
+    throw new VllmError(
+      400,
+      '1 validation error:\n  input_ids: Input should be a valid list of token ids',
+      'Bad Request',
+    );
+  }
+  return value as number[];
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Chat
+
+export async function handleSglangChat(ctx: TwinContext, { ex, body }: RouteRequest): Promise<void> {
+  const stream = optionalBool(body, 'stream') ?? false;
+  const returnTokenIds = optionalBool(body, 'return_token_ids') ?? false;
+  const returnPromptIds = (optionalBool(body, 'return_prompt_token_ids') ?? false) || returnTokenIds;
+  const returnMeta = optionalBool(body, 'return_meta_info') ?? false;
+  if (stream) {
+    for (const key of ['return_prompt_token_ids', 'return_token_ids', 'return_meta_info']) {
+      if (body[key] === true) throw streamRefusal(key);
+    }
+  }
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) throw new VllmError(400, 'Messages cannot be empty.');
+  for (const m of messages) {
+    if (!isRecord(m) || typeof m.role !== 'string') {
+      throw new VllmError(400, "1 validation error:\n  messages: each message needs a string 'role'", 'Bad Request');
+    }
+  }
+  const common = commonParams(ctx, body);
+  const wantLogprobs = optionalBool(body, 'logprobs') ?? false;
+  const top = typeof body.top_logprobs === 'number' ? body.top_logprobs : 0;
+  if (top > MAX_LOGPROBS) throw new VllmError(400, `top_logprobs must be at most ${MAX_LOGPROBS}, got ${top}.`);
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  const toolChoice = body.tool_choice ?? (tools.length > 0 ? 'auto' : 'none');
+  if (toolChoice === 'required' && tools.length === 0) {
+    throw new VllmError(400, 'Tools cannot be empty if tool choice is set to required.');
+  }
+  const kwargs = isRecord(body.chat_template_kwargs) ? body.chat_template_kwargs : {};
+  const enableThinking = typeof kwargs.enable_thinking === 'boolean' ? kwargs.enable_thinking : undefined;
+  const separateReasoning = optionalBool(body, 'separate_reasoning') ?? true;
+  const chatMessages = messages as MockChatMessage[];
+  const given = inputIds(ctx, body.input_ids);
+  const promptText = given
+    ? ctx.tokenizer.decode(given)
+    : ctx.template.render({ messages: chatMessages, tools, addGenerationPrompt: true, kwargs });
+  const promptIds = given ?? ctx.tokenizer.encode(promptText);
+  checkContext({
+    promptLen: promptIds.length,
+    requested: common.requestedMaxTokens,
+    maxModelLen: ctx.options.maxModelLen,
+  });
+  const maxTokens = common.requestedMaxTokens ?? ctx.options.maxTokens ?? ctx.options.maxModelLen - promptIds.length;
+  const name = modelName(body);
+  const responseId = `chatcmpl-${hexId()}`;
+  const created = Math.floor(Date.now() / 1000);
+  ex.record.stream = stream;
+  const job = new Job(ctx, {
+    ex,
+    responseId,
+    requestId: typeof body.rid === 'string' ? body.rid : null,
+    endpoint: 'chat',
+    model: name,
+    lora: null,
+    cacheSalt: common.cacheSalt,
+    stream,
+  });
+  const writer = stream ? new SseWriter(ex) : undefined;
+  await job.admit(writer);
+  const admission = job.admitPrompt(promptIds);
+  const qwen3 = ctx.tokenizer.name === 'qwen3';
+  const reasoning = separateReasoning ? reasoningParserFor(ctx) : null;
+  const plans = Array.from({ length: common.n }, (_, i) =>
+    choicePlan(ctx, {
+      prompt: { endpoint: 'chat', text: promptText, tokenIds: promptIds, messages: chatMessages },
+      respondContext: { body, headers: ex.req.headers, choiceIndex: i, promptIndex: 0, tools },
+      enableThinking,
+    }),
+  );
+  const parsings: (ChatParsing | undefined)[] = [];
+  const parsingFor = (k: number): ChatParsing => {
+    let p = parsings[k];
+    if (p) return p;
+    const toolsOn = qwen3 ? tools.length > 0 && toolChoice !== 'none' : plans[k]!.firstText().includes('<tool_call>');
+    p = {
+      shape: 'vllm',
+      reasoning,
+      tools: toolsOn
+        ? createToolParser(qwen3 ? 'hermes' : 'chars', qwen3 ? sglangToolCallId : plans[k]!.toolIdFor)
+        : null,
+      includeReasoning: true,
+      promptEndsReasoning: qwen3 && enableThinking === false,
+      reasoningField: 'reasoning',
+    };
+    parsings[k] = p;
+    return p;
+  };
+  for (let i = 0; i < common.n; i++) {
+    job.addChoice({
+      index: i,
+      promptIndex: 0,
+      choiceIndex: i,
+      promptIds,
+      admission,
+      config: { maxTokens, ...sequenceConfig(ctx, common), plan: plans[i]!.plan },
+    });
+  }
+  const fmt: LogprobFormat = {
+    mode: ctx.options.logprobsMode,
+    top,
+    asTokenIds: false,
+    floorEvery: ctx.options.floorLogprobEvery,
+    tokenizer: ctx.tokenizer,
+  };
+  const usage = () =>
+    sglangUsage(ctx, {
+      promptTokens: promptIds.length,
+      completionTokens: job.choices.reduce((s, c) => s + c.seq.ids.length, 0),
+      cachedTokens: admission.cachedTokens,
+    });
+
+  if (writer) {
+    const states: ChatDeltaState[] = [];
+    const stateOf = (c: JobChoice) => (states[c.index] ??= new ChatDeltaState(parsingFor(c.index)));
+    const base = { id: responseId, object: 'chat.completion.chunk', created, model: name };
+    const chunk = (
+      index: number,
+      delta: DeltaMessage & { role?: string },
+      end: { logprobs: unknown; finish: string | null; matched: number | string | null },
+    ) =>
+      serialize({
+        ...base,
+        choices: [
+          {
+            index,
+            delta: {
+              role: delta.role ?? null,
+              content: delta.content ?? null,
+              reasoning_content: delta.reasoning ?? null,
+              tool_calls: delta.tool_calls ?? null,
+            },
+            logprobs: end.logprobs,
+            finish_reason: end.finish,
+            matched_stop: end.matched,
+          },
+        ],
+        usage: null,
+      });
+    const none = { logprobs: null, finish: null, matched: null };
+    const finishOf = (c: JobChoice) =>
+      stateOf(c).toolsCalled && c.seq.finishReason === 'stop' ? 'tool_calls' : c.seq.finishReason;
+    await runStream(ctx, {
+      ex,
+      job,
+      writer,
+      hooks: {
+        head: () => job.choices.map((c) => ({ data: chunk(c.index, { role: 'assistant', content: '' }, none) })),
+        step: (c): StreamEvent[] => {
+          const r = job.advance(c, ctx.options.tokensPerChunk);
+          const delta = stateOf(c).next(r.text, r.ids);
+          const logprobs = wantLogprobs
+            ? { content: chatEntries(c.seq, { start: r.start, end: r.start + r.ids.length, fmt }) }
+            : null;
+          const parsing = parsingFor(c.index);
+          if (delta !== null) return [{ data: chunk(c.index, delta, { ...none, logprobs }) }];
+          // A parser swallowed the step: SGLang still flushes its logprobs in a chunk of their own.
+          if (logprobs && (parsing.reasoning || parsing.tools))
+            return [{ data: chunk(c.index, {}, { ...none, logprobs }) }];
+          return [];
+        },
+        aborted: (c, text) => (text ? [{ data: chunk(c.index, { content: text }, none) }] : []),
+        // SGLang sends each choice's finish reason in a chunk of its own after the generation, then the usage.
+        tail: () => [
+          ...job.choices.map((c) => ({
+            data: chunk(c.index, {}, { logprobs: null, finish: finishOf(c), matched: matchedStop(ctx, c.seq) }),
+          })),
+          ...(common.includeUsage ? [{ data: serialize({ ...base, choices: [], usage: usage() }) }] : []),
+        ],
+        done: true,
+      },
+    });
+    return;
+  }
+
+  await runNonStream(ctx, { ex, job });
+  const tokenFault = tokenFaultOf(ex);
+  const nonStreamBody = {
+    id: responseId,
+    object: 'chat.completion',
+    created,
+    model: name,
+    choices: job.choices.map((c) => {
+      const answer = parseAnswer(c.seq.text, parsingFor(c.index));
+      const toolCalls = answer.toolCalls.length > 0 && c.seq.finishReason !== 'abort';
+      const finish = toolCalls && c.seq.finishReason === 'stop' ? 'tool_calls' : c.seq.finishReason;
+      const choice: Record<string, unknown> = {
+        index: c.index,
+        message: {
+          role: 'assistant',
+          // SGLang sends "" rather than null so that re-tokenising the answer stays consistent; its tool-call
+          // detectors strip the text around the calls.
+          content: (answer.toolCalls.length > 0 ? answer.content?.trim() : answer.content) ?? '',
+          reasoning_content: answer.reasoning || null,
+          tool_calls:
+            answer.toolCalls.length > 0
+              ? answer.toolCalls.map((t, k) => ({
+                  id: t.id,
+                  index: k,
+                  type: 'function',
+                  function: { name: t.name, arguments: t.arguments },
+                }))
+              : null,
+        },
+        logprobs: wantLogprobs ? { content: chatEntries(c.seq, { start: 0, end: c.seq.ids.length, fmt }) } : null,
+        finish_reason: finish,
+        matched_stop: finish === 'tool_calls' ? null : matchedStop(ctx, c.seq),
+        ...idMembers({
+          prompt: returnPromptIds ? promptIds : null,
+          generated: returnTokenIds ? c.seq.ids : null,
+          fault: tokenFault,
+        }),
+      };
+      if (returnMeta) {
+        choice.meta_info = {
+          id: responseId,
+          finish_reason: finishReasonObject(ctx, { seq: c.seq, maxTokens }),
+          prompt_tokens: promptIds.length,
+          completion_tokens: c.seq.ids.length,
+          cached_tokens: admission.cachedTokens,
+          weight_version: sglangWeightVersion(ctx),
+        };
+      }
+      return choice;
+    }),
+    usage: usage(),
+    metadata: { weight_version: sglangWeightVersion(ctx) },
+  };
+  sendBody(ex, serialize(nonStreamBody));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Completions
+
+export async function handleSglangCompletions(ctx: TwinContext, { ex, body }: RouteRequest): Promise<void> {
+  const common = commonParams(ctx, body);
+  const logprobsK = completionLogprobsK(body);
+  const prompts = parseCompletionPrompts(ctx.tokenizer, body.prompt);
+  const promptIdsList = prompts.map((p) => (typeof p === 'string' ? ctx.tokenizer.encode(p) : p));
+  for (const list of promptIdsList) {
+    checkContext({
+      promptLen: list.length,
+      requested: common.requestedMaxTokens,
+      maxModelLen: ctx.options.maxModelLen,
+    });
+  }
+  const name = modelName(body);
+  const responseId = `cmpl-${hexId()}`;
+  const created = Math.floor(Date.now() / 1000);
+  ex.record.stream = common.stream;
+  const job = new Job(ctx, {
+    ex,
+    responseId,
+    requestId: typeof body.rid === 'string' ? body.rid : null,
+    endpoint: 'completions',
+    model: name,
+    lora: null,
+    cacheSalt: common.cacheSalt,
+    stream: common.stream,
+  });
+  const writer = common.stream ? new SseWriter(ex) : undefined;
+  await job.admit(writer);
+  const maxTokens = common.requestedMaxTokens ?? ctx.options.maxTokens ?? 16;
+  let cachedTokens = 0;
+  promptIdsList.forEach((promptIds, p) => {
+    const admission = job.admitPrompt(promptIds);
+    cachedTokens += admission.cachedTokens;
+    const text = ctx.tokenizer.decode(promptIds);
+    for (let i = 0; i < common.n; i++) {
+      const plan = choicePlan(ctx, {
+        prompt: { endpoint: 'completions', text, tokenIds: promptIds },
+        respondContext: { body, headers: ex.req.headers, choiceIndex: i, promptIndex: p, tools: [] },
+        enableThinking: undefined,
+      });
+      job.addChoice({
+        index: p * common.n + i,
+        promptIndex: p,
+        choiceIndex: i,
+        promptIds,
+        admission,
+        config: { maxTokens, ...sequenceConfig(ctx, common), plan: plan.plan },
+      });
+    }
+  });
+  const usage = () =>
+    sglangUsage(ctx, {
+      promptTokens: promptIdsList.reduce((s, list) => s + list.length, 0),
+      completionTokens: job.choices.reduce((s, c) => s + c.seq.ids.length, 0),
+      cachedTokens,
+    });
+  const fmt: LogprobFormat = {
+    mode: ctx.options.logprobsMode,
+    top: logprobsK ?? 0,
+    asTokenIds: false,
+    floorEvery: ctx.options.floorLogprobEvery,
+    tokenizer: ctx.tokenizer,
+  };
+  const tokenFault = tokenFaultOf(ex);
+
+  if (writer) {
+    const base = { id: responseId, object: 'text_completion', created, model: name };
+    const textLen = new Map<JobChoice, number>();
+    const sentPrompt = new Set<JobChoice>();
+    const chunk = (c: JobChoice, text: string, range: { start: number; ids: readonly number[] }) => {
+      const offset = textLen.get(c) ?? 0;
+      textLen.set(c, offset + Array.from(text).length);
+      const first = !sentPrompt.has(c);
+      sentPrompt.add(c);
+      const done = c.seq.done;
+      return serialize({
+        ...base,
+        choices: [
+          {
+            index: c.index,
+            text,
+            logprobs:
+              logprobsK !== undefined
+                ? completionLogprobs(c.seq, {
+                    start: range.start,
+                    end: range.start + range.ids.length,
+                    textOffset: offset,
+                    fmt,
+                  })
+                : null,
+            finish_reason: done ? c.seq.finishReason : null,
+            matched_stop: done ? matchedStop(ctx, c.seq) : null,
+            ...idMembers({
+              prompt: common.returnTokenIds && first ? c.promptIds : null,
+              generated: common.returnTokenIds ? range.ids : null,
+              fault: tokenFault,
+            }),
+          },
+        ],
+        usage: null,
+      });
+    };
+    await runStream(ctx, {
+      ex,
+      job,
+      writer,
+      hooks: {
+        head: () => [],
+        step: (c) => {
+          const r = job.advance(c, ctx.options.tokensPerChunk);
+          return [{ data: chunk(c, r.text, r), ids: common.returnTokenIds ? r.ids : [] }];
+        },
+        aborted: (c, text) => [{ data: chunk(c, text, { start: c.seq.ids.length, ids: [] }) }],
+        tail: () =>
+          common.includeUsage ? [{ data: serialize({ ...base, choices: [], usage: withoutNulls(usage()) }) }] : [],
+        done: true,
+      },
+    });
+    return;
+  }
+
+  await runNonStream(ctx, { ex, job });
+  const nonStreamBody = {
+    id: responseId,
+    object: 'text_completion',
+    created,
+    model: name,
+    choices: job.choices.map((c) => ({
+      index: c.index,
+      text: c.seq.text,
+      logprobs:
+        logprobsK !== undefined
+          ? completionLogprobs(c.seq, { start: 0, end: c.seq.ids.length, textOffset: 0, fmt })
+          : null,
+      finish_reason: c.seq.finishReason,
+      matched_stop: matchedStop(ctx, c.seq),
+      ...idMembers({
+        prompt: common.returnTokenIds ? c.promptIds : null,
+        generated: common.returnTokenIds ? c.seq.ids : null,
+        fault: tokenFault,
+      }),
+    })),
+    usage: usage(),
+    metadata: { weight_version: sglangWeightVersion(ctx) },
+  };
+  sendBody(ex, serialize(nonStreamBody));
+}
