@@ -29,7 +29,7 @@ export interface ProcessExecutorOptions {
   readonly onLine?: (ctx: AttemptContext, line: string, stream: OutputStream) => void;
 }
 
-/** The environment one attempt's process gets (documented in README: "Runner"). */
+/** The environment one attempt's process gets (documented in docs/runner.md). */
 export function attemptEnv(ctx: AttemptContext, options: { gatewayUrl: string; baseEnv: NodeJS.ProcessEnv }) {
   const env: NodeJS.ProcessEnv = { ...options.baseEnv };
   for (const name of RUNNER_ONLY_ENV) delete env[name];
