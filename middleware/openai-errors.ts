@@ -17,12 +17,14 @@ import {
 import { silentLogger } from '../src/logger.js';
 import { isStoreError, type StoreErrorCode } from '../src/store/errors.js';
 import type { AppEnv } from './env.js';
+import { isOtlpTracesPath, otlpErrorBody } from './otlp-errors.js';
 
 const STORE_CODE_TO_ERROR: Record<StoreErrorCode, ErrorCode> = {
   not_found: 'not_found',
   invalid_argument: 'invalid_request',
   conflict: 'conflict',
   evicted: 'evicted',
+  unavailable: 'store_unavailable',
 };
 
 interface Rendered {
@@ -101,6 +103,15 @@ export function renderError(c: Context<AppEnv>, error: unknown): Response {
   const retryAfterS = rendered.retryAfterS ?? ('retryAfterS' in spec ? spec.retryAfterS : undefined);
   if (retryAfterS !== undefined) c.header(HEADER_RETRY_AFTER, String(retryAfterS));
   for (const [name, value] of Object.entries(rendered.headers)) c.header(name, value);
+  if (isOtlpTracesPath(c.req.path)) {
+    const otlp = otlpErrorBody({
+      status: spec.status,
+      message: rendered.message,
+      contentType: c.req.header('content-type'),
+    });
+    c.header('content-type', otlp.contentType);
+    return c.body(otlp.body as Uint8Array<ArrayBuffer>, spec.status as ContentfulStatusCode);
+  }
   if (isAnthropicRequest({ path: c.req.path, anthropicVersion: c.req.header(HEADER_ANTHROPIC_VERSION) })) {
     if (requestId) c.header(HEADER_ANTHROPIC_REQUEST_ID, requestId);
     return c.json(

@@ -6,7 +6,8 @@
 //   GET  /admin/state                     -> pause state (inflight drops only when upstream responses close)
 //   POST /admin/drain                     {timeout_seconds?} -> waits until inflight == 0 (or the timeout), state
 //   GET  /admin/pools                     pools with health, in-flight counts and versions
-//   PUT  /admin/pools/:model              {version, backends[]} -> atomic replace, no window with an empty pool
+//   PUT  /admin/pools/:model              {version, backends[], frozen_backends?} -> atomic replace, no window with an
+//                                         empty pool (frozen_backends: engines frozen by a keep-mode weight swap)
 //   POST /admin/pools/:model/draining     {url, draining} -> one backend out of (or back into) rotation
 //   POST /admin/pools/:model/drain        {url, timeout_seconds?} -> waits until no call is in flight on that backend
 //   POST /admin/agent-tokens              {rollout_id} -> {token} scoped to that rollout

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { ATTEMPT_FIELDS, RESOURCES_FIELDS, ROLLOUT_FIELDS, SPAN_FIELDS, WORKER_FIELDS } from '../src/store/query.js';
 import {
   ATTEMPT_STATUSES,
+  FAILURE_REASONS,
   type JsonValue,
   MAX_DEQUEUE_WAIT_MS,
   type Resource,
@@ -126,6 +127,7 @@ export const rolloutUpdateSchema = z
     status: z.enum(ROLLOUT_STATUSES).optional(),
     config: rolloutConfigSchema.optional(),
     metadata: jsonObjectSchema.nullable().optional(),
+    failure_reason: z.enum(FAILURE_REASONS).nullable().optional(),
   })
   .strict();
 
@@ -135,6 +137,7 @@ export const attemptUpdateSchema = z
     worker_id: z.string().optional(),
     last_heartbeat_time: z.number().optional(),
     metadata: jsonObjectSchema.optional(),
+    failure_reason: z.enum(FAILURE_REASONS).nullable().optional(),
   })
   .strict();
 

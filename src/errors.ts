@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'prefix_cache_reset_failed'
   | 'evicted'
   | 'recording_failed'
+  | 'store_unavailable'
   | 'client_closed'
   | 'request_timeout'
   | 'headers_too_large'
@@ -72,6 +73,9 @@ export const ERROR_SPECS = {
   evicted: { status: 410, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   // The answer was made but its span could not be stored (docs/durability.md): retrying records it, or fails again.
   recording_failed: { status: 503, type: 'service_unavailable', shouldRetry: true, retryAfterS: 1, level: 'error' },
+  // The store's storage refuses writes (read-only, full, deleted file; docs/durability.md): nothing was kept, and the
+  // same write succeeds once the storage is back, so the caller is told to retry rather than given a bare 500.
+  store_unavailable: { status: 503, type: 'service_unavailable', shouldRetry: true, retryAfterS: 1, level: 'error' },
   // The client left before its request was read (nginx's 499): nobody reads this answer; it is logged, not an error.
   client_closed: { status: 499, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   request_timeout: { status: 408, type: 'invalid_request_error', level: 'info' },

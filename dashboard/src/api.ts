@@ -1,4 +1,6 @@
-// Client of the public store API (/v1/agl/*, contracts.md §3.9). The dashboard reads nothing else.
+// Client of the public store API (/v1/agl/*, contracts.md §3.9), plus the gateway's history rates
+// (/metrics/history). The dashboard reads nothing else.
+import type { ModelHistoryStats } from '../../src/history-stats.js';
 import type {
   Attempt,
   AttemptedRollout,
@@ -60,6 +62,8 @@ export interface StoreApi {
   resources(query: { limit: number; offset: number }, signal?: AbortSignal): Promise<PaginatedResult<ResourcesUpdate>>;
   latestResources(signal?: AbortSignal): Promise<ResourcesUpdate | null>;
   statistics(signal?: AbortSignal): Promise<StoreStatistics>;
+  /** Faithful history's fork and heal rates per model (the gateway's counters; empty without such pools). */
+  historyStats(signal?: AbortSignal): Promise<readonly ModelHistoryStats[]>;
 }
 
 function buildUrl(path: string, query: Query): string {
@@ -178,6 +182,12 @@ export function createStoreApi(options: { keys: KeyStore; fetch?: typeof fetch }
     },
     async statistics(signal) {
       return (await get('/v1/agl/statistics', {}, signal)) as StoreStatistics;
+    },
+    async historyStats(signal) {
+      const body = await get('/metrics/history', {}, signal);
+      const models = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).models : null;
+      if (!Array.isArray(models)) throw new ApiError(502, 'Unexpected answer from /metrics/history');
+      return models as ModelHistoryStats[];
     },
   };
 }

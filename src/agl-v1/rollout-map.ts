@@ -9,7 +9,7 @@
 // own watchdog/cancel), the store status wins.
 import { z } from 'zod';
 import { isTerminalStatus } from '../store/rollout-status.js';
-import type { JsonObject, JsonValue, Rollout, RolloutStatus } from '../store/types.js';
+import type { FailureReason, JsonObject, JsonValue, Rollout, RolloutStatus } from '../store/types.js';
 
 export const V1_METADATA_KEY = 'agl_v1';
 export const V1_STATES = ['queuing', 'running', 'succeeded', 'failed'] as const;
@@ -42,6 +42,8 @@ export interface V1Rollout {
   config: JsonObject;
   metadata: JsonObject;
   status: V1Status;
+  /** rollgate addition: why a `failed` rollout failed (the store rollout's reason), null otherwise. */
+  failure_reason: FailureReason | null;
 }
 
 /**
@@ -124,6 +126,7 @@ export function toV1Rollout(rollout: Rollout): V1Rollout {
     config: extra?.config ?? { timeout_seconds: DEFAULT_V1_TIMEOUT_SECONDS },
     metadata,
     status: { ...status, state },
+    failure_reason: rollout.failure_reason ?? null,
   };
 }
 

@@ -5,7 +5,8 @@
 // 1. the harness's own label: Claude Code run with CLAUDE_CODE_GATEWAY_HINT_HEADERS=1 sends
 //    `x-claude-code-request-class` on every call (main and subagent turns are the policy acting; compaction, side
 //    replies and helpers are not);
-// 2. a one-token answer asked for (Claude Code's quota and API-key probes send `max_tokens: 1`): nothing to learn;
+// 2. a probe: one token asked for a lone user message `quota` or `test` (Claude Code's quota and API-key checks).
+//    A one-token call alone is not enough: an agent may well answer a multiple-choice task with one token;
 // 3. a tool-less call whose system prompt is a known housekeeping prompt (Claude Code's session title, opencode's
 //    title generator). Only tool-less calls are read: an agent loop always offers its tools, and the check then
 //    costs nothing on the hot path.
@@ -15,7 +16,7 @@ import type { Attributes } from '@opentelemetry/api';
 import * as A from '../tracing/attributes.js';
 
 export type CallRole = typeof A.CALL_ROLE_VALUE_MAIN | typeof A.CALL_ROLE_VALUE_AUXILIARY;
-export type CallRoleSource = 'header' | 'max_tokens' | 'prompt' | 'default';
+export type CallRoleSource = 'header' | 'probe' | 'prompt' | 'default';
 
 export interface CallRoleInput {
   readonly body: Readonly<Record<string, unknown>>;
@@ -42,6 +43,8 @@ const HOUSEKEEPING_PROMPTS: readonly string[] = [
 ];
 
 const MAX_TOKEN_KEYS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
+/** What Claude Code's probes ask (its quota check and its API-key check). */
+const PROBE_TEXTS: ReadonlySet<string> = new Set(['quota', 'test']);
 
 type Obj = Record<string, unknown>;
 
@@ -74,6 +77,13 @@ function systemTexts(body: Readonly<Obj>): string[] {
   return texts;
 }
 
+function isProbe(body: Readonly<Obj>): boolean {
+  if (!MAX_TOKEN_KEYS.some((key) => body[key] === 1)) return false;
+  const messages = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : null;
+  const only = messages?.length === 1 ? messages[0] : undefined;
+  return isObj(only) && only.role === 'user' && PROBE_TEXTS.has(textOf(only.content));
+}
+
 function isHousekeepingPrompt(body: Readonly<Obj>): boolean {
   for (const text of systemTexts(body)) {
     for (const prompt of HOUSEKEEPING_PROMPTS) if (text.includes(prompt)) return true;
@@ -89,9 +99,7 @@ export function callRole(input: CallRoleInput): CallRoleVerdict {
     if (MAIN_CLASSES.has(label)) return { role: A.CALL_ROLE_VALUE_MAIN, source: 'header' };
     // An unknown label (a newer harness) is judged from the body like an unlabelled call.
   }
-  for (const key of MAX_TOKEN_KEYS) {
-    if (body[key] === 1) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'max_tokens' };
-  }
+  if (isProbe(body)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'probe' };
   if (!hasTools(body) && isHousekeepingPrompt(body)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'prompt' };
   return { role: A.CALL_ROLE_VALUE_MAIN, source: 'default' };
 }

@@ -37,12 +37,14 @@ export interface TranslatingSinkOptions {
   readonly whole: (answer: WholeAnswer) => WholeAnswer;
 }
 
-function headerValue(headers: OutgoingHttpHeaders, name: string): string | undefined {
+/** A header of a head the forward path wrote, as one string (the first of a list). */
+export function headerValue(headers: OutgoingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value === undefined ? undefined : String(value);
 }
 
-function parseJson(text: string): unknown {
+/** A body the translation reads, or undefined when it is not JSON (the caller decides what that means). */
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {

@@ -48,7 +48,9 @@ export class CallVersions {
 
   #change(change: VersionChange): void {
     const at = change.known ? this.#tokensSoFar() : null;
-    if (at === null) {
+    // Nothing relayed yet: the generation may not have started (queued behind the freeze, or prefilling), and its
+    // prompt carried the old version's cache_salt, so KV the old weights computed may feed every token. Unknown.
+    if (at === null || at === 0) {
       this.#unknown = true;
       return;
     }

@@ -4,6 +4,7 @@
 // and the slot is freed, even if the function ignores the signal and keeps running in the background.
 // Agents should pass `ctx.signal` to their LLM client (the openai SDK takes `{ signal }` per request).
 
+import { reasonOfAgentError } from './failure-reason.js';
 import type { AgentFunction, AttemptContext, AttemptExecutor, AttemptOutcome } from './types.js';
 
 export function createFunctionExecutor(agent: AgentFunction): AttemptExecutor {
@@ -15,14 +16,19 @@ export function createFunctionExecutor(agent: AgentFunction): AttemptExecutor {
         ctx.signal,
       );
     } catch (error: unknown) {
-      return { status: 'failed', details: { error: describe(error) } };
+      return { status: 'failed', details: { error: describe(error) }, failureReason: reasonOfAgentError(error) };
     }
     if (ctx.signal.aborted) return { status: 'failed', details: { error: `aborted: ${String(ctx.signal.reason)}` } };
     if (typeof result === 'number') {
       try {
         await ctx.reward(result);
       } catch (error: unknown) {
-        return { status: 'failed', details: { error: `could not post reward: ${describe(error)}` } };
+        return {
+          status: 'failed',
+          details: { error: `could not post reward: ${describe(error)}` },
+          // The answer is there but its reward could not be stored: the rollout is unrecorded, not bad.
+          failureReason: 'recording_failed',
+        };
       }
       return { status: 'succeeded', details: { reward: result } };
     }

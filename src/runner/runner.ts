@@ -17,9 +17,10 @@
 
 import { hostname } from 'node:os';
 import { type Logger, silentLogger } from '../logger.js';
-import type { AttemptedRollout, JsonObject, LightningStore, NamedResources } from '../store/types.js';
+import type { AttemptedRollout, FailureReason, JsonObject, LightningStore, NamedResources } from '../store/types.js';
 import { attemptBaseUrl, attemptRewardUrl } from './attempt-urls.js';
 import { type BackoffOptions, createBackoff, sleep } from './backoff.js';
+import { reasonOfLastCall } from './failure-reason.js';
 import { createFunctionExecutor } from './function-executor.js';
 import { postReward } from './reward-client.js';
 import type {
@@ -253,7 +254,13 @@ export function createRunner(options: RunnerOptions): Runner {
     if (reason === 'cancelled') details.reason = 'rollout_cancelled';
     const wanted: FinalAttemptStatus =
       reason === 'timeout' || reason === 'cancelled' ? reason : reason === 'shutdown' ? 'failed' : outcome.status;
-    const status = await recordOutcome({ store, rollout, workerId, wanted, details, logger });
+    const failureReason =
+      reason === 'shutdown'
+        ? 'runner_kill'
+        : wanted === 'failed'
+          ? (outcome.failureReason ?? (await reasonFromLastCall({ store, rid, aid, logger })))
+          : null;
+    const status = await recordOutcome({ store, rollout, workerId, wanted, failureReason, details, logger });
 
     if (status === 'succeeded') counters.succeeded += 1;
     else if (status === 'timeout') counters.timedOut += 1;
@@ -393,6 +400,8 @@ interface RecordOptions {
   readonly rollout: AttemptedRollout;
   readonly workerId: string;
   readonly wanted: FinalAttemptStatus;
+  /** Why a failed attempt failed (stored on the rollout when this failure ends it). */
+  readonly failureReason: FailureReason | null;
   readonly details: JsonObject;
   readonly logger: Logger;
 }
@@ -402,7 +411,7 @@ interface RecordOptions {
  * (then only the runner's metadata is added); returns how the attempt ended.
  */
 async function recordOutcome(options: RecordOptions): Promise<FinalAttemptStatus> {
-  const { store, rollout, workerId, wanted, details, logger } = options;
+  const { store, rollout, workerId, wanted, failureReason, details, logger } = options;
   const rid = rollout.rollout_id;
   const aid = rollout.attempt.attempt_id;
   const metadata: JsonObject = { ...(rollout.attempt.metadata ?? {}), runner: details };
@@ -416,11 +425,35 @@ async function recordOutcome(options: RecordOptions): Promise<FinalAttemptStatus
       await store.updateAttempt(rid, aid, { metadata });
       return current?.status === 'timeout' ? 'timeout' : 'cancelled';
     }
-    await store.updateAttempt(rid, aid, { status: wanted, worker_id: workerId, metadata });
+    await store.updateAttempt(rid, aid, {
+      status: wanted,
+      worker_id: workerId,
+      metadata,
+      ...(failureReason === null ? {} : { failure_reason: failureReason }),
+    });
   } catch (error: unknown) {
     logger.error('could not record attempt outcome', { rid, aid, status: wanted, error: errorMessage(error) });
   }
   return wanted;
+}
+
+/**
+ * An agent that failed without saying why (a process that exited non-zero): its last call's upstream error if it
+ * ended in one, else the agent's own crash. One span read per failed attempt, never on a call's path.
+ */
+async function reasonFromLastCall(options: {
+  store: LightningStore;
+  rid: string;
+  aid: string;
+  logger: Logger;
+}): Promise<FailureReason> {
+  try {
+    const spans = await options.store.querySpans(options.rid, { attempt_id: options.aid });
+    return reasonOfLastCall(spans.items) ?? 'agent_crash';
+  } catch (error: unknown) {
+    options.logger.warn("could not read the failed attempt's calls", { rid: options.rid, error: errorMessage(error) });
+    return 'agent_crash';
+  }
 }
 
 /** Our attempt when it is no longer the latest (someone started a newer one meanwhile). */

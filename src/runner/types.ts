@@ -1,6 +1,6 @@
 // The runner's public shapes: what an agent receives for one attempt and what it hands back.
 
-import type { AttemptedRollout, JsonObject, JsonValue, NamedResources } from '../store/types.js';
+import type { AttemptedRollout, FailureReason, JsonObject, JsonValue, NamedResources } from '../store/types.js';
 
 /** Why the runner aborted an attempt's signal: the rollout's timeout, the runner stopping, or an admin cancel. */
 export type AbortReason = 'timeout' | 'shutdown' | 'cancelled';
@@ -40,6 +40,8 @@ export interface AttemptOutcome {
   readonly status: 'succeeded' | 'failed';
   /** Stored under `metadata.runner` on the attempt (exit code, signal, error message, ...). */
   readonly details: JsonObject;
+  /** Why a failed attempt failed, when the executor can tell (else the runner reads the attempt's last call). */
+  readonly failureReason?: FailureReason;
 }
 
 /** Runs one attempt to its end. Must settle soon after `ctx.signal` aborts. */

@@ -11,6 +11,7 @@ import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js'
 import { EVICTED, type PendingKeys, type StoreBackend } from './backend.js';
 import { validateCompletionQuery } from './completion-query.js';
 import { StoreError } from './errors.js';
+import { addHistoryTotals, emptyHistoryTotals, historyIncrements, historyTotalsOf } from './history-totals.js';
 import { newAttemptId, newResourcesId, newRolloutId } from './ids.js';
 import {
   notFound,
@@ -20,6 +21,7 @@ import {
   validateResources,
   validateWorkerStatusIn,
   validConfigUpdate,
+  validFailureReason,
   validMetadata,
   validMode,
   validRolloutStatus,
@@ -38,7 +40,13 @@ import {
 } from './query.js';
 import { dequeueWaiting, QueueSignal } from './queue-signal.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
-import { isTerminalStatus, nextRolloutState, type RolloutEvent, spanPromotes } from './rollout-status.js';
+import {
+  failureReasonOf,
+  isTerminalStatus,
+  nextRolloutState,
+  type RolloutEvent,
+  spanPromotes,
+} from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
 import type {
   Attempt,
@@ -195,13 +203,18 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       const rollout = this.backend.getRollout(id);
       if (rollout === undefined) continue;
       const next = nextRolloutState(
-        { status: rollout.status, end_time: rollout.end_time, queued: true },
+        { status: rollout.status, end_time: rollout.end_time, failure_reason: failureReasonOf(rollout), queued: true },
         { kind: 'dequeued' },
         now,
       );
       if (next.skipped) continue;
       const attempt = this.#createAttempt(rollout.rollout_id, { now, workerId });
-      const updated: Rollout = { ...rollout, status: next.status, end_time: next.end_time };
+      const updated: Rollout = {
+        ...rollout,
+        status: next.status,
+        end_time: next.end_time,
+        failure_reason: next.failure_reason,
+      };
       this.backend.putRollout(updated);
       claimed.push({ ...updated, attempt });
     }
@@ -244,7 +257,12 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       this.backend.putRollout(next);
       result = next;
     } else {
-      result = this.#applyRollout(next, { kind: 'status_updated', status }, { now: nowSeconds(), workerId: null });
+      const reason = validFailureReason(update.failure_reason);
+      result = this.#applyRollout(
+        next,
+        { kind: 'status_updated', status, reason },
+        { now: nowSeconds(), workerId: null },
+      );
     }
     await this.backend.durable();
     return clone(this.#stripAttempt(result));
@@ -258,6 +276,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     if (attempt === undefined) throw notFound('Attempt', `${rolloutId}/${attemptId}`, 'attempt_id');
     let status: AttemptStatus | undefined;
     if (Object.hasOwn(update, 'status')) status = validAttemptStatus(update.status);
+    const reason = validFailureReason(update.failure_reason);
     const now = nowSeconds();
     let next: Attempt = { ...attempt };
     if (Object.hasOwn(update, 'worker_id')) next.worker_id = update.worker_id ?? null;
@@ -272,7 +291,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     if (status !== undefined && isLatest) {
       this.#applyRollout(
         rollout,
-        { kind: 'latest_attempt_changed', attempt: next, config: rollout.config },
+        { kind: 'latest_attempt_changed', attempt: next, config: rollout.config, reason },
         { now, workerId: null },
       );
     }
@@ -634,8 +653,17 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   ): AttemptedRollout {
     const { now } = context;
     const queued = this.backend.isQueued(rollout.rollout_id);
-    const next = nextRolloutState({ status: rollout.status, end_time: rollout.end_time, queued }, event, now);
-    const updated: Rollout = { ...rollout, status: next.status, end_time: next.end_time };
+    const next = nextRolloutState(
+      { status: rollout.status, end_time: rollout.end_time, failure_reason: failureReasonOf(rollout), queued },
+      event,
+      now,
+    );
+    const updated: Rollout = {
+      ...rollout,
+      status: next.status,
+      end_time: next.end_time,
+      failure_reason: next.failure_reason,
+    };
     let attempt: Attempt | undefined;
     if (next.createAttempt) attempt = this.#createAttempt(rollout.rollout_id, context);
     this.backend.putRollout(updated);
@@ -714,6 +742,8 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       status: 'queuing',
       config: normaliseRolloutConfig(request.config),
       metadata: request.metadata == null ? {} : clone(request.metadata),
+      failure_reason: null,
+      history: emptyHistoryTotals(),
     };
   }
 
@@ -768,6 +798,11 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     const span = normaliseSpan(input, sequenceId);
     this.backend.insertSpan(span);
     this.#heartbeat(rolloutId, attemptId, now);
+    const history = historyIncrements([span]);
+    const rollout = history === null ? undefined : this.backend.getRollout(rolloutId);
+    if (history !== null && rollout !== undefined) {
+      this.backend.putRollout({ ...rollout, history: addHistoryTotals(historyTotalsOf(rollout), history) });
+    }
     return span;
   }
 

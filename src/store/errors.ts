@@ -1,7 +1,8 @@
 // Errors a store raises for the caller's mistakes. The REST layer maps `code` to a status
-// (not_found -> 404, invalid_argument -> 400, conflict -> 409, evicted -> 410); anything else is a bug (500).
+// (not_found -> 404, invalid_argument -> 400, conflict -> 409, evicted -> 410, unavailable -> 503 with a retry
+// hint: the storage refused the write, not the caller); anything else is a bug (500).
 
-export const STORE_ERROR_CODES = ['not_found', 'invalid_argument', 'conflict', 'evicted'] as const;
+export const STORE_ERROR_CODES = ['not_found', 'invalid_argument', 'conflict', 'evicted', 'unavailable'] as const;
 export type StoreErrorCode = (typeof STORE_ERROR_CODES)[number];
 
 const STORE_ERROR_BRAND = Symbol.for('rollgate.StoreError');

@@ -7,6 +7,8 @@ import {
   ATTEMPT_STATUSES,
   type AttemptStatus,
   type EnqueueRolloutRequest,
+  FAILURE_REASONS,
+  type FailureReason,
   MAX_DEQUEUE_WAIT_MS,
   type NamedResources,
   ROLLOUT_MODES,
@@ -98,6 +100,19 @@ export function validRolloutStatus(status: RolloutStatus | undefined): RolloutSt
     throw new StoreError('invalid_argument', `Invalid status: ${String(status)}`, { param: 'status' });
   }
   return status;
+}
+
+/** A stated failure reason; absent and null both mean "not stated" (the status machine picks a default). */
+export function validFailureReason(reason: FailureReason | null | undefined): FailureReason | null {
+  if (reason === null || reason === undefined) return null;
+  if (!FAILURE_REASONS.includes(reason)) {
+    throw new StoreError(
+      'invalid_argument',
+      `Invalid failure_reason: ${String(reason)}, allowed values are: ${FAILURE_REASONS.join(', ')}`,
+      { param: 'failure_reason' },
+    );
+  }
+  return reason;
 }
 
 export function validAttemptStatus(status: AttemptStatus | undefined): AttemptStatus {

@@ -142,6 +142,20 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE resources ALTER COLUMN touched DROP DEFAULT;
     `,
   },
+  {
+    version: 4,
+    description: 'why a rollout failed or was cancelled; per-rollout faithful-history totals',
+    sql: `
+      -- NULL unless the status is failed or cancelled; rows finished before this column existed stay NULL.
+      ALTER TABLE rollouts ADD COLUMN failure_reason text COLLATE "C";
+      -- Calls per rollgate.history.status, raised by span writes; rollouts recorded earlier start at 0.
+      ALTER TABLE rollouts
+        ADD COLUMN history_linear integer NOT NULL DEFAULT 0,
+        ADD COLUMN history_healed integer NOT NULL DEFAULT 0,
+        ADD COLUMN history_forked integer NOT NULL DEFAULT 0,
+        ADD COLUMN history_bypassed integer NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /** Quotes an SQL identifier (schema names come from configuration). */

@@ -16,7 +16,7 @@ import {
   WORKER_COLUMNS,
   type WorkerRow,
 } from './postgres-rows.js';
-import { nextRolloutState, type RolloutEvent } from './rollout-status.js';
+import { failureReasonOf, nextRolloutState, type RolloutEvent } from './rollout-status.js';
 import type { Attempt, AttemptedRollout, Rollout, Worker } from './types.js';
 import { initialWorkerState, nextWorkerState, type WorkerEvent } from './worker-status.js';
 
@@ -145,7 +145,7 @@ export async function writeAttempt(c: PoolClient, attempt: Attempt): Promise<voi
 export async function writeRolloutFields(c: PoolClient, rollout: Rollout): Promise<void> {
   await c.query(
     `UPDATE rollouts SET input = $2, end_time = $3, mode = $4, resources_id = $5, status = $6, config = $7,
-       metadata = $8 WHERE rollout_id = $1`,
+       metadata = $8, failure_reason = $9 WHERE rollout_id = $1`,
     [
       rollout.rollout_id,
       JSON.stringify(rollout.input ?? null),
@@ -155,6 +155,7 @@ export async function writeRolloutFields(c: PoolClient, rollout: Rollout): Promi
       rollout.status,
       JSON.stringify(rollout.config),
       jsonParam(rollout.metadata),
+      rollout.failure_reason,
     ],
   );
 }
@@ -181,14 +182,24 @@ export async function applyRolloutEvent(
 ): Promise<AttemptedRollout | Rollout> {
   const { rollout } = locked;
   const next = nextRolloutState(
-    { status: rollout.status, end_time: rollout.end_time, queued: locked.queued },
+    {
+      status: rollout.status,
+      end_time: rollout.end_time,
+      failure_reason: failureReasonOf(rollout),
+      queued: locked.queued,
+    },
     event,
     ctx.now,
   );
   let attempt: Attempt | null = null;
   if (next.createAttempt) attempt = await createAttempt(c, locked, ctx);
-  const updated: Rollout = { ...rollout, status: next.status, end_time: next.end_time };
-  const update = `UPDATE rollouts SET status = $2, end_time = $3, attempt_count = $6,
+  const updated: Rollout = {
+    ...rollout,
+    status: next.status,
+    end_time: next.end_time,
+    failure_reason: next.failure_reason,
+  };
+  const update = `UPDATE rollouts SET status = $2, end_time = $3, attempt_count = $6, failure_reason = $7,
        queue_pos = CASE WHEN $4::boolean THEN nextval('queue_order') WHEN $5::boolean THEN queue_pos ELSE NULL END
      WHERE rollout_id = $1`;
   const values: unknown[] = [
@@ -198,6 +209,7 @@ export async function applyRolloutEvent(
     next.enqueue,
     next.queued,
     locked.attemptCount,
+    updated.failure_reason,
   ];
   if (next.releaseWaiters) {
     // Entering a terminal status (the machine's releaseWaiters): the completion log entry and the notification
@@ -207,14 +219,14 @@ export async function applyRolloutEvent(
       `WITH changed AS (${update} RETURNING 1),
          counter AS (UPDATE completion_counter SET last_seq = last_seq + 1 RETURNING last_seq),
          logged AS (INSERT INTO completions (seq, rollout_id, status, time)
-                    SELECT last_seq, $1, $2, $9 FROM counter)
-       SELECT pg_notify($7, $8) FROM changed`,
+                    SELECT last_seq, $1, $2, $10 FROM counter)
+       SELECT pg_notify($8, $9) FROM changed`,
       [...values, NOTIFY_CHANNEL, finishedPayload(ctx.schema, rollout.rollout_id), ctx.now],
     );
     ctx.effects.finished.push(rollout.rollout_id);
   } else if (next.enqueue) {
     // Back in the queue (a retry): long-poll dequeues on every replica wake on commit.
-    await c.query(`WITH changed AS (${update} RETURNING 1) SELECT pg_notify($7, $8) FROM changed`, [
+    await c.query(`WITH changed AS (${update} RETURNING 1) SELECT pg_notify($8, $9) FROM changed`, [
       ...values,
       NOTIFY_CHANNEL,
       queuedPayload(ctx.schema),

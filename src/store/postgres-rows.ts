@@ -4,6 +4,7 @@ import type {
   Attempt,
   AttemptStatus,
   Attributes,
+  FailureReason,
   JsonObject,
   ResourcesUpdate,
   Rollout,
@@ -15,7 +16,7 @@ import type {
 } from './types.js';
 
 export const ROLLOUT_COLUMNS =
-  'r.rollout_id, r.ord, r.input, r.start_time, r.end_time, r.mode, r.resources_id, r.status, r.config, r.metadata, r.queue_pos, r.attempt_count';
+  'r.rollout_id, r.ord, r.input, r.start_time, r.end_time, r.mode, r.resources_id, r.status, r.config, r.metadata, r.failure_reason, r.history_linear, r.history_healed, r.history_forked, r.history_bypassed, r.queue_pos, r.attempt_count';
 export const ATTEMPT_COLUMNS =
   'a.rollout_id, a.attempt_id, a.sequence_id, a.start_time, a.end_time, a.status, a.worker_id, a.last_heartbeat_time, a.metadata';
 /** The latest attempt of `r`, prefixed `la_` so it can sit in the same row. */
@@ -30,10 +31,15 @@ export const SPAN_COLUMNS =
   's.rollout_id, s.attempt_id, s.span_id, s.sequence_id, s.trace_id, s.parent_id, s.name, s.start_time, s.end_time, s.body, s.int_arrays';
 
 // Rows are the store objects with enum columns read back as plain text, plus the columns only SQL uses.
-export interface RolloutRow extends Omit<Rollout, 'mode' | 'status'> {
+export interface RolloutRow extends Omit<Rollout, 'mode' | 'status' | 'failure_reason' | 'history'> {
   ord: number;
   mode: string | null;
   status: string;
+  failure_reason: string | null;
+  history_linear: number;
+  history_healed: number;
+  history_forked: number;
+  history_bypassed: number;
   queue_pos: number | null;
   attempt_count: number;
 }
@@ -100,6 +106,13 @@ export function rowToRollout(row: RolloutRow): Rollout {
     status: row.status as RolloutStatus,
     config: row.config,
     metadata: row.metadata,
+    failure_reason: row.failure_reason as FailureReason | null,
+    history: {
+      linear: row.history_linear,
+      healed: row.history_healed,
+      forked: row.history_forked,
+      bypassed: row.history_bypassed,
+    },
   };
 }
 

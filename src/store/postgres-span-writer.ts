@@ -6,6 +6,7 @@ import type { PoolClient } from 'pg';
 import type { Logger } from '../logger.js';
 import { nextAttemptState } from './attempt-status.js';
 import { StoreError } from './errors.js';
+import { emptyHistoryTotals, historyIncrements, historyStatusOf } from './history-totals.js';
 import { notFound, validateJsonDepth } from './input-validation.js';
 import {
   type ApplyContext,
@@ -17,7 +18,7 @@ import {
   type TxEffects,
 } from './postgres-ops.js';
 import { encodeSpan } from './postgres-rows.js';
-import { nextRolloutState } from './rollout-status.js';
+import { failureReasonOf, nextRolloutState } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
 import type { Attempt, Span, SpanInput } from './types.js';
 
@@ -118,6 +119,7 @@ export async function writeSpansInTransaction(c: PoolClient, options: SpanBatchO
     await heartbeat(c, { span, locked, attempts, dirty, ctx });
   }
   await writeHeartbeats(c, [...dirty.values()]);
+  await raiseHistoryTotals(c, stored);
 
   fresh.forEach((i, k) => {
     outcomes[i] = { ok: true, span: stored[k] as Span };
@@ -327,12 +329,14 @@ async function writeWithExplicitIds(
   );
   const inserted = new Set(res.rows.map((r) => `${attemptKey(r.rollout_id, r.attempt_id)}\u0000${r.span_id}`));
   const beaten = new Set<string>();
+  const written: Span[] = [];
   fresh.forEach((i, k) => {
     const span = stored[k] as Span;
     const key = attemptKey(span.rollout_id, span.attempt_id);
     if (inserted.has(`${key}\u0000${span.span_id}`)) {
       outcomes[i] = { ok: true, span };
       beaten.add(key);
+      written.push(span);
     } else {
       options.logger.debug('duplicated span added', {
         rid: span.rollout_id,
@@ -342,6 +346,7 @@ async function writeWithExplicitIds(
       outcomes[i] = { ok: true, span: null };
     }
   });
+  await raiseHistoryTotals(c, written);
   // Rare follow-ups (the first span of an attempt): rollout promotion and the worker's status.
   for (const [key, plan] of planned) {
     if (!beaten.has(key)) continue;
@@ -349,7 +354,12 @@ async function writeWithExplicitIds(
     const rollout = locked.get(plan.after.rollout_id);
     if (rollout !== undefined && plan.after.sequence_id === rollout.attemptCount) {
       const event = { kind: 'span_on_latest_attempt', attemptStatus: plan.after.status } as const;
-      const state = { status: rollout.rollout.status, end_time: rollout.rollout.end_time, queued: rollout.queued };
+      const state = {
+        status: rollout.rollout.status,
+        end_time: rollout.rollout.end_time,
+        failure_reason: failureReasonOf(rollout.rollout),
+        queued: rollout.queued,
+      };
       if (nextRolloutState(state, event, ctx.now).changed) await applyRolloutEvent(c, rollout, event, ctx);
     }
     if (plan.changed && plan.after.worker_id !== null) {
@@ -391,7 +401,12 @@ async function heartbeat(
   if (next.sequence_id === rollout.attemptCount) {
     const event = { kind: 'span_on_latest_attempt', attemptStatus: next.status } as const;
     const promoted = nextRolloutState(
-      { status: rollout.rollout.status, end_time: rollout.rollout.end_time, queued: rollout.queued },
+      {
+        status: rollout.rollout.status,
+        end_time: rollout.rollout.end_time,
+        failure_reason: failureReasonOf(rollout.rollout),
+        queued: rollout.queued,
+      },
       event,
       ctx.now,
     );
@@ -405,6 +420,34 @@ async function heartbeat(
       ctx.now,
     );
   }
+}
+
+/**
+ * Adds the history statuses of spans just inserted to their rollouts' totals; no statement at all when none
+ * carries one (pools without faithful history). The rollout rows are already locked by this transaction.
+ */
+async function raiseHistoryTotals(c: PoolClient, spans: readonly Span[]): Promise<void> {
+  const byRollout = new Map<string, Span[]>();
+  for (const span of spans) {
+    if (historyStatusOf(span) === null) continue;
+    const list = byRollout.get(span.rollout_id) ?? [];
+    list.push(span);
+    byRollout.set(span.rollout_id, list);
+  }
+  if (byRollout.size === 0) return;
+  const ids: string[] = [];
+  const adds: Array<ReturnType<typeof emptyHistoryTotals>> = [];
+  for (const [id, list] of byRollout) {
+    ids.push(id);
+    adds.push(historyIncrements(list) ?? emptyHistoryTotals());
+  }
+  await c.query(
+    `UPDATE rollouts r SET history_linear = r.history_linear + v.l, history_healed = r.history_healed + v.h,
+       history_forked = r.history_forked + v.f, history_bypassed = r.history_bypassed + v.b
+     FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[]) AS v(rollout_id, l, h, f, b)
+     WHERE r.rollout_id = v.rollout_id`,
+    [ids, adds.map((t) => t.linear), adds.map((t) => t.healed), adds.map((t) => t.forked), adds.map((t) => t.bypassed)],
+  );
 }
 
 async function writeHeartbeats(c: PoolClient, attempts: readonly Attempt[]): Promise<void> {

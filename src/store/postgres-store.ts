@@ -12,6 +12,7 @@ import { silentLogger } from '../logger.js';
 import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js';
 import { validateCompletionQuery } from './completion-query.js';
 import { StoreError } from './errors.js';
+import { emptyHistoryTotals } from './history-totals.js';
 import { newResourcesId, newRolloutId } from './ids.js';
 import {
   notFound,
@@ -21,6 +22,7 @@ import {
   validateResources,
   validateWorkerStatusIn,
   validConfigUpdate,
+  validFailureReason,
   validMetadata,
   validMode,
   validRolloutStatus,
@@ -82,7 +84,7 @@ import {
 } from './query.js';
 import { dequeueWaiting, QueueSignal } from './queue-signal.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
-import { nextRolloutState } from './rollout-status.js';
+import { failureReasonOf, nextRolloutState } from './rollout-status.js';
 import {
   type Attempt,
   type AttemptedRollout,
@@ -399,7 +401,12 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
         for (const row of res.rows) {
           const locked = lockedFromRow(row);
           const isStale = nextRolloutState(
-            { status: locked.rollout.status, end_time: locked.rollout.end_time, queued: true },
+            {
+              status: locked.rollout.status,
+              end_time: locked.rollout.end_time,
+              failure_reason: failureReasonOf(locked.rollout),
+              queued: true,
+            },
             { kind: 'dequeued' },
             ctx.now,
           ).skipped;
@@ -459,8 +466,9 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       await writeRolloutFields(c, next);
       locked.rollout = next;
       if (status === undefined) return next;
+      const reason = validFailureReason(update.failure_reason);
       const ctx: ApplyContext = { now: nowSeconds(), workerId: null, schema: this.schema, effects };
-      return stripAttempt(await applyRolloutEvent(c, locked, { kind: 'status_updated', status }, ctx));
+      return stripAttempt(await applyRolloutEvent(c, locked, { kind: 'status_updated', status, reason }, ctx));
     });
   }
 
@@ -477,6 +485,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       if (attempt === null) throw notFound('Attempt', `${rolloutId}/${attemptId}`, 'attempt_id');
       let status: AttemptStatus | undefined;
       if (Object.hasOwn(update, 'status')) status = validAttemptStatus(update.status);
+      const reason = validFailureReason(update.failure_reason);
       const now = nowSeconds();
       let next: Attempt = { ...attempt };
       if (Object.hasOwn(update, 'worker_id')) next.worker_id = update.worker_id ?? null;
@@ -492,7 +501,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
         await applyRolloutEvent(
           c,
           locked,
-          { kind: 'latest_attempt_changed', attempt: next, config: locked.rollout.config },
+          { kind: 'latest_attempt_changed', attempt: next, config: locked.rollout.config, reason },
           ctx,
         );
       }
@@ -1071,7 +1080,11 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     const { requests, kind, now } = options;
     const n = requests.length;
     // The machine decides the initial state; 'started' is inserted as queuing and moved by applyRolloutEvent.
-    const initial = nextRolloutState({ status: 'queuing', end_time: null, queued: false }, { kind: 'enqueued' }, now);
+    const initial = nextRolloutState(
+      { status: 'queuing', end_time: null, failure_reason: null, queued: false },
+      { kind: 'enqueued' },
+      now,
+    );
     const enqueue = kind === 'enqueued' && initial.enqueue;
     const seq = await c.query<{ ord: number; pos: number }>(
       `SELECT nextval('rollout_order') AS ord, nextval('queue_order') AS pos FROM generate_series(1, $1)`,
@@ -1093,6 +1106,8 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       status: initial.status,
       config: normaliseRolloutConfig(request.config),
       metadata: request.metadata == null ? {} : request.metadata,
+      failure_reason: initial.failure_reason,
+      history: emptyHistoryTotals(),
     }));
     const res = await c.query<{ rollout_id: string }>(
       `INSERT INTO rollouts (rollout_id, ord, input, start_time, end_time, mode, resources_id, status, config, metadata,

@@ -1,7 +1,7 @@
 // contracts.md §3.3: the rollout state machine as a pure function (no I/O, no clock reads).
 // Backends feed it the rollout's current state, an event and `now`, and apply what comes out.
 import { assertNever } from './assert-never.js';
-import type { Attempt, AttemptStatus, RolloutConfig, RolloutStatus } from './types.js';
+import type { Attempt, AttemptStatus, FailureReason, Rollout, RolloutConfig, RolloutStatus } from './types.js';
 import { QUEUING_STATUSES, TERMINAL_STATUSES } from './types.js';
 
 const QUEUING: RolloutStatus = 'queuing';
@@ -9,10 +9,16 @@ const REQUEUING: RolloutStatus = 'requeuing';
 const PREPARING: RolloutStatus = 'preparing';
 const RUNNING: RolloutStatus = 'running';
 const FAILED: RolloutStatus = 'failed';
+const CANCELLED: RolloutStatus = 'cancelled';
 const ATTEMPT_RUNNING: AttemptStatus = 'running';
 
 /** Statuses a span on the latest attempt promotes to `running` (v0.3 misspells "queuing" here; we do not). */
 export const SPAN_PROMOTABLE_STATUSES: readonly RolloutStatus[] = [PREPARING, QUEUING, REQUEUING];
+
+/** A stored rollout's reason; rows written before the field existed have none. */
+export function failureReasonOf(rollout: Pick<Rollout, 'failure_reason'>): FailureReason | null {
+  return rollout.failure_reason ?? null;
+}
 
 export function isQueuingStatus(status: RolloutStatus): boolean {
   return QUEUING_STATUSES.includes(status);
@@ -55,6 +61,8 @@ export function rolloutStatusFromAttempt(
 export interface RolloutState {
   status: RolloutStatus;
   end_time: number | null;
+  /** Why the rollout failed or was cancelled; null in every other status. */
+  failure_reason: FailureReason | null;
   /** Whether the rollout id currently sits in the FIFO queue (possibly as a stale entry dequeue will skip). */
   queued: boolean;
 }
@@ -71,9 +79,15 @@ export type RolloutEvent =
   /** A span arrived for the latest attempt; `attemptStatus` is the attempt's status after the heartbeat. */
   | { kind: 'span_on_latest_attempt'; attemptStatus: AttemptStatus }
   /** The latest attempt's status changed (update_attempt or watchdog). */
-  | { kind: 'latest_attempt_changed'; attempt: Pick<Attempt, 'status' | 'sequence_id'>; config: RolloutConfig }
+  | {
+      kind: 'latest_attempt_changed';
+      attempt: Pick<Attempt, 'status' | 'sequence_id'>;
+      config: RolloutConfig;
+      /** The reason the writer gave with the attempt's status (update_attempt failure_reason). */
+      reason?: FailureReason | null;
+    }
   /** update_rollout(status=…). */
-  | { kind: 'status_updated'; status: RolloutStatus };
+  | { kind: 'status_updated'; status: RolloutStatus; reason?: FailureReason | null };
 
 export interface RolloutTransition extends RolloutState {
   /** The status differs from the state's. */
@@ -91,10 +105,13 @@ export interface RolloutTransition extends RolloutState {
 export function nextRolloutState(state: RolloutState, event: RolloutEvent, now: number): RolloutTransition {
   switch (event.kind) {
     case 'enqueued':
-      return { ...moveTo({ status: QUEUING, end_time: null, queued: false }, QUEUING, now), changed: true };
+      return {
+        ...moveTo({ status: QUEUING, end_time: null, failure_reason: null, queued: false }, QUEUING, now),
+        changed: true,
+      };
     case 'started':
       return {
-        ...moveTo({ status: PREPARING, end_time: null, queued: false }, PREPARING, now),
+        ...moveTo({ status: PREPARING, end_time: null, failure_reason: null, queued: false }, PREPARING, now),
         changed: true,
         createAttempt: true,
       };
@@ -110,16 +127,59 @@ export function nextRolloutState(state: RolloutState, event: RolloutEvent, now: 
     case 'span_on_latest_attempt':
       return moveTo(state, spanPromotes(state.status, event.attemptStatus) ? RUNNING : state.status, now);
     case 'latest_attempt_changed':
-      return moveTo(state, rolloutStatusFromAttempt(event.attempt, event.config), now);
+      return moveTo(state, rolloutStatusFromAttempt(event.attempt, event.config), now, {
+        given: event.reason ?? null,
+        implied: reasonOfAttemptStatus(event.attempt.status),
+      });
     case 'status_updated':
-      return moveTo(state, event.status, now);
+      return moveTo(state, event.status, now, { given: event.reason ?? null, implied: null });
     default:
       return assertNever(event);
   }
 }
 
+/** The reason an attempt's own status implies when its writer gave none. */
+function reasonOfAttemptStatus(status: AttemptStatus): FailureReason | null {
+  switch (status) {
+    case 'timeout':
+      return 'timeout';
+    case 'unresponsive':
+      return 'unresponsive';
+    case 'preparing':
+    case 'running':
+    case 'succeeded':
+    case 'failed':
+      return null;
+    default:
+      return assertNever(status);
+  }
+}
+
+interface ReasonHint {
+  /** Stated by the writer of this event. */
+  readonly given: FailureReason | null;
+  /** Implied by the event itself (an attempt that timed out). */
+  readonly implied: FailureReason | null;
+}
+
+/**
+ * The reason after a move: only failed and cancelled carry one. A stated reason wins; entering the status
+ * without one takes the implied reason, else the status's default; staying keeps the reason already recorded.
+ */
+function reasonAfter(state: RolloutState, status: RolloutStatus, hint: ReasonHint): FailureReason | null {
+  if (status !== FAILED && status !== CANCELLED) return null;
+  if (hint.given !== null) return hint.given;
+  if (status === state.status && state.failure_reason !== null) return state.failure_reason;
+  return hint.implied ?? (status === CANCELLED ? 'cancelled' : 'unknown');
+}
+
 /** Applies the common rules of any status write: terminal => end_time + waiters; queuing => enqueue once. */
-function moveTo(state: RolloutState, status: RolloutStatus, now: number): RolloutTransition {
+function moveTo(
+  state: RolloutState,
+  status: RolloutStatus,
+  now: number,
+  hint: ReasonHint = { given: null, implied: null },
+): RolloutTransition {
   const changed = status !== state.status;
   let endTime = state.end_time;
   let releaseWaiters = false;
@@ -134,6 +194,7 @@ function moveTo(state: RolloutState, status: RolloutStatus, now: number): Rollou
   return {
     status,
     end_time: endTime,
+    failure_reason: reasonAfter(state, status, hint),
     queued: state.queued || enqueue,
     changed,
     enqueue,

@@ -20,8 +20,9 @@ import { ATTR_PROMPT_TOKEN_IDS, ATTR_RESPONSE_TOKEN_IDS } from '../tracing/attri
 import { assertNever } from './assert-never.js';
 import type { EVICTED, PendingKeys } from './backend.js';
 import { StoreError } from './errors.js';
+import { historyTotalsOf } from './history-totals.js';
 import { MemoryBackend } from './memory-backend.js';
-import { type FileIdentity, fileIdentity, fileProblem, storageFailure } from './sqlite-file-guard.js';
+import { type FileIdentity, fileIdentity, fileProblem, openFailure, storageFailure } from './sqlite-file-guard.js';
 import { migrate } from './sqlite-schema.js';
 import { unpackIntArrays } from './token-ids-codec.js';
 import {
@@ -132,7 +133,11 @@ function serialised<T>(produce: () => T): T {
 }
 
 /** A unit's failure as its caller sees it: an unstorable value is their invalid argument; the rest is ours. */
-function unitFailure(error: unknown): unknown {
+function unitFailure(error: unknown, lost: string | null): unknown {
+  // The storage refused, not the data: the caller may retry the same write once the storage is back.
+  const refused = error instanceof StorageLost ? lost : storageFailure(error);
+  if (refused !== null)
+    return new StoreError('unavailable', `The store cannot take writes: ${refused}`, { cause: error });
   if (!(error instanceof UnstorableValue)) return error;
   return new StoreError('invalid_argument', `A value of this write cannot be stored: ${error.message}`, {
     cause: error.cause,
@@ -215,7 +220,11 @@ export class SqliteBackend extends MemoryBackend {
     this.#onFlushError = options.onFlushError ?? (() => {});
     this.#onWriteHealth = options.onWriteHealth ?? (() => {});
     this.#path = options.path;
-    this.#db = new Database(options.path);
+    try {
+      this.#db = new Database(options.path);
+    } catch (error) {
+      throw openFailure(options.path, error);
+    }
     try {
       // Right after the open, the file at the path is the one the handle holds.
       this.#identity = fileIdentity(options.path);
@@ -235,7 +244,8 @@ export class SqliteBackend extends MemoryBackend {
       this.#load();
     } catch (error) {
       this.#db.close();
-      throw error;
+      // SQLite opens a read-only file without complaint and fails at the first write (the WAL switch).
+      throw storageFailure(error) === null ? error : openFailure(options.path, error);
     }
     const interval = options.fileCheckIntervalMs ?? DEFAULT_FILE_CHECK_INTERVAL_MS;
     if (this.#identity !== null && interval > 0) {
@@ -357,7 +367,7 @@ export class SqliteBackend extends MemoryBackend {
   #load(): void {
     const db = this.#db;
     for (const row of db.prepare<[], { data: string }>('SELECT data FROM rollouts ORDER BY rowid').iterate()) {
-      super.putRollout(JSON.parse(row.data) as Rollout);
+      super.putRollout(storedRollout(row.data));
     }
     const queued = db
       .prepare<[], { rollout_id: string; queue_pos: number }>(
@@ -742,7 +752,7 @@ export class SqliteBackend extends MemoryBackend {
         this.#spanBytes += this.#writeTx([unit], { counters: false });
       } catch (error) {
         this.#bases.clear();
-        failures.set(unit, unitFailure(error));
+        failures.set(unit, unitFailure(error, this.#lost));
       }
     }
     if (failures.size > 0) this.#undo([...failures.keys()]);
@@ -801,7 +811,7 @@ export class SqliteBackend extends MemoryBackend {
         this.#spanKeys.delete(id);
         this.#bases.forgetRollout(id);
       } else {
-        super.putRollout(JSON.parse(row.data) as Rollout);
+        super.putRollout(storedRollout(row.data));
         this.#restoreQueuePlace(id, row.queue_pos);
       }
       this.replaceAttempts(
@@ -980,4 +990,10 @@ export class SqliteBackend extends MemoryBackend {
     this.#closed = true;
     this.#db.close();
   }
+}
+
+/** A rollout row; rows written before `failure_reason` and `history` existed read back with none. */
+function storedRollout(data: string): Rollout {
+  const rollout = JSON.parse(data) as Rollout;
+  return { ...rollout, failure_reason: rollout.failure_reason ?? null, history: historyTotalsOf(rollout) };
 }

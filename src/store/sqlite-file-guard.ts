@@ -2,7 +2,8 @@
 // (deleted or replaced while the process runs). Writes then still succeed, into an inode nothing will open again,
 // and after a restart the store is silently empty. Also: which commit errors mean the storage refuses writes
 // (read-only file system, disk full, I/O errors), as opposed to a value that cannot be stored.
-import { statSync } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 export interface FileIdentity {
   readonly dev: number;
@@ -54,4 +55,24 @@ export function storageFailure(error: unknown): string | null {
   if (!STORAGE_CODES.some((prefix) => code === prefix || code.startsWith(`${prefix}_`))) return null;
   const message = error instanceof Error ? error.message : String(error);
   return `the database refuses writes (${code}: ${message})`;
+}
+
+/**
+ * Why the database at `path` could not be opened, naming the file and, where the OS tells, the cause SQLite's own
+ * message leaves out ("unable to open database file" says neither which file nor that its file system is read-only).
+ */
+export function openFailure(path: string, error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  let cause = '';
+  for (const target of [path, dirname(path)]) {
+    try {
+      accessSync(target, constants.W_OK);
+    } catch (problem) {
+      const code = typeof problem === 'object' && problem !== null && 'code' in problem ? String(problem.code) : '';
+      if (code === 'EROFS') cause = ' (its file system is mounted read-only)';
+      else if (code === 'EACCES' || code === 'EPERM') cause = ` (${target} is not writable by this process)`;
+      if (cause !== '') break;
+    }
+  }
+  return new Error(`the SQLite database ${path} cannot be opened for writing: ${message}${cause}`, { cause: error });
 }

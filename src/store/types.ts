@@ -24,6 +24,24 @@ export type WorkerStatus = (typeof WORKER_STATUSES)[number];
 export const ROLLOUT_MODES = ['train', 'val', 'test'] as const;
 export type RolloutMode = (typeof ROLLOUT_MODES)[number];
 
+/**
+ * Why a rollout ended early (rollgate addition): a failed or cancelled rollout carries one, so a trainer can tell
+ * an infrastructure failure (no sample of the policy) from a bad answer (a real reward). `unknown`: a client
+ * marked it failed without saying why.
+ */
+export const FAILURE_REASONS = [
+  'upstream_error',
+  'timeout',
+  'unresponsive',
+  'gateway_paused',
+  'agent_crash',
+  'runner_kill',
+  'cancelled',
+  'recording_failed',
+  'unknown',
+] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
 export const QUEUING_STATUSES: readonly RolloutStatus[] = ['queuing', 'requeuing'];
 export const RUNNING_STATUSES: readonly RolloutStatus[] = ['preparing', 'running'];
 export const TERMINAL_STATUSES: readonly RolloutStatus[] = ['failed', 'succeeded', 'cancelled'];
@@ -51,6 +69,18 @@ export interface Rollout {
   status: RolloutStatus;
   config: RolloutConfig;
   metadata: JsonObject | null;
+  /** Set while the status is failed or cancelled; null otherwise (rollgate addition, see FAILURE_REASONS). */
+  failure_reason: FailureReason | null;
+  /** How many of its calls (all attempts) faithful history recorded with each status (rollgate addition). */
+  history: HistoryTotals;
+}
+
+/** Calls per `rollgate.history.status` (docs/trajectories.md); all 0 when the pool does not use faithful history. */
+export interface HistoryTotals {
+  linear: number;
+  healed: number;
+  forked: number;
+  bypassed: number;
 }
 
 export interface Attempt {
@@ -271,6 +301,8 @@ export interface RolloutUpdate {
   status?: RolloutStatus;
   config?: Partial<RolloutConfig>;
   metadata?: JsonObject | null;
+  /** Only read with `status` failed or cancelled: why (default `unknown` for failed, `cancelled` for cancelled). */
+  failure_reason?: FailureReason | null;
 }
 
 export interface AttemptUpdate {
@@ -278,6 +310,8 @@ export interface AttemptUpdate {
   worker_id?: string | null;
   last_heartbeat_time?: number | null;
   metadata?: JsonObject | null;
+  /** With a failing `status`: why, carried to the rollout when this attempt's failure ends it. */
+  failure_reason?: FailureReason | null;
 }
 
 export interface WorkerUpdate {

@@ -93,7 +93,7 @@ export const ATTR_CALL_ROLE = 'rollgate.call.role' as const;
 export const CALL_ROLE_VALUE_MAIN = 'main' as const;
 export const CALL_ROLE_VALUE_AUXILIARY = 'auxiliary' as const;
 /**
- * What told the role: `header` (the harness said so), `max_tokens` (a 1-token probe), `prompt` (a known
+ * What told the role: `header` (the harness said so), `probe` (a one-token quota or key check), `prompt` (a known
  * housekeeping prompt) or `default` (nothing marked it auxiliary).
  */
 export const ATTR_CALL_ROLE_SOURCE = 'rollgate.call.role_source' as const;

@@ -21,6 +21,7 @@ import {
   type AuditSample,
   type AuditWorld,
   auditReader,
+  batchAuditSample,
   expectedBatchDrops,
   expectedMetrics,
   type ReportedDrop,
@@ -231,17 +232,7 @@ export class AuditRig {
       maxResponseLength: 1 << 20,
       rewardFillna: 0,
     });
-    const batchSamples: AuditSample[] = batch.samples.map((s) => ({
-      source: 'batch',
-      rolloutId: s.rollout_id,
-      promptIds: s.prompt_ids,
-      responseIds: s.response_ids,
-      responseMask: s.response_mask,
-      logprobs: s.logprobs,
-      modelVersion: s.model_version,
-      sequenceIds: s.sequence_ids,
-      logprobsMeaning: 'behaviour',
-    }));
+    const batchSamples = batch.samples.map(batchAuditSample);
     // The batch names no calls, only counts: each call's fate is checked through its samples, the counts here.
     problems.push(...auditReader(world, { samples: batchSamples, drops: null }));
     const wantDrops = expectedBatchDrops(world);

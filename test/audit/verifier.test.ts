@@ -4,7 +4,14 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { chatAgent } from './agents.js';
 import { type AttemptHandle, AuditRig, POLICY } from './rig.js';
-import { type AuditSample, type AuditWorld, auditReader, callTruths, verifySample } from './verifier.js';
+import {
+  type AuditSample,
+  type AuditWorld,
+  auditReader,
+  batchAuditSample,
+  callTruths,
+  verifySample,
+} from './verifier.js';
 
 let rig: AuditRig;
 let attempt: AttemptHandle;
@@ -26,17 +33,7 @@ beforeAll(async () => {
   world = await rig.world([attempt]);
   const [s] = report.batch.samples;
   if (!s) throw new Error('no sample recorded');
-  sample = {
-    source: 'batch',
-    rolloutId: s.rollout_id,
-    promptIds: s.prompt_ids,
-    responseIds: s.response_ids,
-    responseMask: s.response_mask,
-    logprobs: s.logprobs,
-    modelVersion: s.model_version,
-    sequenceIds: s.sequence_ids,
-    logprobsMeaning: 'behaviour',
-  };
+  sample = batchAuditSample(s);
 });
 afterAll(async () => {
   await rig?.close();

@@ -7,6 +7,7 @@
 // The verifier reads only facts the gateway cannot get wrong in its favour: a span's response id (to find the
 // ledger entry), its sequence id, its model version and declared logprobs mode, and the ids and logprobs the wire
 // carried (to say what a reader could know). It never calls the adapters it audits.
+import type { BatchSample } from '../../src/algorithms/rl/batch.js';
 import type { Span } from '../../src/store/types.js';
 import * as A from '../../src/tracing/attributes.js';
 import type { Ledger, LedgerEntry, TwinWeights } from '../servers/mock-vllm.js';
@@ -30,6 +31,21 @@ export interface AuditSample {
   readonly modelVersion: number | null;
   readonly sequenceIds: readonly number[];
   readonly logprobsMeaning: LogprobsMeaning;
+}
+
+/** An RL batch row as a sample: its logprobs must be the behaviour policy's (an importance ratio needs them). */
+export function batchAuditSample(s: BatchSample): AuditSample {
+  return {
+    source: 'batch',
+    rolloutId: s.rollout_id,
+    promptIds: s.prompt_ids,
+    responseIds: s.response_ids,
+    responseMask: s.response_mask,
+    logprobs: s.logprobs,
+    modelVersion: s.model_version,
+    sequenceIds: s.sequence_ids,
+    logprobsMeaning: 'behaviour',
+  };
 }
 
 /** Why a reader left a call out (or kept it without logprobs), as the readers name it. */

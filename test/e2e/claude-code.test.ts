@@ -6,34 +6,27 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spansToTrajectories } from '../../src/adapters/trajectories.js';
-import { spansToTriplets, type TrainingDrop } from '../../src/adapters/triplets.js';
 import * as A from '../../src/tracing/attributes.js';
 import {
+  chatCallsSince,
+  expectShellRoundTrip,
+  expectTrainableSpans,
   harnessBinary,
   harnessDirs,
   type ProxySink,
   proxyEnv,
   runHarness,
+  SHELL_TASK,
+  shellTaskModel,
   startProxySink,
 } from '../helpers/harness-process.js';
 import { type Harness, rolloutId, startHarness } from '../integration/gateway/harness.js';
-import type { MockChatMessage, MockRespond } from '../servers/mock-vllm.js';
-
-type Obj = Record<string, any>;
-
-const COMMAND = 'echo hi | tee out.txt';
-const FINAL_TEXT = 'Wrote out.txt.';
 
 /** The model: with Bash offered and no tool result yet, run the command; after the result, finish. */
-const respond: MockRespond = (prompt, ctx) => {
-  const messages: MockChatMessage[] = prompt.messages ?? [];
-  const offersBash = ctx.tools.some((t) => (t as Obj).function?.name === 'Bash');
-  if (offersBash && !messages.some((m) => m.role === 'tool')) {
-    return { toolCalls: [{ name: 'Bash', arguments: { command: COMMAND, description: 'Write hi to out.txt' } }] };
-  }
-  return FINAL_TEXT;
-};
+const respond = shellTaskModel({
+  tool: 'Bash',
+  args: { command: SHELL_TASK.command, description: 'Write hi to out.txt' },
+});
 
 const claude = harnessBinary('claude');
 if (!claude.runnable) console.warn(`Skipping the Claude Code end-to-end test: ${claude.detail}`);
@@ -53,10 +46,10 @@ describe.skipIf(!claude.runnable)(`Claude Code through rollgate (${claude.detail
   it('runs a tool call end to end; every call is a main-loop span with token ids, in sequence order', async () => {
     const rid = rolloutId('claude');
     const dirs = harnessDirs('claude');
-    const chatBefore = h.mock.requests.filter((r) => r.path === '/v1/chat/completions').length;
+    const chatBefore = chatCallsSince(h.mock, 0).length;
     const run = await runHarness({
       binary: claude.path,
-      args: ['-p', 'Write hi to out.txt with the shell.', '--allowedTools', 'Bash'],
+      args: ['-p', SHELL_TASK.prompt, '--allowedTools', 'Bash'],
       dirs,
       timeoutS: 25,
       env: {
@@ -75,44 +68,22 @@ describe.skipIf(!claude.runnable)(`Claude Code through rollgate (${claude.detail
       },
     });
     expect(run.code, `claude failed:\n${run.stdout}\n${run.stderr}`).toBe(0);
-    expect(run.stdout).toContain(FINAL_TEXT);
+    expect(run.stdout).toContain(SHELL_TASK.finalText);
     // The command really ran, in the task's directory.
     expect(readFileSync(join(dirs.work, 'out.txt'), 'utf8')).toBe('hi\n');
 
     // What the engine served: two chat calls, the second carrying the Bash call and its output as a tool message.
-    const chats = h.mock.requests.filter((r) => r.path === '/v1/chat/completions').slice(chatBefore);
-    expect(chats).toHaveLength(2);
-    const second = chats[1]?.body as Obj;
-    const asked = (second.messages as Obj[]).find((m) => m.role === 'assistant' && m.tool_calls);
-    const call = asked?.tool_calls[0];
-    expect(call?.function.name).toBe('Bash');
-    expect(JSON.parse(call?.function.arguments).command).toBe(COMMAND);
-    const result = (second.messages as Obj[]).find((m) => m.role === 'tool');
-    expect(result?.tool_call_id).toBe(call?.id);
-    expect(JSON.stringify(result?.content)).toContain('hi');
+    const chats = chatCallsSince(h.mock, chatBefore);
+    expectShellRoundTrip(chats, { tool: 'Bash', argName: 'command' });
 
     const spans = (await h.spans(rid)).filter((s) => s.attributes[A.ATTR_API] === A.API_VALUE_ANTHROPIC_MESSAGES);
-    expect(spans).toHaveLength(2);
-    const seqs = spans.map((s) => s.sequence_id);
-    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
-    expect(new Set(seqs).size).toBe(2);
     for (const span of spans) {
       expect(span.attributes[A.ATTR_CALL_ROLE]).toBe(A.CALL_ROLE_VALUE_MAIN);
       expect(span.attributes[A.ATTR_CALL_ROLE_SOURCE]).toBe('header');
       expect(span.attributes[A.ATTR_STREAM_STATUS]).toBe(A.STREAM_STATUS_VALUE_OK);
     }
     // Token ids on both calls: the prompts the twin rendered and the tokens it generated.
-    const drops: TrainingDrop[] = [];
-    const triplets = spansToTriplets(spans, { onDropped: (d) => drops.push(d) });
-    expect(drops).toEqual([]);
-    expect(triplets.map((t) => t.metadata.sequence_id)).toEqual(seqs);
-    const ledger = chats.map((r) => h.mock.ledger.byResponseId(r.responseId ?? '')[0]);
-    triplets.forEach((t, i) => {
-      expect(t.prompt.token_ids).toEqual(ledger[i]?.promptIds);
-      expect(t.response.token_ids).toEqual(ledger[i]?.tokenIds);
-      expect(t.response.logprobs).toHaveLength(t.response.token_ids.length);
-    });
-    expect(spansToTrajectories(spans).length).toBeGreaterThan(0);
+    expectTrainableSpans({ spans, chats, mock: h.mock });
     // The quiet settings left nothing for the proxy sink to refuse.
     expect(sink.attempts).toEqual([]);
   });

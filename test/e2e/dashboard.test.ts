@@ -9,6 +9,8 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR_RESPONSE_TOKEN_IDS } from '../../src/tracing/attributes.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { AGENT_TOOLS } from '../helpers/tool-agent.js';
+import { FAITHFUL, type HistoryHarness, startHistoryHarness } from '../integration/history/harness.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 import { CHROMIUM_PATH, type Chromium, isChromiumAvailable, launchChromium } from './helpers/chromium.js';
 import { ensureDashboardBuilt } from './helpers/dashboard-build.js';
@@ -71,6 +73,8 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
   let authGw: TestGateway;
   let browser: Chromium;
   let seeded: SeededDashboard;
+  /** A gateway with a faithful-history pool (engine twin, real Qwen3 template) for the history panel. */
+  let history: HistoryHarness | undefined;
   const pageErrors: string[] = [];
   const foreignRequests: string[] = [];
 
@@ -79,7 +83,8 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     page.on('pageerror', (error) => pageErrors.push(error.message));
     page.on('request', (request) => {
       const url = request.url();
-      if (!url.startsWith(gw.url) && !url.startsWith(authGw.url) && !url.startsWith('data:')) foreignRequests.push(url);
+      const ours = [gw.url, authGw.url, ...(history ? [history.gw.url] : [])];
+      if (!ours.some((own) => url.startsWith(own)) && !url.startsWith('data:')) foreignRequests.push(url);
     });
     page.setDefaultTimeout(15_000);
     await page.goto(`${baseUrl}${path}`);
@@ -101,6 +106,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
 
   afterAll(async () => {
     await browser?.close();
+    await history?.close();
     await gw?.close();
     await mock?.close();
     await authGw?.close();
@@ -362,6 +368,44 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     expect(await prompt.isHidden()).toBe(true);
     expect(await page.locator('[data-testid=reward][data-value]').count()).toBeGreaterThan(0);
     await page.close();
+  });
+
+  it('shows fork and heal rates per faithful-history model above the rollouts', async () => {
+    history = await startHistoryHarness();
+    const client = history.client('dashboard-history');
+    const ask = async (messages: OpenAI.ChatCompletionMessageParam[]) =>
+      (await client.chat.completions.create({ model: FAITHFUL, messages, tools: AGENT_TOOLS })).choices[0]?.message;
+    const start: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'How deep is the bay?' }];
+    const a1 = await ask(start);
+    const next = (a: OpenAI.ChatCompletionMessage | undefined): OpenAI.ChatCompletionMessageParam[] => [
+      { role: 'assistant', content: a?.content ?? null, ...(a?.tool_calls ? { tool_calls: a.tool_calls } : {}) },
+      { role: 'tool', tool_call_id: a?.tool_calls?.[0]?.id ?? 'none', content: 'a result' },
+    ];
+    await ask([...start, ...next(a1)]);
+    // An edited first message: the history no longer continues what was served, a fork.
+    await ask([{ role: 'user', content: 'How wide is the bay?' }, ...next(a1)]);
+    const stats = (await (await fetch(`${history.gw.url}/metrics/history`)).json()) as {
+      models: Array<{ model: string; fork_rate: number; heal_rate: number }>;
+    };
+    const faithful = stats.models.find((m) => m.model === FAITHFUL);
+    expect(faithful?.fork_rate).toBeGreaterThan(0);
+
+    const page = await openPage(history.gw.url);
+    const row = page.locator(`[data-testid=history-health] tr[data-model="${FAITHFUL}"]`);
+    await waitForCount(page, `[data-testid=history-health] tr[data-model="${FAITHFUL}"]`, 1);
+    expect(await row.locator('[data-testid=fork-rate]').textContent()).toBe(
+      `${((faithful?.fork_rate ?? 0) * 100).toFixed(1)}%`,
+    );
+    expect(await row.locator('[data-testid=heal-rate]').textContent()).toBe(
+      `${((faithful?.heal_rate ?? 0) * 100).toFixed(1)}%`,
+    );
+    // The seeded gateway has no faithful pool: no panel there.
+    const plain = await openPage(gw.url);
+    await waitForCount(plain, '[data-testid=rollouts-table] tbody tr', 25);
+    expect(await plain.locator('[data-testid=history-health]').count()).toBe(0);
+    await screenshot(page, '09-history-health');
+    await page.close();
+    await plain.close();
   });
 
   it('loaded nothing from outside the gateway and raised no page errors', () => {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServingProcess, spawnCli, startServe } from '../helpers/cli-process.js';
+import { numberedSpan } from '../helpers/numbered-span.js';
 
 /** `rollgate serve` on any free port. */
 function serve(args: string[], cwd: string): Promise<ServingProcess> {
@@ -27,23 +28,8 @@ async function post(url: string, body: unknown): Promise<any> {
 }
 
 function span(rid: string, aid: string, n: number) {
-  return {
-    rollout_id: rid,
-    attempt_id: aid,
-    trace_id: n.toString(16).padStart(32, '0'),
-    span_id: n.toString(16).padStart(16, '0'),
-    parent_id: null,
-    name: `chat m-${n}`,
-    status: { status_code: 'OK' },
-    attributes: { 'gen_ai.request.model': 'm', prompt_token_ids: [n, n + 1, n + 2] },
-    events: [],
-    links: [],
-    start_time: 1_700_000_000 + n,
-    end_time: 1_700_000_001 + n,
-    context: null,
-    parent: null,
-    resource: { attributes: {}, schema_url: '' },
-  };
+  const attributes = { 'gen_ai.request.model': 'm', prompt_token_ids: [n, n + 1, n + 2] };
+  return numberedSpan({ rid, aid, n, name: `chat m-${n}`, attributes });
 }
 
 let dir: string;

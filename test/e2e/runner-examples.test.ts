@@ -1,5 +1,6 @@
-// The README's example agents, unmodified, under `rollgate runner` against a real gateway and the vLLM
-// stand-in: each LLM call is recorded as a span on the attempt's rollout, and the reward lands after it.
+// The example agents of docs/runner.md (examples/agents/), unmodified, under `rollgate runner` against a real
+// gateway and the vLLM stand-in: each LLM call is recorded as a span on the attempt's rollout, and the reward lands
+// after it.
 import { spawn } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Attempt, LightningStore, Rollout, Span } from '../../src/store/types.js';

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { type ServingProcess, startServe } from '../helpers/cli-process.js';
+import { numberedSpan } from '../helpers/numbered-span.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rollgate-full-'));
 let served: ServingProcess | undefined;
@@ -17,23 +18,7 @@ afterAll(() => {
 
 /** Spans of ~100 KB: the write-ahead log reaches the limit within a few dozen. */
 function bigSpan(rid: string, aid: string, n: number): Record<string, unknown> {
-  return {
-    rollout_id: rid,
-    attempt_id: aid,
-    trace_id: n.toString(16).padStart(32, '0'),
-    span_id: n.toString(16).padStart(16, '0'),
-    parent_id: null,
-    name: `span-${n}`,
-    status: { status_code: 'OK' },
-    attributes: { filler: `${n}:`.padEnd(100_000, 'x') },
-    events: [],
-    links: [],
-    start_time: 1_700_000_000 + n,
-    end_time: 1_700_000_001 + n,
-    context: null,
-    parent: null,
-    resource: { attributes: {}, schema_url: '' },
-  };
+  return numberedSpan({ rid, aid, n, name: `span-${n}`, attributes: { filler: `${n}:`.padEnd(100_000, 'x') } });
 }
 
 async function postJson(url: string, body: unknown): Promise<Response> {
@@ -64,7 +49,9 @@ it('never acknowledges a write the full disk refused, and turns /ready red with 
     else refused = response;
     await response.arrayBuffer().catch(() => undefined);
   }
-  expect(refused?.status).toBe(500);
+  // Retryable: the disk refused, not the request (docs/durability.md).
+  expect(refused?.status).toBe(503);
+  expect(refused?.headers.get('x-should-retry')).toBe('true');
   expect(acknowledged.length).toBeGreaterThan(0);
 
   // Everything acknowledged is stored; nothing else is.

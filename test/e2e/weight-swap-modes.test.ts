@@ -5,9 +5,12 @@
 //   and every token's version in the spans (per-token segments for the calls that spanned the swap) is the version
 //   of the weights the ledger says computed it.
 // - drain: today's behaviour (wait for the generations to finish, then load) still works, with the same checks.
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBatch } from '../../src/algorithms/rl/batch.js';
+import type { Rollout } from '../../src/store/types.js';
 import * as A from '../../src/tracing/attributes.js';
-import { SwapRig as Rig, type SwapRig, spanTokenVersions, weightsVersion } from '../helpers/swap-rig.js';
+import { SwapRig as Rig, SWAP_POOL, type SwapRig, spanTokenVersions, weightsVersion } from '../helpers/swap-rig.js';
 import type { LedgerEntry } from '../servers/mock-vllm.js';
 
 const AGENTS = 8;
@@ -57,8 +60,9 @@ describe('keep mode', () => {
     const swap = await rig.post('/v1/rl/weights', { version: 2, lora_path: '/ckpt/2' });
     expect(swap.status).toBe(200);
     expect(swap.body.swap).toMatchObject({ mode: 'keep', version: 2, drain_ms: 0, drained_backends: [] });
-    // New calls waited only for the load, not for the generations in flight (each takes ~40 tokens x 8 ms).
-    expect((swap.body.swap as { pause_ms: number }).pause_ms).toBeLessThan(250);
+    // New calls waited only for the load, not for the generations in flight: those were still running when the
+    // swap had already answered (each takes ~40 tokens x 8 ms).
+    const answeredAt = Date.now();
     await agents.waitForCalls(AGENTS * 2);
     await agents.stop();
 
@@ -67,6 +71,37 @@ describe('keep mode', () => {
     const { spanned } = await checkAgainstLedger(rig, agents.rolloutIds, agents.completed());
     // Every agent had a generation in flight when the weights changed: each of those spans two versions.
     expect(spanned).toBe(AGENTS);
+    const crossed = rig.twin.ledger.entries.filter((e) => new Set(e.weights.map(weightsVersion)).size > 1);
+    expect(crossed.filter((e) => (e.finishedAt ?? 0) <= answeredAt)).toEqual([]);
+    // The RL batch trains on those calls with a version per token (the staleness allows one version back).
+    const finished = new Map<string, Rollout>();
+    for (const rid of agents.rolloutIds) {
+      const rollout = await rig.gw.gateway.store.getRolloutById(rid);
+      if (rollout) finished.set(rid, { ...rollout, status: 'succeeded' });
+    }
+    const batch = await buildBatch({
+      store: rig.gw.gateway.store,
+      batchId: 'b',
+      step: 0,
+      rollouts: agents.rolloutIds.map((rolloutId) => ({ rolloutId, groupId: 'g' })),
+      finished,
+      currentVersion: 2,
+      maxStaleness: 1,
+      estimator: 'reinforce',
+      normalizeStd: false,
+      level: 'transition',
+      maxPromptLength: 4096,
+      maxResponseLength: 4096,
+      rewardFillna: 1,
+    });
+    expect(batch.samples).toHaveLength(agents.completed());
+    const spans = await rig.spans(agents.rolloutIds);
+    for (const sample of batch.samples) {
+      const span = spans.find((x) => x.rollout_id === sample.rollout_id && x.sequence_id === sample.sequence_ids[0]);
+      const [entry] = rig.twin.ledger.byResponseId(String(span?.attributes[A.ATTR_GEN_AI_RESPONSE_ID]));
+      expect(sample.token_versions).toEqual(entry?.weights.map(weightsVersion));
+    }
+    expect(batch.samples.filter((x) => new Set(x.token_versions).size > 1)).toHaveLength(AGENTS);
     const state = (await (await fetch(`${rig.gw.url}/v1/rl/state`)).json()) as Record<string, unknown>;
     expect(state.model_version).toBe(2);
     expect(state.swaps).toMatchObject({ swaps: [{ model: 'policy', mode: 'keep', count: 1 }], fallbacks: [] });
@@ -100,4 +135,29 @@ describe('drain mode', () => {
     // The twin was never paused: drain mode does not touch the engines' dev routes.
     expect(rig.twin.requests.filter((r) => r.path === '/pause')).toEqual([]);
   }, 60_000);
+});
+
+describe('keep mode, non-stream calls', () => {
+  let rig: SwapRig;
+  beforeAll(async () => {
+    rig = await Rig.start({ mode: 'keep', twin: { paceNonStream: true } });
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it('an answer that cannot tell where the version changed is marked changed_in_flight as a whole', async () => {
+    const rid = `swap-nonstream-${process.pid}`;
+    const client = new OpenAI({ baseURL: `${rig.gw.url}/rollout/${rid}/attempt/a1/v1`, apiKey: 'agent' });
+    const call = client.chat.completions.create({ model: SWAP_POOL, messages: [{ role: 'user', content: rid }] });
+    await rig.twin.waitFor((r) => r.rawBody.includes(rid) && r.tokensGenerated >= 5);
+    expect((await rig.post('/v1/rl/weights', { version: 2, lora_path: '/ckpt/2' })).status).toBe(200);
+    const answer = await call;
+    expect(answer.choices[0]?.finish_reason).toBe('stop');
+    const [span] = await rig.spans([rid]);
+    expect(span?.attributes[A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT]).toBe(true);
+    expect(span?.attributes).not.toHaveProperty(A.ATTR_MODEL_VERSION_SEGMENTS);
+    const [entry] = rig.twin.ledger.byResponseId(answer.id);
+    expect(new Set(entry?.weights.map(weightsVersion))).toEqual(new Set([1, 2]));
+  }, 30_000);
 });

@@ -3,6 +3,8 @@
 // root once turned /dev/null into a regular file, which a harness then reads as input), bounded by coreutils
 // `timeout` so the harness and the commands it spawned are stopped together. Outbound traffic goes to a proxy
 // sink on loopback that refuses every CONNECT, so nothing reaches another host even if a quiet setting is missed.
+// Every harness gets the same task (one harmless shell command, then a final answer) from the same scripted model,
+// and its run is checked the same way: the tool round trip the engine saw, and spans that train.
 import { spawn, spawnSync } from 'node:child_process';
 import { createReadStream, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -10,6 +12,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { spansToTrajectories } from '../../src/adapters/trajectories.js';
+import { spansToTriplets, type TrainingDrop } from '../../src/adapters/triplets.js';
+import type { Span } from '../../src/store/types.js';
+import type { MockChatMessage, MockRequestRecord, MockRespond, MockVllm } from '../servers/mock-vllm.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const VERSION_TIMEOUT_MS = 20_000;
@@ -142,4 +149,79 @@ export function proxyEnv(sink: ProxySink): Record<string, string> {
     NO_PROXY: '127.0.0.1,localhost',
     no_proxy: '127.0.0.1,localhost',
   };
+}
+
+type Obj = Record<string, unknown>;
+
+function isObj(value: unknown): value is Obj {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The task every harness test gives: run one harmless shell command, then answer. */
+export const SHELL_TASK = {
+  prompt: 'Write hi to out.txt with the shell.',
+  command: 'echo hi | tee out.txt',
+  finalText: 'Wrote out.txt.',
+} as const;
+
+/** The scripted model: while the harness's shell `tool` is offered and no tool result came back, call it; then finish. */
+export function shellTaskModel(options: { readonly tool: string; readonly args: Readonly<Obj> }): MockRespond {
+  return (prompt, ctx) => {
+    const messages: MockChatMessage[] = prompt.messages ?? [];
+    const offered = ctx.tools.some((t) => isObj(t) && isObj(t.function) && t.function.name === options.tool);
+    if (offered && !messages.some((m) => m.role === 'tool')) {
+      return { toolCalls: [{ name: options.tool, arguments: { ...options.args } }] };
+    }
+    return SHELL_TASK.finalText;
+  };
+}
+
+/** The chat calls the engine served since `before` (a count taken before the run). */
+export function chatCallsSince(mock: MockVllm, before: number): MockRequestRecord[] {
+  return mock.requests.filter((r) => r.path === '/v1/chat/completions').slice(before);
+}
+
+/** The run's two chat calls: the second carries the model's shell call (`argName` holds the command) and its output. */
+export function expectShellRoundTrip(
+  chats: readonly MockRequestRecord[],
+  options: { readonly tool: string; readonly argName: string },
+): void {
+  expect(chats).toHaveLength(2);
+  const second = chats[1]?.body;
+  const messages = isObj(second) && Array.isArray(second.messages) ? (second.messages as Obj[]) : [];
+  const asked = messages.find((m) => m.role === 'assistant' && m.tool_calls);
+  type ChatToolCall = { id: string; function: { name: string; arguments: string } };
+  const call = (asked?.tool_calls as ChatToolCall[] | undefined)?.[0];
+  expect(call?.function.name).toBe(options.tool);
+  expect((JSON.parse(call?.function.arguments ?? '{}') as Obj)[options.argName]).toBe(SHELL_TASK.command);
+  const result = messages.find((m) => m.role === 'tool');
+  expect(result?.tool_call_id).toBe(call?.id);
+  expect(JSON.stringify(result?.content)).toContain('hi');
+}
+
+/**
+ * The run's spans, one per chat call: distinct sequence ids in order, every one a training row (none dropped) whose
+ * prompt and response ids are the ones the engine rendered and generated, logprob for logprob.
+ */
+export function expectTrainableSpans(options: {
+  readonly spans: readonly Span[];
+  readonly chats: readonly MockRequestRecord[];
+  readonly mock: MockVllm;
+}): void {
+  const { spans, chats, mock } = options;
+  expect(spans).toHaveLength(chats.length);
+  const seqs = spans.map((s) => s.sequence_id);
+  expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+  expect(new Set(seqs).size).toBe(spans.length);
+  const drops: TrainingDrop[] = [];
+  const triplets = spansToTriplets(spans, { onDropped: (d) => drops.push(d) });
+  expect(drops).toEqual([]);
+  expect(triplets.map((t) => t.metadata.sequence_id)).toEqual(seqs);
+  const ledger = chats.map((r) => mock.ledger.byResponseId(r.responseId ?? '')[0]);
+  triplets.forEach((t, i) => {
+    expect(t.prompt.token_ids).toEqual(ledger[i]?.promptIds);
+    expect(t.response.token_ids).toEqual(ledger[i]?.tokenIds);
+    expect(t.response.logprobs).toHaveLength(t.response.token_ids.length);
+  });
+  expect(spansToTrajectories(spans).length).toBeGreaterThan(0);
 }

@@ -1006,9 +1006,142 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     });
 
+    describe('failure reasons (rollgate: failed/cancelled rollouts say why)', () => {
+      it('a new, running or succeeded rollout has none', async () => {
+        const queued = await store.enqueueRollout({ input: 1 });
+        expect(queued.failure_reason).toBeNull();
+        const rollout = await started();
+        expect(rollout.failure_reason).toBeNull();
+        await store.updateAttempt(rollout.rollout_id, 'latest', { status: 'succeeded' });
+        expect((await store.getRolloutById(rollout.rollout_id))?.failure_reason).toBeNull();
+      });
+
+      it("carries an attempt's stated reason to the rollout it ends, and defaults to unknown", async () => {
+        const a = await started();
+        await store.updateAttempt(a.rollout_id, a.attempt.attempt_id, {
+          status: 'failed',
+          failure_reason: 'upstream_error',
+        });
+        const failed = await store.getRolloutById(a.rollout_id);
+        expect(failed?.status).toBe('failed');
+        expect(failed?.failure_reason).toBe('upstream_error');
+        const b = await started();
+        await store.updateAttempt(b.rollout_id, 'latest', { status: 'failed' });
+        expect((await store.getRolloutById(b.rollout_id))?.failure_reason).toBe('unknown');
+        // Readable through every read path, not only the point lookup.
+        const page = await store.queryRollouts({ rollout_id_in: [a.rollout_id, b.rollout_id], sort_by: 'rollout_id' });
+        expect(new Set(page.items.map((r) => r.failure_reason))).toEqual(new Set(['upstream_error', 'unknown']));
+        const waited = await store.waitForRollouts([a.rollout_id], { timeout: 1 });
+        expect(waited[0]?.failure_reason).toBe('upstream_error');
+      });
+
+      it('a cancel defaults to cancelled, a stated reason wins, and a later status clears it', async () => {
+        const a = await started();
+        const cancelled = await store.updateRollout(a.rollout_id, { status: 'cancelled' });
+        expect(cancelled.failure_reason).toBe('cancelled');
+        const b = await started();
+        const timedOut = await store.updateRollout(b.rollout_id, { status: 'cancelled', failure_reason: 'timeout' });
+        expect(timedOut.failure_reason).toBe('timeout');
+        // Re-writing the same status without a reason keeps the recorded one.
+        expect((await store.updateRollout(b.rollout_id, { status: 'cancelled' })).failure_reason).toBe('timeout');
+        // A reason without a failing status records nothing.
+        const c = await started();
+        expect((await store.updateRollout(c.rollout_id, { failure_reason: 'timeout' })).failure_reason).toBeNull();
+        // A manual re-run leaves the terminal status: the old reason no longer describes the rollout.
+        const rerun = await store.startAttempt(b.rollout_id);
+        expect(rerun.failure_reason).toBeNull();
+        await store.updateAttempt(b.rollout_id, 'latest', { status: 'succeeded' });
+        expect((await store.getRolloutById(b.rollout_id))?.failure_reason).toBeNull();
+      });
+
+      it('a retried failure leaves the requeued rollout without a reason; the final one keeps its own', async () => {
+        const rollout = await started({ max_attempts: 2, retry_condition: ['failed'] });
+        await store.updateAttempt(rollout.rollout_id, 'latest', { status: 'failed', failure_reason: 'agent_crash' });
+        const requeued = await store.getRolloutById(rollout.rollout_id);
+        expect(requeued?.status).toBe('requeuing');
+        expect(requeued?.failure_reason).toBeNull();
+        await store.dequeueRollout();
+        await store.updateAttempt(rollout.rollout_id, 'latest', { status: 'failed', failure_reason: 'runner_kill' });
+        expect((await store.getRolloutById(rollout.rollout_id))?.failure_reason).toBe('runner_kill');
+      });
+
+      it('the watchdog records timeout and unresponsive', async () => {
+        const slow = await started({ timeout_seconds: 0.1 });
+        const silent = await started({ unresponsive_seconds: 0.1 });
+        await store.waitForRollouts([slow.rollout_id, silent.rollout_id], { timeout: 5 });
+        expect((await store.getRolloutById(slow.rollout_id))?.failure_reason).toBe('timeout');
+        expect((await store.getRolloutById(silent.rollout_id))?.failure_reason).toBe('unresponsive');
+      });
+
+      it('refuses a reason it does not know', async () => {
+        const rollout = await started();
+        const bogus = 'gremlins' as unknown as 'timeout';
+        await expectStoreError(
+          store.updateRollout(rollout.rollout_id, { status: 'failed', failure_reason: bogus }),
+          'invalid_argument',
+        );
+        await expectStoreError(
+          store.updateAttempt(rollout.rollout_id, 'latest', { status: 'failed', failure_reason: bogus }),
+          'invalid_argument',
+        );
+        expect((await store.getRolloutById(rollout.rollout_id))?.status).toBe('preparing');
+      });
+    });
+
+    describe('history totals (rollgate: calls per rollgate.history.status)', () => {
+      const withStatus = (r: AttemptedRollout, status: string, extra: Partial<SpanInput> = {}) =>
+        makeSpan(r.rollout_id, r.attempt.attempt_id, {
+          attributes: { 'rollgate.history.status': status, prompt_token_ids: [1] },
+          ...extra,
+        });
+
+      it('counts each status once per stored call, over every write path, and ignores other spans', async () => {
+        const rollout = await started();
+        expect(rollout.history).toEqual({ linear: 0, healed: 0, forked: 0, bypassed: 0 });
+        const first = withStatus(rollout, 'linear');
+        await store.addSpan(first);
+        await store.addSpan(first); // a duplicate is not stored, so not counted
+        await store.addManySpans([
+          withStatus(rollout, 'healed'),
+          withStatus(rollout, 'linear'),
+          withStatus(rollout, 'forked'),
+        ]);
+        await store.addSpan(withStatus(rollout, 'bypassed', { sequence_id: 40 }));
+        await store.addSpan(makeSpan(rollout.rollout_id, rollout.attempt.attempt_id));
+        await store.addSpan(withStatus(rollout, 'not-a-status'));
+        const second = await store.startAttempt(rollout.rollout_id);
+        await store.addSpan(withStatus(second, 'forked'));
+        const read = await store.getRolloutById(rollout.rollout_id);
+        expect(read?.history).toEqual({ linear: 2, healed: 1, forked: 2, bypassed: 1 });
+        const page = await store.queryRollouts({ rollout_id_in: [rollout.rollout_id] });
+        expect(page.items[0]?.history).toEqual({ linear: 2, healed: 1, forked: 2, bypassed: 1 });
+      });
+    });
+
     if (factory.reopen !== undefined) {
       const reopen = factory.reopen.bind(factory);
       describe('durability across reopen', () => {
+        it('keeps history totals', async () => {
+          const rollout = await started();
+          await store.addSpan(
+            makeSpan(rollout.rollout_id, rollout.attempt.attempt_id, {
+              attributes: { 'rollgate.history.status': 'healed' },
+            }),
+          );
+          store = await reopen();
+          expect((await store.getRolloutById(rollout.rollout_id))?.history).toMatchObject({ healed: 1 });
+        });
+
+        it('keeps failure reasons', async () => {
+          const rollout = await started();
+          await store.updateAttempt(rollout.rollout_id, 'latest', {
+            status: 'failed',
+            failure_reason: 'gateway_paused',
+          });
+          store = await reopen();
+          expect((await store.getRolloutById(rollout.rollout_id))?.failure_reason).toBe('gateway_paused');
+        });
+
         it('keeps rollouts, statuses, queue order, spans, resources and workers; counters continue', async () => {
           const res = await store.addResources({ main: { resource_type: 'llm', endpoint: 'http://x', model: 'm' } });
           const running = await started(undefined, 'w-1');

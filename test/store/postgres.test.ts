@@ -164,11 +164,35 @@ if (PG_URL === undefined) {
       const pool = new pg.Pool({ connectionString: url, max: 6 });
       try {
         const results = await Promise.all(Array.from({ length: 6 }, () => migrate({ pool, schema })));
-        expect(results.flatMap((r) => r.applied)).toEqual([1, 2, 3]);
+        expect(results.flatMap((r) => r.applied)).toEqual([1, 2, 3, 4]);
         const versions = await pool.query(`SELECT version FROM "${schema}".rollgate_migrations ORDER BY version`);
-        expect(versions.rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
+        expect(versions.rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
       } finally {
         await pool.end();
+      }
+    });
+
+    it('migration 4 adds failure reasons: rollouts failed before it read back without one', async () => {
+      const schema = nextSchema();
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      try {
+        await migrate({ pool, schema, upTo: 3 });
+        await pool.query(
+          `INSERT INTO "${schema}".rollouts (rollout_id, input, start_time, end_time, status, config)
+           VALUES ('ro-old-failed', 'null', 1, 2, 'failed', '{"timeout_seconds":null,"unresponsive_seconds":null,"max_attempts":1,"retry_condition":[]}')`,
+        );
+        expect((await migrate({ pool, schema })).applied).toEqual([4]);
+      } finally {
+        await pool.end();
+      }
+      const store = await openPostgresStore({ url, schema, poolSize: 2 });
+      try {
+        expect((await store.getRolloutById('ro-old-failed'))?.failure_reason).toBeNull();
+        const next = await store.startRollout({ input: 1 });
+        await store.updateAttempt(next.rollout_id, 'latest', { status: 'failed', failure_reason: 'recording_failed' });
+        expect((await store.getRolloutById(next.rollout_id))?.failure_reason).toBe('recording_failed');
+      } finally {
+        await store.close();
       }
     });
 
@@ -182,7 +206,8 @@ if (PG_URL === undefined) {
            VALUES ('ro-done', 'null', 1, 5, 'succeeded', '{}'), ('ro-open', 'null', 2, NULL, 'running', '{}'),
                   ('ro-early', 'null', 3, 4, 'failed', '{}')`,
         );
-        expect((await migrate({ pool, schema })).applied).toEqual([3]);
+        expect((await migrate({ pool, schema, upTo: 3 })).applied).toEqual([3]);
+        expect((await migrate({ pool, schema })).applied).toEqual([4]);
       } finally {
         await pool.end();
       }

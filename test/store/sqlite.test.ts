@@ -62,6 +62,41 @@ describe('SqliteStore schema migration 1 -> 2', () => {
   });
 });
 
+describe('SqliteStore rows written before failure reasons and history totals', () => {
+  it('read back with none (null reason, zero totals), and count from there', async () => {
+    const path = join(root, `pre-reasons-${++counter}.db`);
+    const first = new SqliteStore({ path });
+    const failed = await first.startRollout({ input: 'old' });
+    await first.updateAttempt(failed.rollout_id, 'latest', { status: 'failed' });
+    await first.close();
+    // What an older rollgate wrote: the rollout's JSON without the two fields.
+    const db = new BetterSqlite3(path);
+    const row = db
+      .prepare<[string], { data: string }>('SELECT data FROM rollouts WHERE rollout_id = ?')
+      .get(failed.rollout_id);
+    const {
+      failure_reason: _reason,
+      history: _history,
+      ...old
+    } = JSON.parse(row?.data ?? '{}') as Record<string, unknown>;
+    db.prepare('UPDATE rollouts SET data = ? WHERE rollout_id = ?').run(JSON.stringify(old), failed.rollout_id);
+    db.close();
+
+    const store = new SqliteStore({ path });
+    try {
+      const read = await store.getRolloutById(failed.rollout_id);
+      expect(read?.failure_reason).toBeNull();
+      expect(read?.history).toEqual({ linear: 0, healed: 0, forked: 0, bypassed: 0 });
+      await store.addSpan(
+        makeSpan(failed.rollout_id, failed.attempt.attempt_id, { attributes: { 'rollgate.history.status': 'forked' } }),
+      );
+      expect((await store.getRolloutById(failed.rollout_id))?.history.forked).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('SqliteStore storage', () => {
   it('stores integer-array attributes as a compact BLOB, not JSON text, and restores number[]', async () => {
     const path = join(root, 'packed.db');

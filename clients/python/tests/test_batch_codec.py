@@ -60,6 +60,8 @@ class BinaryLayoutAgainstTypeScriptEncoder(unittest.TestCase):
                     self.assertEqual(sample.prompt_ids.dtype, np.dtype("<i4"))
                     self.assertEqual(sample.response_ids.dtype, np.dtype("<i4"))
                     self.assertEqual(sample.response_mask.dtype, np.uint8)
+                    if sample.token_versions is not None:
+                        self.assertEqual(sample.token_versions.dtype, np.dtype("<i4"))
                     if sample.logprobs is not None:
                         self.assertEqual(sample.logprobs.dtype, np.dtype("<f4"))
                         # Zero-copy: the arrays are read-only views into the response bytes.
@@ -81,6 +83,10 @@ class BinaryLayoutAgainstTypeScriptEncoder(unittest.TestCase):
         paddings = {(8 + struct.unpack_from("<I", _read(n)[0], 4)[0]) % 8 for n in _names()}
         self.assertGreater(len(paddings), 1, "headers needing different zero padding")
         self.assertTrue(any(b.extra for b in batches), "a batch field this client does not know")
+        self.assertTrue(
+            any({s.token_versions is None for s in b.samples} == {True, False} for b in batches),
+            "a batch where one sample has token versions and another has none",
+        )
 
     def test_the_header_reports_nan_free_logprobs_only_for_samples_that_have_them(self) -> None:
         for name in _names():

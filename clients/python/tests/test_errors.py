@@ -83,6 +83,14 @@ class GatewayErrors(unittest.TestCase):
             self.trainer.post_weights(1, batch_ids=[], lora_path="/nowhere")
         self.assertEqual(caught.exception.code, "conflict")
 
+    def test_two_step_update_without_an_rl_algorithm(self) -> None:
+        # Nothing prepared: an abort is an idempotent no-op; a prepare or commit is refused.
+        self.assertEqual(self.trainer.abort_weights("test")["status"], "idle")
+        with self.assertRaises(ConflictError):
+            self.trainer.prepare_weights(1)
+        with self.assertRaises(ConflictError):
+            self.trainer.commit_weights(1)
+
     def test_invalid_weights_post_is_a_validation_error_naming_the_field(self) -> None:
         with self.assertRaises(ValidationError) as caught:
             self.trainer.post_weights(1, batch_ids=[""])

@@ -19,6 +19,12 @@ function field(label: string, value: Node | string): HTMLElement {
   );
 }
 
+/** Rollouts stored before the totals existed come without them. */
+function historyCalls(r: Rollout): number {
+  const t = r.history as Rollout['history'] | undefined;
+  return t === undefined ? 0 : t.linear + t.healed + t.forked + t.bypassed;
+}
+
 function metric(label: string, value: string, testid: string): HTMLElement {
   return h(
     'div',
@@ -153,6 +159,7 @@ export const rolloutDetailPage: Page = (root, ctx) => {
           field('Duration', formatDuration(elapsed(r.start_time, r.end_time, nowSeconds()))),
           field('Worker', latest?.worker_id ?? '–'),
           field('Max attempts', String(r.config.max_attempts)),
+          ...(r.failure_reason ? [field('Failure reason', r.failure_reason)] : []),
         ),
         h(
           'div',
@@ -162,6 +169,14 @@ export const rolloutDetailPage: Page = (root, ctx) => {
           metric('prompt tokens', formatCount(totals.input), 'prompt-tokens-total'),
           metric('response tokens', formatCount(totals.output), 'response-tokens-total'),
           metric('spans', formatCount(spans.length), 'span-count'),
+          // Faithful history's verdicts over the rollout's calls (absent for rollouts of other pools).
+          ...(historyCalls(r) > 0
+            ? [
+                metric('history linear', formatCount(r.history.linear), 'history-linear'),
+                metric('history healed', formatCount(r.history.healed), 'history-healed'),
+                metric('history forked', formatCount(r.history.forked), 'history-forked'),
+              ]
+            : []),
         ),
         h(
           'div',

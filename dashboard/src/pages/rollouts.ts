@@ -2,6 +2,7 @@
 // The filter lives in the URL so a view can be shared and survives a reload.
 import { type AttemptedRollout, ROLLOUT_STATUSES, type Rollout, type RolloutStatus } from '../../../src/store/types.js';
 import { isAbortError } from '../api.js';
+import { historyHealth } from '../components/history-health.js';
 import { pager } from '../components/pager.js';
 import { statusChip } from '../components/status-chip.js';
 import { mapLimit } from '../concurrency.js';
@@ -118,11 +119,18 @@ export const rolloutsPage: Page = (root, ctx) => {
       : null;
 
   const body = h('div', { class: 'table-wrap' }, h('div', { class: 'loading' }, 'Loading rollouts…'));
+  const history = h('div', { class: 'history-slot' });
   replaceChildren(
     root,
     h('div', { class: 'page-head' }, h('h1', null, 'Rollouts')),
+    history,
     h('div', { class: 'toolbar' }, statusFilter, idForm, sizeSelect, clear),
     body,
+  );
+  void ctx.api.historyStats(ctx.signal).then(
+    (models) => history.replaceChildren(...[historyHealth(models)].filter((e) => e !== null)),
+    // The rates are an extra: a gateway without the route (or a key without its scope) still lists rollouts.
+    () => {},
   );
 
   void (async () => {

@@ -3,7 +3,13 @@
 // for every reason a row or group was left out, so a trainer can tell "no data" from "bad data".
 import { spansToTrajectories, type TrajectoryRow } from '../../adapters/trajectories.js';
 import type { TrainingDropReason } from '../../adapters/triplets.js';
-import type { LightningStore, Rollout, Span } from '../../store/types.js';
+import {
+  FAILURE_REASONS,
+  type FailureReason,
+  type LightningStore,
+  type Rollout,
+  type Span,
+} from '../../store/types.js';
 import { createLimiter } from '../concurrency.js';
 import { type AdvantageEstimator, groupAdvantages } from './advantages.js';
 import { rawAdjustedSequenceIds } from './logprob-semantics.js';
@@ -41,8 +47,17 @@ export interface DropCounts {
   stale: number;
   /** Policy tokens older than the allowed staleness given mask 0 (`staleTokens: mask`); their rows stay. */
   stale_tokens: number;
-  /** Rollouts that failed, timed out or were cancelled. */
+  /** Rollouts that failed, timed out or were cancelled, left out with their group baseline (`infraFailures: drop`). */
   failed_rollouts: number;
+  /** failed_rollouts by the rollout's `failure_reason` (a rollout that never finished counts as `timeout`). */
+  failed_by_reason: Record<FailureReason, number>;
+  /** Failed rollouts kept with reward 0 in their group (`infraFailures: zero-reward`); not in failed_rollouts. */
+  zero_reward_failures: number;
+  /**
+   * Groups of 2+ rollouts that drops left with fewer than 2 under grpo/rloo: no baseline, so no signal. One left
+   * over is also in no_signal_groups (and its rollout in no_signal_rollouts); none left is counted only here.
+   */
+  undersized_groups: number;
   /** Finished rollouts without a single trainable call (no token ids). */
   no_tokens: number;
   /** Turns that continued no earlier row of their rollout token-exactly and started a new row. */
@@ -111,6 +126,15 @@ export interface BuildBatchOptions {
   readonly maxPromptLength: number;
   readonly maxResponseLength: number;
   readonly rewardFillna: number;
+  /**
+   * What a failed rollout is to its group: `drop` (default) leaves it out of the baseline, since an infrastructure
+   * failure is no sample of the policy; `zero-reward` trains its recorded calls with reward 0.
+   */
+  readonly infraFailures?: 'drop' | 'zero-reward';
+}
+
+function noFailures(): Record<FailureReason, number> {
+  return Object.fromEntries(FAILURE_REASONS.map((reason) => [reason, 0])) as Record<FailureReason, number>;
 }
 
 export function emptyDropCounts(): DropCounts {
@@ -121,6 +145,9 @@ export function emptyDropCounts(): DropCounts {
     stale: 0,
     stale_tokens: 0,
     failed_rollouts: 0,
+    failed_by_reason: noFailures(),
+    zero_reward_failures: 0,
+    undersized_groups: 0,
     no_tokens: 0,
     merge_mismatches: 0,
     aborted_rollouts: 0,
@@ -165,15 +192,31 @@ function noDrops(): CallDrops {
 
 interface RolloutRows {
   readonly outcome: 'failed' | 'aborted' | 'no_tokens' | 'ok';
+  /** Set when the rollout did not succeed (also when zero-reward mode kept its rows). */
+  readonly failure: FailureReason | null;
   readonly rows: Array<{ row: TrajectoryRow; tokenVersions: number[]; rawLogprobs: boolean }>;
   readonly mismatches: number;
   readonly drops: CallDrops;
 }
 
+/** Why a rollout of the step did not succeed; one that never finished was cancelled for running too long. */
+function failureOf(rollout: Rollout | undefined): FailureReason | null {
+  if (rollout === undefined) return 'timeout';
+  if (rollout.status === 'succeeded') return null;
+  return rollout.failure_reason ?? 'unknown';
+}
+
 async function readRollout(options: BuildBatchOptions, rolloutId: string): Promise<RolloutRows> {
-  const rollout = options.finished.get(rolloutId);
-  if (rollout === undefined || rollout.status !== 'succeeded')
-    return { outcome: 'failed', rows: [], mismatches: 0, drops: noDrops() };
+  const failure = failureOf(options.finished.get(rolloutId));
+  if (failure !== null && options.infraFailures !== 'zero-reward')
+    return { outcome: 'failed', failure, rows: [], mismatches: 0, drops: noDrops() };
+  const read = await readRows(options, rolloutId);
+  if (failure === null || read.outcome !== 'ok') return { ...read, failure };
+  // zero-reward: whatever the failed rollout recorded trains as a reward-0 answer.
+  return { ...read, failure, rows: read.rows.map((r) => ({ ...r, row: { ...r.row, reward: 0 } })) };
+}
+
+async function readRows(options: BuildBatchOptions, rolloutId: string): Promise<Omit<RolloutRows, 'failure'>> {
   const spans = await allSpans(options.store, rolloutId);
   let mismatches = 0;
   const drops = noDrops();
@@ -207,9 +250,32 @@ async function readRollout(options: BuildBatchOptions, rolloutId: string): Promi
   };
 }
 
+/**
+ * Groups of 2+ scheduled rollouts that drops left with fewer than 2 in their baseline (grpo and rloo compare
+ * within the group; reinforce needs no baseline).
+ */
+function countUndersized(options: BuildBatchOptions, groups: ReadonlyMap<string, { rewards: Map<string, number> }>) {
+  if (options.estimator === 'reinforce') return 0;
+  const scheduled = new Map<string, number>();
+  for (const { groupId } of options.rollouts) scheduled.set(groupId, (scheduled.get(groupId) ?? 0) + 1);
+  let undersized = 0;
+  for (const [groupId, count] of scheduled) {
+    if (count >= 2 && (groups.get(groupId)?.rewards.size ?? 0) < 2) undersized += 1;
+  }
+  return undersized;
+}
+
 export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
   const dropped = emptyDropCounts();
   const groups = new Map<string, { rewards: Map<string, number>; drafts: SampleDraft[] }>();
+  const groupOf = (groupId: string) => {
+    let group = groups.get(groupId);
+    if (group === undefined) {
+      group = { rewards: new Map(), drafts: [] };
+      groups.set(groupId, group);
+    }
+    return group;
+  };
   const limiter = createLimiter(READ_CONCURRENCY);
   // Only rows are kept per rollout (never its spans), so memory stays near the batch's own size.
   const read = await Promise.all(options.rollouts.map((r) => limiter.run(() => readRollout(options, r.rolloutId))));
@@ -226,19 +292,22 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
       dropped.aborted_rollouts += 1;
       continue;
     }
-    if (result.outcome === 'failed') {
+    if (result.outcome === 'failed' && result.failure !== null) {
       dropped.failed_rollouts += 1;
+      dropped.failed_by_reason[result.failure] += 1;
       continue;
+    }
+    if (result.failure !== null) {
+      // zero-reward: in the baseline with 0 even when it recorded nothing trainable.
+      dropped.zero_reward_failures += 1;
+      groupOf(groupId).rewards.set(rolloutId, 0);
+      if (result.outcome !== 'ok') continue;
     }
     if (result.outcome === 'no_tokens') {
       dropped.no_tokens += 1;
       continue;
     }
-    let group = groups.get(groupId);
-    if (group === undefined) {
-      group = { rewards: new Map(), drafts: [] };
-      groups.set(groupId, group);
-    }
+    const group = groupOf(groupId);
     // Every row of a rollout carries the rollout's final reward: the group compares rollouts, not rows.
     group.rewards.set(rolloutId, result.rows[0]?.row.reward ?? options.rewardFillna);
     for (const { row, tokenVersions, rawLogprobs } of result.rows) {
@@ -262,6 +331,7 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     }
   }
 
+  dropped.undersized_groups = countUndersized(options, groups);
   const samples: BatchSample[] = [];
   let rewardSum = 0;
   let rewardCount = 0;

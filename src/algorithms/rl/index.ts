@@ -6,6 +6,7 @@
 // i.e. every sample comes from the weights the trainer has just posted (strictly on-policy).
 import { randomUUID } from 'node:crypto';
 import {
+  FAILURE_REASONS,
   type JsonObject,
   type JsonValue,
   type LightningStore,
@@ -48,7 +49,11 @@ export interface RlStepSummary {
 }
 
 function addDrops(total: DropCounts, add: DropCounts): void {
-  for (const key of Object.keys(total) as Array<keyof DropCounts>) total[key] += add[key];
+  for (const key of Object.keys(total) as Array<keyof DropCounts>) {
+    if (key === 'failed_by_reason') {
+      for (const reason of FAILURE_REASONS) total.failed_by_reason[reason] += add.failed_by_reason[reason];
+    } else total[key] += add[key];
+  }
 }
 
 /** Resolves on the next acknowledgement or abort. */
@@ -79,12 +84,18 @@ class AckSignal {
 }
 
 /** Cancels rollouts that have not ended, so they stop occupying runners and never finish on old weights. */
-async function cancelUnfinished(store: LightningStore, ids: readonly string[]): Promise<void> {
+async function cancelUnfinished(options: {
+  store: LightningStore;
+  ids: readonly string[];
+  /** `timeout`: past rolloutTimeoutS; `cancelled`: the run stopped. Batches keep both out of group baselines. */
+  reason: 'timeout' | 'cancelled';
+}): Promise<void> {
+  const { store, reason } = options;
   await Promise.all(
-    ids.map(async (id) => {
+    options.ids.map(async (id) => {
       const rollout = await store.getRolloutById(id);
       if (rollout && !TERMINAL_STATUSES.includes(rollout.status))
-        await store.updateRollout(id, { status: 'cancelled' });
+        await store.updateRollout(id, { status: 'cancelled', failure_reason: reason });
     }),
   );
 }
@@ -175,11 +186,11 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
       try {
         done = await store.waitForRollouts(ids, { timeout: options.rolloutTimeoutS + 60, signal });
       } catch (error) {
-        await cancelUnfinished(store, ids).catch(() => {});
+        await cancelUnfinished({ store, ids, reason: 'cancelled' }).catch(() => {});
         throw error;
       }
       if (signal.aborted) {
-        await cancelUnfinished(store, ids).catch(() => {});
+        await cancelUnfinished({ store, ids, reason: 'cancelled' }).catch(() => {});
         throwIfAborted(signal);
       }
       const stragglers = ids.filter((id) => !done.some((r) => r.rollout_id === id));
@@ -187,7 +198,7 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
         logger.warn('rl rollouts did not finish in time; cancelled and counted as failed', {
           count: stragglers.length,
         });
-        await cancelUnfinished(store, stragglers);
+        await cancelUnfinished({ store, ids: stragglers, reason: 'timeout' });
       }
       progress.advance(done.length);
       const finished = new Map<string, Rollout>(done.map((r) => [r.rollout_id, r]));
@@ -206,6 +217,7 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
         maxPromptLength: options.maxPromptLength,
         maxResponseLength: options.maxResponseLength,
         rewardFillna: options.rewardFillna,
+        infraFailures: options.infraFailures,
       });
       addDrops(dropped, batch.stats.dropped);
       steps.push({

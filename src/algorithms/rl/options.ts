@@ -50,6 +50,12 @@ export const rlOptionsSchema = z
     maxResponseLength: z.int().min(1).default(8192),
     /** Reward of a rollout that recorded none. */
     rewardFillna: z.number().default(0),
+    /**
+     * A rollout that failed, timed out or was cancelled (its `failure_reason` says why): `drop` leaves it out of its
+     * group's baseline and counts it per reason (stats.dropped.failed_by_reason); `zero-reward` keeps it in the
+     * group with reward 0 and trains whatever calls it recorded.
+     */
+    infraFailures: z.enum(['drop', 'zero-reward']).default('drop'),
     /** Tokens computed by a model version older than current - maxStaleness are stale (per token, not per row). */
     maxStaleness: z.int().min(0).default(0),
     /**

@@ -1,6 +1,7 @@
 // The trainer protocol's shapes (routes/rl.ts), as zod schemas so the same definitions validate the
 // weights post and publish the JSON schema at GET /v1/rl/schema.
 import { z } from 'zod';
+import { FAILURE_REASONS } from '../../store/types.js';
 
 /** POST /v1/rl/weights. Extra scalar fields (lora_path, lora_name, ...) go to the weight-load hook. */
 export const weightsPostSchema = z
@@ -71,6 +72,11 @@ export const batchSchema = z.object({
         .int()
         .describe('policy tokens older than current - maxStaleness given mask 0 (staleTokens: mask)'),
       failed_rollouts: z.int(),
+      failed_by_reason: z
+        .record(z.enum(FAILURE_REASONS), z.int())
+        .describe("failed_rollouts by the rollout's failure_reason (never finished: timeout)"),
+      zero_reward_failures: z.int().describe('failed rollouts kept with reward 0 (infraFailures: zero-reward)'),
+      undersized_groups: z.int().describe('groups that drops left with fewer than 2 rollouts (no baseline)'),
       no_tokens: z.int(),
       merge_mismatches: z.int(),
       aborted_rollouts: z.int().describe('rollouts left out whole: a call was aborted by the engine'),

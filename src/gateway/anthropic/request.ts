@@ -72,6 +72,17 @@ function textOf(block: Obj, where: string): string {
   return block.text;
 }
 
+/** Visits each block of a list content with the path errors name it by; content that is not a list is a 400. */
+function forEachBlock(options: { content: unknown; where: string; visit: (block: Obj, at: string) => void }): void {
+  const { content, where } = options;
+  if (!Array.isArray(content)) invalid(`${where}.content: Input should be a string or a list`, where);
+  content.forEach((block: unknown, i) => {
+    const at = `${where}.content.${i}`;
+    if (!isObj(block)) invalid(`${at}: Input should be an object`, at);
+    options.visit(block, at);
+  });
+}
+
 /** One text part stays a plain string; several keep their boundaries (vLLM joins text parts itself). */
 function chatContent(parts: readonly Obj[]): string | Obj[] {
   const only = parts[0];
@@ -109,16 +120,17 @@ function toolResultContent(options: { block: Obj; where: string; referenced: Set
   const content = block.content;
   if (content === undefined || content === null) return '';
   if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return invalid(`${where}.content: Input should be a string or a list`, where);
   const parts: Obj[] = [];
-  content.forEach((part: unknown, i) => {
-    const at = `${where}.content.${i}`;
-    if (!isObj(part)) invalid(`${at}: Input should be an object`, at);
-    if (part.type === 'text') parts.push({ type: 'text', text: textOf(part, at) });
-    // vLLM keeps image parts of a tool message for multimodal models; a text-only engine refuses them itself.
-    else if (part.type === 'image') parts.push(imagePart(part, at));
-    else if (part.type === 'tool_reference' && typeof part.tool_name === 'string') referenced.add(part.tool_name);
-    else invalid(`${at}: a tool result can only carry text and images (got ${String(part.type)})`, at);
+  forEachBlock({
+    content,
+    where,
+    visit: (part, at) => {
+      if (part.type === 'text') parts.push({ type: 'text', text: textOf(part, at) });
+      // vLLM keeps image parts of a tool message for multimodal models; a text-only engine refuses them itself.
+      else if (part.type === 'image') parts.push(imagePart(part, at));
+      else if (part.type === 'tool_reference' && typeof part.tool_name === 'string') referenced.add(part.tool_name);
+      else invalid(`${at}: a tool result can only carry text and images (got ${String(part.type)})`, at);
+    },
   });
   return parts.length === 0 ? '' : chatContent(parts);
 }
@@ -126,28 +138,29 @@ function toolResultContent(options: { block: Obj; where: string; referenced: Set
 function userMessages(options: { content: unknown; where: string; referenced: Set<string> }): Obj[] {
   const { content, where, referenced } = options;
   if (typeof content === 'string') return [{ role: 'user', content }];
-  if (!Array.isArray(content)) return invalid(`${where}.content: Input should be a string or a list`, where);
   const toolMessages: Obj[] = [];
   const parts: Obj[] = [];
-  content.forEach((block: unknown, i) => {
-    const at = `${where}.content.${i}`;
-    if (!isObj(block)) invalid(`${at}: Input should be an object`, at);
-    switch (block.type) {
-      case 'text':
-        parts.push({ type: 'text', text: textOf(block, at) });
-        break;
-      case 'image':
-        parts.push(imagePart(block, at));
-        break;
-      case 'tool_result': {
-        if (typeof block.tool_use_id !== 'string') invalid(`${at}.tool_use_id: Input should be a string`, at);
-        const result = toolResultContent({ block, where: at, referenced });
-        toolMessages.push({ role: 'tool', tool_call_id: block.tool_use_id, content: result });
-        break;
+  forEachBlock({
+    content,
+    where,
+    visit: (block, at) => {
+      switch (block.type) {
+        case 'text':
+          parts.push({ type: 'text', text: textOf(block, at) });
+          break;
+        case 'image':
+          parts.push(imagePart(block, at));
+          break;
+        case 'tool_result': {
+          if (typeof block.tool_use_id !== 'string') invalid(`${at}.tool_use_id: Input should be a string`, at);
+          const result = toolResultContent({ block, where: at, referenced });
+          toolMessages.push({ role: 'tool', tool_call_id: block.tool_use_id, content: result });
+          break;
+        }
+        default:
+          invalid(`${at}: content block type '${String(block.type)}' cannot be sent to this engine`, `${at}.type`);
       }
-      default:
-        invalid(`${at}: content block type '${String(block.type)}' cannot be sent to this engine`, `${at}.type`);
-    }
+    },
   });
   // Tool answers first: chat wants them right after the assistant turn that made the calls. A turn with nothing
   // in it stays a turn, so the roles keep alternating as the client sent them.
@@ -159,38 +172,39 @@ function userMessages(options: { content: unknown; where: string; referenced: Se
 
 function assistantMessage(content: unknown, where: string): Obj {
   if (typeof content === 'string') return { role: 'assistant', content };
-  if (!Array.isArray(content)) return invalid(`${where}.content: Input should be a string or a list`, where);
   const parts: Obj[] = [];
   const toolCalls: Obj[] = [];
   let reasoning: string | null = null;
-  content.forEach((block: unknown, i) => {
-    const at = `${where}.content.${i}`;
-    if (!isObj(block)) invalid(`${at}: Input should be an object`, at);
-    switch (block.type) {
-      case 'text':
-        parts.push({ type: 'text', text: textOf(block, at) });
-        break;
-      case 'thinking':
-        if (typeof block.thinking !== 'string') invalid(`${at}.thinking: Input should be a string`, at);
-        reasoning = (reasoning ?? '') + block.thinking;
-        break;
-      case 'redacted_thinking':
-        break;
-      case 'tool_use': {
-        if (typeof block.id !== 'string' || typeof block.name !== 'string') {
-          invalid(`${at}: a tool_use block needs a string id and name`, at);
+  forEachBlock({
+    content,
+    where,
+    visit: (block, at) => {
+      switch (block.type) {
+        case 'text':
+          parts.push({ type: 'text', text: textOf(block, at) });
+          break;
+        case 'thinking':
+          if (typeof block.thinking !== 'string') invalid(`${at}.thinking: Input should be a string`, at);
+          reasoning = (reasoning ?? '') + block.thinking;
+          break;
+        case 'redacted_thinking':
+          break;
+        case 'tool_use': {
+          if (typeof block.id !== 'string' || typeof block.name !== 'string') {
+            invalid(`${at}: a tool_use block needs a string id and name`, at);
+          }
+          const input = block.input === undefined ? {} : block.input;
+          toolCalls.push({
+            id: block.id,
+            type: 'function',
+            function: { name: block.name, arguments: JSON.stringify(input) },
+          });
+          break;
         }
-        const input = block.input === undefined ? {} : block.input;
-        toolCalls.push({
-          id: block.id,
-          type: 'function',
-          function: { name: block.name, arguments: JSON.stringify(input) },
-        });
-        break;
+        default:
+          invalid(`${at}: content block type '${String(block.type)}' cannot be sent to this engine`, `${at}.type`);
       }
-      default:
-        invalid(`${at}: content block type '${String(block.type)}' cannot be sent to this engine`, `${at}.type`);
-    }
+    },
   });
   const message: Obj = {
     role: 'assistant',

@@ -1,6 +1,8 @@
 // The engine's chat answer as an Anthropic message: the parts both answer shapes (JSON body, stream) share, and the
 // whole-body translation. Content blocks come in the order the model produced them: thinking (vLLM's parsed
 // reasoning), then text, then one `tool_use` per tool call.
+import { reasoningOf } from '../chat-choice-reader.js';
+
 type Obj = Record<string, unknown>;
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
@@ -46,12 +48,6 @@ function count(value: unknown): number {
 export function messageId(chatId: unknown): string {
   const id = typeof chatId === 'string' ? chatId : '';
   return `msg_${id.startsWith('chatcmpl-') ? id.slice('chatcmpl-'.length) : id}`;
-}
-
-/** vLLM's reasoning field (`reasoning`; `reasoning_content` in older builds, some send both with the same text). */
-export function reasoningOf(message: Obj): string | null {
-  const reasoning = message.reasoning ?? message.reasoning_content;
-  return typeof reasoning === 'string' ? reasoning : null;
 }
 
 export interface StopInfo {

@@ -6,7 +6,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { AgentSink } from '../agent-sink.js';
 import { HEADER_ANTHROPIC_REQUEST_ID, HEADER_RETRY_AFTER } from '../headers.js';
-import { TranslatingSink, type WholeAnswer } from '../translating-sink.js';
+import { headerValue, parseJson, TranslatingSink, type WholeAnswer } from '../translating-sink.js';
 import { normaliseErrorJson, normaliseErrorMember } from '../upstream-error.js';
 import {
   type AnthropicErrorBody,
@@ -30,19 +30,6 @@ export interface AnthropicSinkOptions {
   readonly agent: AgentSink;
   readonly stopSequences: readonly string[];
   readonly requestId: string;
-}
-
-function headerValue(headers: OutgoingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value === undefined ? undefined : String(value);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The forward path normalised JSON error bodies to OpenAI's shape; anything else is quoted as text. */

@@ -4,16 +4,9 @@
 // stopped when the next begins or the choice finishes; `message_delta` (stop reason, usage) and `message_stop`
 // when upstream's `[DONE]` arrives, which the relay holds until the span is stored. Nothing is buffered beyond the
 // block bookkeeping: every delta goes out in the events of the chunk that carried it.
+import { FirstChoiceReader, type ToolCallDelta } from '../chat-choice-reader.js';
 import { type AnthropicErrorBody, anthropicErrorBody } from './errors.js';
-import {
-  anthropicUsage,
-  FINISH_REASON_ABORT,
-  isObj,
-  messageId,
-  reasoningOf,
-  stopInfo,
-  THINKING_SIGNATURE,
-} from './response.js';
+import { anthropicUsage, FINISH_REASON_ABORT, messageId, stopInfo, THINKING_SIGNATURE } from './response.js';
 
 type Obj = Record<string, unknown>;
 
@@ -31,10 +24,6 @@ export function sseEvent(name: string, data: unknown): string {
   return `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-function nonEmpty(value: unknown): string | null {
-  return typeof value === 'string' && value !== '' ? value : null;
-}
-
 export class ChatStreamTranslator {
   readonly #stopSequences: readonly string[];
   #started = false;
@@ -42,11 +31,12 @@ export class ChatStreamTranslator {
   #nextIndex = 0;
   /** Chat tool-call index -> content block index. */
   readonly #toolBlocks = new Map<number, number>();
-  #finishReason: unknown = null;
-  #engineStopReason: unknown = null;
-  #usage: unknown = null;
+  readonly #reader = new FirstChoiceReader({
+    text: (kind, text) => this.#textDelta(kind === 'reasoning' ? 'thinking' : 'text', text),
+    toolCall: (call) => this.#toolDelta(call),
+    finish: () => this.#closeOpen(),
+  });
   #promptTokens = 0;
-  #outputTokens = 0;
 
   constructor(options: { readonly stopSequences: readonly string[] }) {
     this.#stopSequences = options.stopSequences;
@@ -56,38 +46,23 @@ export class ChatStreamTranslator {
   chunk(chunk: Obj): string {
     let out = '';
     if (!this.#started) out += this.#start(chunk);
-    if (isObj(chunk.usage)) this.#usage = chunk.usage;
-    const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-    for (const choice of choices) {
-      // The Messages API has one answer: only the first choice is translated (the request refuses n > 1).
-      if (!isObj(choice) || (choice.index !== undefined && choice.index !== 0)) continue;
-      if (Array.isArray(choice.token_ids)) this.#outputTokens += choice.token_ids.length;
-      const delta = isObj(choice.delta) ? choice.delta : {};
-      const reasoning = nonEmpty(reasoningOf(delta));
-      if (reasoning !== null) out += this.#textDelta('thinking', reasoning);
-      const text = nonEmpty(delta.content);
-      if (text !== null) out += this.#textDelta('text', text);
-      if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) out += this.#toolDelta(call);
-      if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
-        this.#finishReason = choice.finish_reason;
-        this.#engineStopReason = choice.stop_reason;
-        out += this.#closeOpen();
-      }
-    }
-    return out;
+    return out + this.#reader.read(chunk);
   }
 
   /** The closing events, for upstream's `[DONE]`: `message_delta` and `message_stop`, or an error for an abort. */
   finish(): string {
     let out = this.#started ? '' : this.#start({});
-    if (this.#finishReason === FINISH_REASON_ABORT) return `${out}${sseEvent('error', ABORTED_ERROR)}`;
+    if (this.#reader.finishReason === FINISH_REASON_ABORT) return `${out}${sseEvent('error', ABORTED_ERROR)}`;
     out += this.#closeOpen();
     const stop = stopInfo({
-      finishReason: this.#finishReason,
-      engineStopReason: this.#engineStopReason,
+      finishReason: this.#reader.finishReason,
+      engineStopReason: this.#reader.engineStopReason,
       stopSequences: this.#stopSequences,
     });
-    const usage = anthropicUsage(this.#usage, { promptTokens: this.#promptTokens, outputTokens: this.#outputTokens });
+    const usage = anthropicUsage(this.#reader.usage, {
+      promptTokens: this.#promptTokens,
+      outputTokens: this.#reader.outputTokens,
+    });
     out += sseEvent('message_delta', {
       type: 'message_delta',
       delta: { stop_reason: stop.stopReason, stop_sequence: stop.stopSequence },
@@ -147,10 +122,8 @@ export class ChatStreamTranslator {
     return `${out}${sseEvent('content_block_delta', { type: 'content_block_delta', index, delta })}`;
   }
 
-  #toolDelta(call: unknown): string {
-    if (!isObj(call)) return '';
-    const toolIndex = typeof call.index === 'number' ? call.index : 0;
-    const fn = isObj(call.function) ? call.function : {};
+  #toolDelta(call: ToolCallDelta): string {
+    const { toolIndex } = call;
     let out = '';
     let index = this.#toolBlocks.get(toolIndex);
     if (index === undefined) {
@@ -158,18 +131,12 @@ export class ChatStreamTranslator {
       this.#toolBlocks.set(toolIndex, index);
       out = this.#begin(
         { index, kind: 'tool_use', toolIndex },
-        {
-          type: 'tool_use',
-          id: typeof call.id === 'string' ? call.id : '',
-          name: typeof fn.name === 'string' ? fn.name : '',
-          input: {},
-        },
+        { type: 'tool_use', id: call.id, name: call.name, input: {} },
       );
     }
-    const fragment = nonEmpty(fn.arguments);
-    if (fragment === null) return out;
+    if (call.fragment === null) return out;
     // vLLM streams one call after the other; a fragment for an earlier call still names that call's block.
-    const delta = { type: 'input_json_delta', partial_json: fragment };
+    const delta = { type: 'input_json_delta', partial_json: call.fragment };
     return `${out}${sseEvent('content_block_delta', { type: 'content_block_delta', index, delta })}`;
   }
 }

@@ -177,8 +177,8 @@ class ChatHistory {
       this.push(message);
       this.#assistant = message;
     }
-    const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
-    message.tool_calls = [...calls, call];
+    if (!Array.isArray(message.tool_calls)) message.tool_calls = [];
+    (message.tool_calls as Obj[]).push(call);
   }
 
   #takeReasoning(message: Obj): void {

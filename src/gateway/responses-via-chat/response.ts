@@ -1,6 +1,7 @@
 // The engine's chat answer as a Responses object: the parts both answer shapes (JSON body, stream) share, and the
 // whole-body translation. Output items come in the order the model produced them: a `reasoning` item (vLLM's
 // parsed reasoning), a `message` with one `output_text` part, then one `function_call` per tool call.
+import { reasoningOf } from '../chat-choice-reader.js';
 import type { NamespacedName, ResponsesEcho } from './request.js';
 
 type Obj = Record<string, unknown>;
@@ -44,12 +45,6 @@ export function responseId(chatId: unknown): string {
 /** Item ids follow from the response id and the item's place, so an answer's ids are stable and unique. */
 export function itemId(kind: 'rs' | 'msg' | 'fc', response: string, index: number): string {
   return `${kind}_${response.slice('resp_'.length)}_${index}`;
-}
-
-/** vLLM's reasoning field (`reasoning`; `reasoning_content` in older builds). */
-export function reasoningOf(message: Obj): string | null {
-  const reasoning = message.reasoning ?? message.reasoning_content;
-  return typeof reasoning === 'string' ? reasoning : null;
 }
 
 /** OpenAI's input tokens include the cached ones (unlike Anthropic's); chat usage is the same notion. */

@@ -7,7 +7,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { AgentSink } from '../agent-sink.js';
 import { HEADER_RETRY_AFTER } from '../headers.js';
-import { TranslatingSink, type WholeAnswer } from '../translating-sink.js';
+import { parseJson, TranslatingSink, type WholeAnswer } from '../translating-sink.js';
 import { normaliseErrorMember } from '../upstream-error.js';
 import { ABORTED_MESSAGE, type AnswerContext, chatCompletionToResponse } from './response.js';
 import { ChatToResponsesStream } from './stream.js';
@@ -20,14 +20,6 @@ const STATUS_UNAVAILABLE = 503;
 export interface ResponsesSinkOptions {
   readonly agent: AgentSink;
   readonly context: AnswerContext;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
 }
 
 function hasHeader(headers: OutgoingHttpHeaders, name: string): boolean {
@@ -63,7 +55,7 @@ export function responsesSink(options: ResponsesSinkOptions): AgentSink {
         finish: () => translator.finish(),
         fail: (error) => {
           const member = normaliseErrorMember(error, 'The upstream stream failed').error;
-          return translator.fail({ code: member.code ?? member.type ?? 'server_error', message: member.message });
+          return translator.fail({ code: member.code ?? member.type, message: member.message });
         },
       };
     },

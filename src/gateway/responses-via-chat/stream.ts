@@ -5,6 +5,7 @@
 // next begins or the choice finishes; `response.completed` (or `.incomplete`) with the whole object and the usage
 // when upstream's `[DONE]` arrives, which the relay holds until the span is stored. Every event carries its
 // `sequence_number`. Nothing is buffered beyond the items' text: every delta goes out in the events of its chunk.
+import { FirstChoiceReader, type ToolCallDelta } from '../chat-choice-reader.js';
 import {
   ABORTED_MESSAGE,
   type AnswerContext,
@@ -12,13 +13,11 @@ import {
   FINISH_REASON_ABORT,
   finalStatus,
   functionCallItem,
-  isObj,
   itemId,
   messageItem,
   outputTextPart,
   type ResponseParts,
   reasoningItem,
-  reasoningOf,
   responseId,
   responseObject,
   responsesUsage,
@@ -36,10 +35,6 @@ interface OpenItem {
   readonly chatName: string;
 }
 
-function nonEmpty(value: unknown): string | null {
-  return typeof value === 'string' && value !== '' ? value : null;
-}
-
 export class ChatToResponsesStream {
   readonly #context: AnswerContext;
   #sequence = 0;
@@ -52,10 +47,12 @@ export class ChatToResponsesStream {
   readonly #output: Obj[] = [];
   /** Chat tool-call index -> its function_call item (vLLM streams one call after the other). */
   readonly #calls = new Map<number, OpenItem>();
-  #finishReason: unknown = null;
-  #usage: unknown = null;
+  readonly #reader = new FirstChoiceReader({
+    text: (kind, text) => this.#textDelta(kind === 'reasoning' ? 'reasoning' : 'message', text),
+    toolCall: (call) => this.#toolDelta(call),
+    finish: () => this.#closeOpen(),
+  });
   #promptTokens = 0;
-  #outputTokens = 0;
 
   constructor(context: AnswerContext) {
     this.#context = context;
@@ -65,38 +62,24 @@ export class ChatToResponsesStream {
   chunk(chunk: Obj): string {
     let out = '';
     if (!this.#started) out += this.#start(chunk);
-    if (isObj(chunk.usage)) this.#usage = chunk.usage;
-    const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-    for (const choice of choices) {
-      // One answer per call: only the first choice is translated (Responses has no `n`).
-      if (!isObj(choice) || (choice.index !== undefined && choice.index !== 0)) continue;
-      if (Array.isArray(choice.token_ids)) this.#outputTokens += choice.token_ids.length;
-      const delta = isObj(choice.delta) ? choice.delta : {};
-      const reasoning = nonEmpty(reasoningOf(delta));
-      if (reasoning !== null) out += this.#textDelta('reasoning', reasoning);
-      const text = nonEmpty(delta.content);
-      if (text !== null) out += this.#textDelta('message', text);
-      if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) out += this.#toolDelta(call);
-      if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
-        this.#finishReason = choice.finish_reason;
-        out += this.#closeOpen();
-      }
-    }
-    return out;
+    return out + this.#reader.read(chunk);
   }
 
   /** The closing events, for upstream's `[DONE]`: the terminal event with the whole response. */
   finish(): string {
     let out = this.#started ? '' : this.#start({});
-    if (this.#finishReason === FINISH_REASON_ABORT)
+    if (this.#reader.finishReason === FINISH_REASON_ABORT)
       return out + this.fail({ code: 'server_error', message: ABORTED_MESSAGE });
     out += this.#closeOpen();
-    const final = finalStatus(this.#finishReason);
+    const final = finalStatus(this.#reader.finishReason);
     const response = this.#response({
       status: final.status,
       incompleteDetails: final.incompleteDetails,
       error: null,
-      usage: responsesUsage(this.#usage, { promptTokens: this.#promptTokens, outputTokens: this.#outputTokens }),
+      usage: responsesUsage(this.#reader.usage, {
+        promptTokens: this.#promptTokens,
+        outputTokens: this.#reader.outputTokens,
+      }),
     });
     const type = final.status === 'completed' ? 'response.completed' : 'response.incomplete';
     return out + this.#event(type, { response });
@@ -213,10 +196,8 @@ export class ChatToResponsesStream {
     );
   }
 
-  #toolDelta(call: unknown): string {
-    if (!isObj(call)) return '';
-    const toolIndex = typeof call.index === 'number' ? call.index : 0;
-    const fn = isObj(call.function) ? call.function : {};
+  #toolDelta(call: ToolCallDelta): string {
+    const { toolIndex, fragment } = call;
     let out = '';
     let item = this.#calls.get(toolIndex);
     if (item === undefined) {
@@ -227,13 +208,12 @@ export class ChatToResponsesStream {
         outputIndex,
         id: itemId('fc', this.#id, outputIndex),
         text: '',
-        callId: typeof call.id === 'string' ? call.id : '',
-        chatName: typeof fn.name === 'string' ? fn.name : '',
+        callId: call.id,
+        chatName: call.name,
       };
       this.#calls.set(toolIndex, item);
       out += this.#begin(item);
     }
-    const fragment = nonEmpty(fn.arguments);
     // A fragment for a call whose item is already done cannot reach the agent any more; vLLM streams one call after
     // the other, so it never sends one (the span, which reads the chat chunks, would still record it).
     if (fragment === null || this.#open !== item) return out;

@@ -35,6 +35,7 @@ interface V1Rollout {
   is_train: boolean;
   metadata: Record<string, unknown>;
   status: { state: string; version: number; last_attempt_id: string | null; updated_at: string };
+  failure_reason: string | null;
 }
 
 async function patch(rid: string, status: Record<string, unknown>): Promise<Reply> {
@@ -176,6 +177,8 @@ describe('v1 attempts', () => {
     const unknown = await api('/api/rollouts/a-1/attempt/9/events', { body: { event_type: 'x' } });
     expect(unknown.status).toBe(409);
     expect((await gw.gateway.store.getRolloutById('a-1'))?.status).toBe('failed');
+    // A v1 trainer's failure states no reason; the v1 view carries the store's.
+    expect(((await api('/api/rollouts/a-1')).body as { rollout: V1Rollout }).rollout.failure_reason).toBe('unknown');
     const log = await gw.gateway.store.queryCompletions({ limit: 100_000 });
     expect(log.items.filter((e) => e.rollout_id === 'a-1')).toHaveLength(1);
   });

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as A from '../../../src/tracing/attributes.js';
 import { type AnthropicAgents, anthropicAgents } from '../../helpers/anthropic-agent.js';
-import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
+import { abortedUpstream, type Harness, rolloutId, spansOnceWritten, startHarness } from '../gateway/harness.js';
 
 let h: Harness;
 let agents: AnthropicAgents;
@@ -29,14 +29,9 @@ it('cancels the engine request when the agent leaves mid-stream and records clie
   for await (const event of stream) {
     if (event.type === 'content_block_delta' && ++deltas === 3) break;
   }
-  const upstream = await h.mock.waitFor((r) => r.headers['x-rollout-id'] === rid && r.abortedAt !== undefined, 5_000);
+  const upstream = await abortedUpstream(h, rid);
   expect(upstream.completedAt).toBeUndefined();
-  // The span is written without anyone to answer; wait for it through the store's own API.
-  let spans = await h.spans(rid);
-  for (let i = 0; i < 50 && spans.length === 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    spans = await h.spans(rid);
-  }
+  const spans = await spansOnceWritten(h, rid);
   expect(spans).toHaveLength(1);
   expect(spans[0]?.attributes[A.ATTR_STREAM_STATUS]).toBe('client_disconnected');
   expect(spans[0]?.attributes[A.ATTR_API]).toBe(A.API_VALUE_ANTHROPIC_MESSAGES);

@@ -63,14 +63,20 @@ describe('call roles', () => {
       messages: user,
       tools: [bash],
     });
-    // An unlabelled ordinary call.
+    // An unlabelled ordinary call, and a one-token answer to a task (not a probe).
     await client.messages.create({ model: 'mock-model', max_tokens: 32, messages: user });
+    await client.messages.create({
+      model: 'mock-model',
+      max_tokens: 1,
+      messages: [{ role: 'user', content: 'A or B?' }],
+    });
     const spans = await h.spans(rid);
     expect(roles(spans)).toEqual([
       ['main', 'header'],
       ['auxiliary', 'header'],
-      ['auxiliary', 'max_tokens'],
+      ['auxiliary', 'probe'],
       ['auxiliary', 'prompt'],
+      ['main', 'default'],
       ['main', 'default'],
       ['main', 'default'],
     ]);
@@ -81,7 +87,7 @@ describe('call roles', () => {
       { sequenceId: 3, reason: 'auxiliary' },
       { sequenceId: 4, reason: 'auxiliary' },
     ]);
-    expect(rows.flatMap((r) => r.sequenceIds)).toEqual([1, 5, 6]);
+    expect(rows.flatMap((r) => r.sequenceIds)).toEqual([1, 5, 6, 7]);
   });
 
   it("opencode's title call on the chat route is auxiliary, its turn is main", async () => {

@@ -3,7 +3,7 @@ import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { Span } from '../../../src/store/types.js';
 import { type ConfigOverrides, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { type MockVllm, type MockVllmOptions, startMockVllm } from '../../servers/mock-vllm.js';
+import { type MockRequestRecord, type MockVllm, type MockVllmOptions, startMockVllm } from '../../servers/mock-vllm.js';
 
 export interface Harness {
   readonly mock: MockVllm;
@@ -78,6 +78,24 @@ export async function startHarness(
       await mock.close();
     },
   };
+}
+
+/** The engine request of rollout `rid` that the gateway aborted (after its agent left), within 5 s. */
+export function abortedUpstream(h: Harness, rid: string): Promise<MockRequestRecord> {
+  return h.mock.waitFor((r) => r.headers['x-rollout-id'] === rid && r.abortedAt !== undefined, 5_000);
+}
+
+/**
+ * The spans of `rid` once there are any, within about a second: the call of an agent that left is written with
+ * no one to answer, so nothing else says when it is stored.
+ */
+export async function spansOnceWritten(h: Harness, rid: string): Promise<Span[]> {
+  let spans = await h.spans(rid);
+  for (let i = 0; i < 50 && spans.length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    spans = await h.spans(rid);
+  }
+  return spans;
 }
 
 let counter = 0;

@@ -96,7 +96,10 @@ describe('a SQLite store whose file is deleted at run time', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ input: 'after the file is gone' }),
     });
-    expect(write.status).toBe(500);
+    // Retryable: the storage refused, not the request (the same write succeeds once the file is back).
+    expect(write.status).toBe(503);
+    expect(write.headers.get('x-should-retry')).toBe('true');
+    expect(((await write.json()) as { error: { code: string } }).error.code).toBe('store_unavailable');
     // A call on the rollout made before: its span cannot be kept, so the call is not a success.
     const error = await agent(rid)
       .chat.completions.create(CHAT)

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../../src/tracing/attributes.js';
 import { AGENT_TOOLS } from '../../helpers/tool-agent.js';
 import { rolloutId } from '../gateway/harness.js';
-import { FAITHFUL, type HistoryHarness, historySpans, startHistoryHarness } from './harness.js';
+import { AS_SENT, FAITHFUL, type HistoryHarness, historySpans, startHistoryHarness } from './harness.js';
 
 type Message = Record<string, unknown>;
 
@@ -79,6 +79,21 @@ describe('onMismatch: reset (the default)', () => {
     expect(triplets[2]?.prompt.token_ids).toEqual(((await rendered.json()) as { tokens: number[] }).tokens);
     // Two segments, two rows: the calls before the edit and the calls after it.
     expect((await h.rows(rid)).map((r) => r.sequenceIds.length)).toEqual([2, 2]);
+    // The rollout carries the totals of its calls' statuses, and the gateway reports rates per model.
+    expect((await h.gw.gateway.store.getRolloutById(rid))?.history).toEqual({
+      linear: 1,
+      healed: 2,
+      forked: 1,
+      bypassed: 0,
+    });
+    const stats = (await (await fetch(`${h.gw.url}/metrics/history`)).json()) as {
+      models: Array<{ model: string; calls: number; forked: number; fork_rate: number; heal_rate: number }>;
+    };
+    const faithful = stats.models.find((m) => m.model === FAITHFUL);
+    expect(faithful?.forked).toBeGreaterThanOrEqual(1);
+    expect(faithful?.fork_rate).toBeCloseTo((faithful?.forked ?? 0) / (faithful?.calls ?? 1), 10);
+    expect(faithful?.heal_rate).toBeGreaterThan(0);
+    expect(stats.models.some((m) => m.model === AS_SENT)).toBe(false);
   });
 
   it('an assistant turn the agent rewrote is a fork, not a splice', async () => {

@@ -89,13 +89,26 @@ function fixtureBatches(): Batch[] {
   // Fields a newer gateway may add: the client must keep them, not choke on them.
   const futureSample = { ...sample({ rollout_id: 'ro-f' }), turn_count: 2 };
   const future = { ...batch('future', [futureSample], 2), trainer_hint: 'x' };
+  // A call that spanned a weight swap: per-token versions, present on one sample and absent on the other.
+  const versions = batch(
+    'versions',
+    [
+      sample({ rollout_id: 'ro-v1', response_ids: [5, 6, 7], response_mask: [1, 1, 1], logprobs: [-1, -2, -3] }),
+      {
+        ...sample({ rollout_id: 'ro-v2', response_ids: [8, 9, 10], response_mask: [1, 0, 1], logprobs: [-1, 0, -2] }),
+        model_version: 4,
+        token_versions: [4, 4, 5],
+      },
+    ],
+    8,
+  );
   const empty = batch('empty', [], 3);
   // Three response tokens: the mask's zero padding to 4 is 1 byte here, 3 in `typical`, 0 in `mixed`.
   const threeTokens = { response_ids: [1, 2, 3], response_mask: [1, 1, 0], logprobs: [-0.25, -1.5, 0] };
   const padded = [0, 3, 7].map((pad, i) =>
     withHeaderPadding(batch(`pad${pad}`, [sample({ rollout_id: `ro-pad-${i}`, ...threeTokens })], 4 + i), pad),
   );
-  return [typical, mixed, future, empty, ...padded];
+  return [typical, mixed, future, versions, empty, ...padded];
 }
 
 /** A two-task, two-turn batch from the tiny policy and the reference trainer's update of it. */

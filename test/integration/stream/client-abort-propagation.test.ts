@@ -2,7 +2,7 @@
 // the upstream request quickly and records the call as client_disconnected.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as A from '../../../src/tracing/attributes.js';
-import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
+import { abortedUpstream, type Harness, rolloutId, spansOnceWritten, startHarness } from '../gateway/harness.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -31,15 +31,10 @@ it('aborts the upstream request within 100 ms of the agent leaving and records c
       break;
     }
   }
-  const upstream = await h.mock.waitFor((r) => r.headers['x-rollout-id'] === rid && r.abortedAt !== undefined, 5_000);
+  const upstream = await abortedUpstream(h, rid);
   expect((upstream.abortedAt as number) - leftAt).toBeLessThan(100);
   expect(upstream.completedAt).toBeUndefined();
-  // The span is written without anyone to answer; wait for it through the store's own API.
-  let spans = await h.spans(rid);
-  for (let i = 0; i < 50 && spans.length === 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    spans = await h.spans(rid);
-  }
+  const spans = await spansOnceWritten(h, rid);
   expect(spans).toHaveLength(1);
   const span = spans[0];
   expect(span?.attributes[A.ATTR_STREAM_STATUS]).toBe('client_disconnected');

@@ -14,17 +14,20 @@ export interface StreamEvent {
 }
 
 export interface StreamHooks {
-  /** Events sent at TTFT before any token (chat: the role chunks). */
-  head: () => StreamEvent[];
-  /** One step of a choice; no events when that step sends no chunk. */
-  step: (choice: JobChoice) => StreamEvent[];
+  /** Events sent at TTFT before any token (chat: the role chunks); none when absent. */
+  head?: () => StreamEvent[];
+  /** One step of a choice, given what the step generated; no events when that step sends no chunk. */
+  step: (choice: JobChoice, generated: StepOutput) => StreamEvent[];
   /** The final events of a choice the abort ended (none for a choice with no tokens, as vLLM sends none). */
   aborted: (choice: JobChoice, text: string) => StreamEvent[];
-  /** Events after the last token (usage), before [DONE]. */
-  tail: () => StreamEvent[];
-  /** Whether the stream ends with `data: [DONE]` (chat, completions) or not (Responses API). */
-  done: boolean;
+  /** Events after the last token (usage), before [DONE]; none when absent. */
+  tail?: () => StreamEvent[];
+  /** Whether the stream ends with `data: [DONE]` (chat, completions: the default) or not (Responses API). */
+  done?: boolean;
 }
+
+/** What one step of a choice generated (Job.advance). */
+export type StepOutput = ReturnType<Job['advance']>;
 
 async function send(writer: SseWriter, events: StreamEvent[], choice?: JobChoice): Promise<boolean> {
   for (const ev of events) {
@@ -46,29 +49,21 @@ export async function runStream(
   const { active } = job;
   try {
     await delay({ ex, ms: ctx.options.ttftMs, active });
-    if (!(await send(writer, hooks.head()))) return;
-    let first = true;
-    outer: for (;;) {
-      let pending = false;
-      for (const choice of job.choices) {
-        if (choice.seq.done) continue;
-        pending = true;
-        if (!first) await delay({ ex, ms: ctx.options.interTokenMs, active });
-        await ctx.engine.gate(active);
-        if (job.aborted || !writer.open) break outer;
-        first = false;
-        if (!(await send(writer, hooks.step(choice), choice))) break outer;
-      }
-      if (!pending) break;
-    }
+    if (!(await send(writer, hooks.head?.() ?? []))) return;
+    await roundRobin(ctx, {
+      ex,
+      job,
+      halted: () => !writer.open,
+      step: (choice) => send(writer, hooks.step(choice, job.advance(choice, ctx.options.tokensPerChunk)), choice),
+    });
     if (job.aborted && writer.open) {
       for (const { choice, text } of job.abortRemaining()) {
         if (!(await send(writer, hooks.aborted(choice, text), choice))) return;
       }
     }
     job.release();
-    if (!(await send(writer, hooks.tail()))) return;
-    if (!hooks.done || (await writer.event('[DONE]'))) writer.end();
+    if (!(await send(writer, hooks.tail?.() ?? []))) return;
+    if (hooks.done === false || (await writer.event('[DONE]'))) writer.end();
   } finally {
     job.release();
   }
@@ -84,21 +79,47 @@ export async function runNonStream(ctx: TwinContext, options: { ex: Exchange; jo
     job.runToEnd();
   } else {
     await delay({ ex, ms: ctx.options.ttftMs, active });
-    let first = true;
-    outer: for (;;) {
-      let pending = false;
-      for (const choice of job.choices) {
-        if (choice.seq.done) continue;
-        pending = true;
-        if (!first) await delay({ ex, ms: ctx.options.interTokenMs, active });
-        await ctx.engine.gate(active);
-        if (job.aborted || ex.gone) break outer;
-        first = false;
+    await roundRobin(ctx, {
+      ex,
+      job,
+      halted: () => ex.gone,
+      step: (choice) => {
         job.advance(choice, 1);
-      }
-      if (!pending) break;
-    }
+        return true;
+      },
+    });
   }
   if (job.aborted) job.abortRemaining();
   job.release();
+}
+
+/**
+ * Steps the unfinished choices in turn, interTokenMs apart and each behind the engine's gate (so a keep-mode pause
+ * freezes it), until every choice is done, the job is aborted, `halted` says the client is gone, or `step` fails.
+ */
+async function roundRobin(
+  ctx: TwinContext,
+  options: {
+    ex: Exchange;
+    job: Job;
+    halted: () => boolean;
+    step: (choice: JobChoice) => boolean | Promise<boolean>;
+  },
+): Promise<void> {
+  const { ex, job } = options;
+  const { active } = job;
+  let first = true;
+  for (;;) {
+    let pending = false;
+    for (const choice of job.choices) {
+      if (choice.seq.done) continue;
+      pending = true;
+      if (!first) await delay({ ex, ms: ctx.options.interTokenMs, active });
+      await ctx.engine.gate(active);
+      if (job.aborted || options.halted()) return;
+      first = false;
+      if (!(await options.step(choice))) return;
+    }
+    if (!pending) return;
+  }
 }

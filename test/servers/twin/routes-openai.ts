@@ -5,21 +5,31 @@ import { ChatDeltaState, type ChatParsing, chatMessage, parseAnswer, wireDelta }
 import type { MockChatMessage } from './chat-template.js';
 import type { RouteRequest, TwinContext } from './context.js';
 import { optionalBool, VllmError, vllmErrorBody } from './errors.js';
-import { closeSocket, delay, type Exchange, SseWriter, sendJson } from './exchange.js';
-import { Job, type JobChoice } from './job.js';
-import {
-  chatEntries,
-  completionLogprobs,
-  distortChat,
-  distortCompletion,
-  type LogprobFormat,
-  serialize,
-} from './logprobs.js';
+import { closeSocket, delay, type Exchange, sendJson } from './exchange.js';
+import type { Job, JobChoice } from './job.js';
+import { chatEntries, completionLogprobs, distortChat, distortCompletion, serialize } from './logprobs.js';
 import { runNonStream, runStream, type StreamEvent } from './loops.js';
 import { choicePlan } from './plan.js';
 import { createReasoningParser, type ReasoningParser } from './reasoning-parser.js';
-import { baseRequestId, type CommonParams, checkContext, checkModel, commonParams, MAX_LOGPROBS } from './request.js';
+import {
+  baseRequestId,
+  type CommonParams,
+  checkContext,
+  checkModel,
+  commonParams,
+  MAX_LOGPROBS,
+  type ModelChoice,
+} from './request.js';
 import { tokenLogprob } from './respond.js';
+import {
+  addChoices,
+  admitPrompts,
+  checkTokenIds,
+  completionTokens,
+  logprobFormat,
+  openJob,
+  sequenceConfig,
+} from './route-parts.js';
 import type { TwinTokenizer } from './tokenizer.js';
 import { createToolParser, toolCallId } from './tool-parser.js';
 import type { LogprobsFaultMode, TokenIdsFaultMode } from './types.js';
@@ -62,6 +72,16 @@ export function usageOf(
         ? { cached_tokens: options.cachedTokens }
         : null,
   };
+}
+
+/** The stream's last chunk before [DONE] when stream_options.include_usage asks for it: no choices, the usage. */
+export function usageEvents(options: {
+  include: boolean;
+  base: Record<string, unknown>;
+  usage: () => ReturnType<typeof usageOf>;
+}): StreamEvent[] {
+  if (!options.include) return [];
+  return [{ data: serialize({ ...options.base, choices: [], usage: streamUsage(options.usage()) }) }];
 }
 
 /** The stream's usage chunk drops null fields (vLLM serialises it with exclude_none). */
@@ -118,6 +138,29 @@ export function sendNonStreamBody(ex: Exchange, payload: string): void {
 
 async function randomDelay(ctx: TwinContext, ex: Exchange): Promise<void> {
   if (ctx.options.randomOrder) await delay({ ex, ms: ctx.random() * ctx.options.randomOrder.maxDelayMs });
+}
+
+/** A job of a vLLM OpenAI route: the caller's request id (or a fresh one) behind the route's prefix. */
+async function openVllmJob(
+  ctx: TwinContext,
+  options: RouteRequest & { endpoint: 'chat' | 'completions'; model: ModelChoice; common: CommonParams },
+) {
+  const { ex, body, endpoint, model, common } = options;
+  const requestId = baseRequestId(ex.req.headers, body);
+  const responseId = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId.id}`;
+  const created = Math.floor(Date.now() / 1000);
+  const { job, writer } = await openJob(ctx, {
+    ex,
+    responseId,
+    requestId: requestId.fromCaller,
+    endpoint,
+    model: model.name,
+    lora: model.lora,
+    cacheSalt: common.cacheSalt,
+    stream: common.stream,
+    beforeAdmit: () => randomDelay(ctx, ex),
+  });
+  return { job, writer, responseId, created };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -180,31 +223,11 @@ export async function handleChat(ctx: TwinContext, { ex, body }: RouteRequest): 
   const maxTokens = common.requestedMaxTokens ?? ctx.options.maxTokens ?? ctx.options.maxModelLen - promptIds.length;
   const { tokenFault, logprobFault, legacy } = faultsOf(ex);
   const ids = idFields(common, tokenFault);
-  const fmt: LogprobFormat = {
-    mode: ctx.options.logprobsMode,
+  const fmt = logprobFormat(ctx, {
     top: top === undefined || top < 0 ? (top === -1 ? 5 : 0) : top,
     asTokenIds: common.asTokenIds,
-    floorEvery: ctx.options.floorLogprobEvery,
-    tokenizer: ctx.tokenizer,
-  };
-  const requestId = baseRequestId(ex.req.headers, body);
-  const responseId = `chatcmpl-${requestId.id}`;
-  const created = Math.floor(Date.now() / 1000);
-  ex.record.stream = common.stream;
-
-  const job = new Job(ctx, {
-    ex,
-    responseId,
-    requestId: requestId.fromCaller,
-    endpoint: 'chat',
-    model: model.name,
-    lora: model.lora,
-    cacheSalt: common.cacheSalt,
-    stream: common.stream,
   });
-  await randomDelay(ctx, ex);
-  const writer = common.stream ? new SseWriter(ex) : undefined;
-  await job.admit(writer);
+  const { job, writer, responseId, created } = await openVllmJob(ctx, { ex, body, endpoint: 'chat', model, common });
   const admission = job.admitPrompt(promptIds);
   const reasoning = reasoningParserFor(ctx);
   const qwen3 = ctx.tokenizer.name === 'qwen3';
@@ -238,29 +261,11 @@ export async function handleChat(ctx: TwinContext, { ex, body }: RouteRequest): 
     parsings[k] = p;
     return p;
   };
-  for (let i = 0; i < common.n; i++) {
-    job.addChoice({
-      index: i,
-      promptIndex: 0,
-      choiceIndex: i,
-      promptIds,
-      admission,
-      config: {
-        maxTokens,
-        stop: common.stop,
-        stopTokenIds: common.stopTokenIds,
-        includeStopStrInOutput: common.includeStopStrInOutput,
-        stopStringIds: ctx.options.stopStringIds,
-        sampling: common.sampling,
-        seed: common.seed,
-        plan: plans[i]!.plan,
-      },
-    });
-  }
+  addChoices(job, { promptIds, admission, plans, config: sequenceConfig(ctx, { common, maxTokens }) });
   const usage = () =>
     usageOf(ctx, {
       promptTokens: promptIds.length,
-      completionTokens: job.choices.reduce((s, c) => s + c.seq.ids.length, 0),
+      completionTokens: completionTokens(job),
       cachedTokens: admission.cachedTokens,
     });
   const hideIds = reasoning !== null && !includeReasoning;
@@ -301,8 +306,7 @@ export async function handleChat(ctx: TwinContext, { ex, body }: RouteRequest): 
               ...ids.prompt(promptIds),
             }),
           })),
-        step: (c): StreamEvent[] => {
-          const r = job.advance(c, ctx.options.tokensPerChunk);
+        step: (c, r): StreamEvent[] => {
           let delta = stateOf(c).next(r.text, r.ids);
           if (delta === null) {
             // Current vLLM still sends a parser-buffered chunk (empty delta) to carry its ids; 0.10.2-0.11 did not.
@@ -318,9 +322,7 @@ export async function handleChat(ctx: TwinContext, { ex, body }: RouteRequest): 
             { data: chunk(c, wireDelta(delta, ctx.options.reasoningField), { start: c.seq.ids.length, ids: [] }) },
           ];
         },
-        tail: () =>
-          common.includeUsage ? [{ data: serialize({ ...base, choices: [], usage: streamUsage(usage()) }) }] : [],
-        done: true,
+        tail: () => usageEvents({ include: common.includeUsage, base, usage }),
       },
     });
     return;
@@ -368,15 +370,35 @@ export function parseCompletionPrompts(tokenizer: TwinTokenizer, prompt: unknown
   if (typeof prompt === 'string') return [prompt];
   if (!Array.isArray(prompt) || prompt.length === 0) throw bad();
   if (prompt.every((p) => typeof p === 'string')) return prompt as string[];
-  const checkIds = (list: unknown[]): number[] => {
-    for (const id of list) {
-      if (!tokenizer.isValidId(id)) throw new VllmError(400, `Token id ${String(id)} is out of vocabulary`);
-    }
-    return list as number[];
-  };
+  const checkIds = (list: unknown[]): number[] => checkTokenIds(tokenizer, list);
   if (prompt.every((p) => typeof p === 'number')) return [checkIds(prompt)];
   if (prompt.every((p) => Array.isArray(p) && p.length > 0)) return (prompt as unknown[][]).map(checkIds);
   throw bad();
+}
+
+/** A completions `prompt` as token id lists, each checked against the context length. */
+export function completionPromptIds(
+  ctx: TwinContext,
+  options: { prompt: unknown; requested: number | undefined },
+): number[][] {
+  return parseCompletionPrompts(ctx.tokenizer, options.prompt).map((p) => {
+    const ids = typeof p === 'string' ? ctx.tokenizer.encode(p) : p;
+    checkContext({ promptLen: ids.length, requested: options.requested, maxModelLen: ctx.options.maxModelLen });
+    return ids;
+  });
+}
+
+/**
+ * Admits a completions request's prompts and adds their choices (max_tokens defaults to 16, as in both engines'
+ * completions protocol); returns the prompts' cached tokens.
+ */
+export function admitCompletionPrompts(
+  ctx: TwinContext,
+  options: RouteRequest & { job: Job; prompts: readonly number[][]; common: CommonParams },
+): number {
+  const { common } = options;
+  const maxTokens = common.requestedMaxTokens ?? ctx.options.maxTokens ?? 16;
+  return admitPrompts(ctx, { ...options, n: common.n, config: sequenceConfig(ctx, { common, maxTokens }) });
 }
 
 export function completionLogprobsK(body: Record<string, unknown>): number | undefined {
@@ -399,77 +421,23 @@ export async function handleCompletions(ctx: TwinContext, { ex, body }: RouteReq
   const model = checkModel(ctx, body);
   const common = commonParams(ctx, body);
   const logprobsK = completionLogprobsK(body);
-  const prompts = parseCompletionPrompts(ctx.tokenizer, body.prompt);
-  const promptIdsList = prompts.map((p) => (typeof p === 'string' ? ctx.tokenizer.encode(p) : p));
-  for (const list of promptIdsList) {
-    checkContext({
-      promptLen: list.length,
-      requested: common.requestedMaxTokens,
-      maxModelLen: ctx.options.maxModelLen,
-    });
-  }
+  const promptIdsList = completionPromptIds(ctx, { prompt: body.prompt, requested: common.requestedMaxTokens });
   const { tokenFault, logprobFault } = faultsOf(ex);
   const ids = idFields(common, tokenFault);
-  const fmt: LogprobFormat = {
-    mode: ctx.options.logprobsMode,
-    top: logprobsK ?? 0,
-    asTokenIds: common.asTokenIds,
-    floorEvery: ctx.options.floorLogprobEvery,
-    tokenizer: ctx.tokenizer,
-  };
-  const requestId = baseRequestId(ex.req.headers, body);
-  const responseId = `cmpl-${requestId.id}`;
-  const created = Math.floor(Date.now() / 1000);
-  ex.record.stream = common.stream;
-  const job = new Job(ctx, {
+  const fmt = logprobFormat(ctx, { top: logprobsK ?? 0, asTokenIds: common.asTokenIds });
+  const { job, writer, responseId, created } = await openVllmJob(ctx, {
     ex,
-    responseId,
-    requestId: requestId.fromCaller,
+    body,
     endpoint: 'completions',
-    model: model.name,
-    lora: model.lora,
-    cacheSalt: common.cacheSalt,
-    stream: common.stream,
+    model,
+    common,
   });
-  await randomDelay(ctx, ex);
-  const writer = common.stream ? new SseWriter(ex) : undefined;
-  await job.admit(writer);
-  const maxTokens = common.requestedMaxTokens ?? ctx.options.maxTokens ?? 16;
-  let cachedTokens = 0;
-  promptIdsList.forEach((promptIds, p) => {
-    const admission = job.admitPrompt(promptIds);
-    cachedTokens += admission.cachedTokens;
-    const text = ctx.tokenizer.decode(promptIds);
-    for (let i = 0; i < common.n; i++) {
-      const plan = choicePlan(ctx, {
-        prompt: { endpoint: 'completions', text, tokenIds: promptIds },
-        respondContext: { body, headers: ex.req.headers, choiceIndex: i, promptIndex: p, tools: [] },
-        enableThinking: undefined,
-      });
-      job.addChoice({
-        index: p * common.n + i,
-        promptIndex: p,
-        choiceIndex: i,
-        promptIds,
-        admission,
-        config: {
-          maxTokens,
-          stop: common.stop,
-          stopTokenIds: common.stopTokenIds,
-          includeStopStrInOutput: common.includeStopStrInOutput,
-          stopStringIds: ctx.options.stopStringIds,
-          sampling: common.sampling,
-          seed: common.seed,
-          plan: plan.plan,
-        },
-      });
-    }
-  });
+  const cachedTokens = admitCompletionPrompts(ctx, { ex, body, job, prompts: promptIdsList, common });
   const promptTokens = promptIdsList.reduce((s, list) => s + list.length, 0);
   const usage = () =>
     usageOf(ctx, {
       promptTokens,
-      completionTokens: job.choices.reduce((s, c) => s + c.seq.ids.length, 0),
+      completionTokens: completionTokens(job),
       cachedTokens,
     });
   const finishOf = (c: JobChoice) => c.seq.finishReason;
@@ -510,16 +478,10 @@ export async function handleCompletions(ctx: TwinContext, { ex, body }: RouteReq
       job,
       writer,
       hooks: {
-        head: () => [],
-        step: (c) => {
-          const r = job.advance(c, ctx.options.tokensPerChunk);
-          return [{ data: chunk(c, r.text, r), ids: r.ids }];
-        },
+        step: (c, r) => [{ data: chunk(c, r.text, r), ids: r.ids }],
         aborted: (c, text) =>
           c.seq.ids.length === 0 ? [] : [{ data: chunk(c, text, { start: c.seq.ids.length, ids: [] }) }],
-        tail: () =>
-          common.includeUsage ? [{ data: serialize({ ...base, choices: [], usage: streamUsage(usage()) }) }] : [],
-        done: true,
+        tail: () => usageEvents({ include: common.includeUsage, base, usage }),
       },
     });
     return;

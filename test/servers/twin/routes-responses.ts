@@ -12,12 +12,11 @@ import { ChatDeltaState, type ChatParsing, parseAnswer } from './chat-output.js'
 import type { MockChatMessage } from './chat-template.js';
 import type { RouteRequest, TwinContext } from './context.js';
 import { optionalBool, optionalInt, VllmError } from './errors.js';
-import { SseWriter } from './exchange.js';
-import { Job } from './job.js';
-import { chatEntries, type LogprobFormat, serialize } from './logprobs.js';
+import { chatEntries, serialize } from './logprobs.js';
 import { runNonStream, runStream, type StreamEvent } from './loops.js';
 import { choicePlan } from './plan.js';
 import { checkContext, checkModel } from './request.js';
+import { logprobFormat, openJob } from './route-parts.js';
 import { reasoningParserFor, sendNonStreamBody } from './routes-openai.js';
 import { createToolParser } from './tool-parser.js';
 import { hexId, isRecord } from './util.js';
@@ -147,8 +146,7 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
   checkContext({ promptLen: promptIds.length, requested: requestedMaxTokens, maxModelLen: ctx.options.maxModelLen });
   const maxTokens = requestedMaxTokens ?? ctx.options.maxTokens ?? ctx.options.maxModelLen - promptIds.length;
   const id = `resp_${hexId()}`;
-  ex.record.stream = stream;
-  const job = new Job(ctx, {
+  const { job, writer } = await openJob(ctx, {
     ex,
     responseId: id,
     requestId: null,
@@ -157,9 +155,8 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
     lora: model.lora,
     cacheSalt: typeof body.cache_salt === 'string' ? body.cache_salt : null,
     stream,
+    named: true,
   });
-  const writer = stream ? new SseWriter(ex, { named: true }) : undefined;
-  await job.admit(writer);
   const admission = job.admitPrompt(promptIds);
   const newCallId = () => `call_${hexId()}`;
   const plan = choicePlan(ctx, {
@@ -211,13 +208,7 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: promptIds.length + choice.seq.ids.length,
   });
-  const fmt: LogprobFormat = {
-    mode: ctx.options.logprobsMode,
-    top: topLogprobs,
-    asTokenIds: false,
-    floorEvery: ctx.options.floorLogprobEvery,
-    tokenizer: ctx.tokenizer,
-  };
+  const fmt = logprobFormat(ctx, { top: topLogprobs, asTokenIds: false });
   /** A finished text part: with `include` logprobs, those of every generated token (vLLM's final_output). */
   const textPart = (partText: string) => ({
     type: 'output_text',
@@ -439,12 +430,8 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
           ev('response.created', { response: responseObject('in_progress', [], null) }),
           ev('response.in_progress', { response: responseObject('in_progress', [], null) }),
         ],
-        step: (c) => {
-          const r = job.advance(c, ctx.options.tokensPerChunk);
-          return translate(r.text, r.ids);
-        },
+        step: (_c, r) => translate(r.text, r.ids),
         aborted: (_c, rest) => translate(rest, []),
-        tail: () => [],
         done: false,
       },
     });

@@ -12,14 +12,13 @@
 // - POST /update_weight_version, GET /get_weight_version, GET /get_model_info, POST /abort_request {rid, abort_all}.
 import type { RouteRequest, TwinContext } from './context.js';
 import type { Engine } from './engine.js';
-import { optionalBool, optionalInt, stopStrings, stopTokenIds, VllmError } from './errors.js';
-import { type Exchange, SseWriter, sendEmpty, sendJson } from './exchange.js';
-import { Job, type JobChoice } from './job.js';
+import { optionalBool, optionalInt, VllmError } from './errors.js';
+import { type Exchange, sendEmpty, sendJson } from './exchange.js';
+import type { JobChoice } from './job.js';
 import { runNonStream, runStream } from './loops.js';
-import { choicePlan } from './plan.js';
-import { checkContext, validateSampling } from './request.js';
+import { checkContext } from './request.js';
+import { admitPrompts, checkTokenIds, openJob, samplingParamsConfig } from './route-parts.js';
 import { finishReasonObject, sglangWeightVersion } from './routes-sglang.js';
-import { samplingSettings } from './sampler.js';
 import { hexId, isRecord } from './util.js';
 
 /** SGLang's default sampling_params.max_new_tokens. */
@@ -57,10 +56,7 @@ function promptIdsOf(ctx: TwinContext, body: Record<string, unknown>): number[] 
   if (!Array.isArray(ids) || ids.length === 0) {
     throw new VllmError(400, 'Either text, input_ids or input_embeds should be provided.');
   }
-  for (const id of ids) {
-    if (!ctx.tokenizer.isValidId(id)) throw new VllmError(400, `Token id ${String(id)} is out of vocabulary`);
-  }
-  return ids as number[];
+  return checkTokenIds(ctx.tokenizer, ids);
 }
 
 export async function handleSglangGenerate(ctx: TwinContext, { ex, body }: RouteRequest): Promise<void> {
@@ -75,8 +71,7 @@ export async function handleSglangGenerate(ctx: TwinContext, { ex, body }: Route
   const withText = optionalBool(body, 'return_text_in_logprobs') ?? false;
   const rid = typeof body.rid === 'string' ? body.rid : hexId();
   const seed = optionalInt(sp, 'sampling_seed', Number.MIN_SAFE_INTEGER);
-  ex.record.stream = stream;
-  const job = new Job(ctx, {
+  const { job, writer } = await openJob(ctx, {
     ex,
     responseId: rid,
     requestId: rid,
@@ -86,35 +81,15 @@ export async function handleSglangGenerate(ctx: TwinContext, { ex, body }: Route
     cacheSalt: null,
     stream,
   });
-  const writer = stream ? new SseWriter(ex) : undefined;
-  await job.admit(writer);
-  const admission = job.admitPrompt(promptIds);
-  const text = ctx.tokenizer.decode(promptIds);
-  for (let i = 0; i < n; i++) {
-    const plan = choicePlan(ctx, {
-      prompt: { endpoint: 'completions', text, tokenIds: promptIds },
-      respondContext: { body, headers: ex.req.headers, choiceIndex: i, promptIndex: 0, tools: [] },
-      enableThinking: undefined,
-    });
-    job.addChoice({
-      index: i,
-      promptIndex: 0,
-      choiceIndex: i,
-      promptIds,
-      admission,
-      config: {
-        maxTokens,
-        stop: stopStrings(sp),
-        stopTokenIds: stopTokenIds(sp),
-        // no_stop_trim keeps the stop string in the text, like vLLM's include_stop_str_in_output.
-        includeStopStrInOutput: optionalBool(sp, 'no_stop_trim') ?? false,
-        stopStringIds: ctx.options.stopStringIds,
-        sampling: validateSampling(samplingSettings(sp, ctx.options.defaultSampling)),
-        seed: seed === undefined ? 0 : seed | 0,
-        plan: plan.plan,
-      },
-    });
-  }
+  const cachedTokens = admitPrompts(ctx, {
+    ex,
+    body,
+    job,
+    prompts: [promptIds],
+    n,
+    // no_stop_trim keeps the stop string in the text, like vLLM's include_stop_str_in_output.
+    config: samplingParamsConfig(ctx, { sp, maxTokens, keepStopKey: 'no_stop_trim', seed }),
+  });
   const logprobMode = ctx.options.logprobsMode;
   const tokenText = (id: number) => (withText ? ctx.tokenizer.tokenText(id) : null);
   const output = (c: JobChoice) => {
@@ -124,7 +99,7 @@ export async function handleSglangGenerate(ctx: TwinContext, { ex, body }: Route
       finish_reason: finishReasonObject(ctx, { seq, maxTokens }),
       prompt_tokens: promptIds.length,
       completion_tokens: seq.ids.length,
-      cached_tokens: admission.cachedTokens,
+      cached_tokens: cachedTokens,
       weight_version: sglangWeightVersion(ctx),
     };
     if (returnLogprob) {
@@ -151,15 +126,9 @@ export async function handleSglangGenerate(ctx: TwinContext, { ex, body }: Route
       job,
       writer,
       hooks: {
-        head: () => [],
         // Without --stream-output (the default) every event has everything so far, not a delta.
-        step: (c) => {
-          const r = job.advance(c, ctx.options.tokensPerChunk);
-          return [{ data: event(c), ids: r.ids }];
-        },
+        step: (c, r) => [{ data: event(c), ids: r.ids }],
         aborted: (c) => [{ data: event(c) }],
-        tail: () => [],
-        done: true,
       },
     });
     return;

@@ -15,15 +15,24 @@ import { ChatDeltaState, type ChatParsing, parseAnswer } from './chat-output.js'
 import type { MockChatMessage } from './chat-template.js';
 import type { RouteRequest, TwinContext } from './context.js';
 import { optionalBool, sglangErrorBody, VllmError } from './errors.js';
-import { type Exchange, SseWriter, sendJson } from './exchange.js';
+import { type Exchange, sendJson } from './exchange.js';
 import type { Sequence } from './generation.js';
-import { Job, type JobChoice } from './job.js';
-import { chatEntries, completionLogprobs, type LogprobFormat, serialize } from './logprobs.js';
+import type { JobChoice } from './job.js';
+import { chatEntries, completionLogprobs, serialize } from './logprobs.js';
 import { runNonStream, runStream, type StreamEvent } from './loops.js';
 import { choicePlan } from './plan.js';
 import type { DeltaMessage } from './reasoning-parser.js';
-import { type CommonParams, checkContext, commonParams, MAX_LOGPROBS } from './request.js';
-import { completionLogprobsK, parseCompletionPrompts, reasoningParserFor, sendNonStreamBody } from './routes-openai.js';
+import { checkContext, commonParams, MAX_LOGPROBS } from './request.js';
+import { addChoices, completionTokens, logprobFormat, openJob, sequenceConfig } from './route-parts.js';
+import {
+  admitCompletionPrompts,
+  completionLogprobsK,
+  completionPromptIds,
+  reasoningParserFor,
+  sendNonStreamBody,
+  usageEvents,
+  usageOf,
+} from './routes-openai.js';
 import { createToolParser } from './tool-parser.js';
 import type { TokenIdsFaultMode } from './types.js';
 import { hexId, isRecord } from './util.js';
@@ -38,6 +47,28 @@ export function sglangWeightVersion(ctx: TwinContext): string {
 /** SGLang echoes `model` (its protocol default is "default") and routes any name to the served model. */
 function modelName(body: Record<string, unknown>): string {
   return typeof body.model === 'string' ? body.model : 'default';
+}
+
+/** A job of an OpenAI-shaped SGLang route: a fresh id, the body's `rid` as the caller's id, the model name echoed. */
+async function openSglangJob(
+  ctx: TwinContext,
+  options: RouteRequest & { endpoint: 'chat' | 'completions'; stream: boolean; cacheSalt: string | null },
+) {
+  const { ex, body, endpoint } = options;
+  const name = modelName(body);
+  const responseId = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${hexId()}`;
+  const created = Math.floor(Date.now() / 1000);
+  const { job, writer } = await openJob(ctx, {
+    ex,
+    responseId,
+    requestId: typeof body.rid === 'string' ? body.rid : null,
+    endpoint,
+    model: name,
+    lora: null,
+    cacheSalt: options.cacheSalt,
+    stream: options.stream,
+  });
+  return { job, writer, name, responseId, created };
 }
 
 /** The EOS or stop token id, or the stop string, that ended a sequence; null for length and abort. */
@@ -68,23 +99,9 @@ export function finishReasonObject(
 export function sglangUsage(
   ctx: TwinContext,
   options: { promptTokens: number; completionTokens: number; cachedTokens: number },
-): Record<string, unknown> {
-  return {
-    prompt_tokens: options.promptTokens,
-    total_tokens: options.promptTokens + options.completionTokens,
-    completion_tokens: options.completionTokens,
-    // --enable-cache-report
-    prompt_tokens_details:
-      ctx.options.enablePromptTokensDetails && options.cachedTokens > 0
-        ? { cached_tokens: options.cachedTokens }
-        : null,
-    reasoning_tokens: 0,
-  };
-}
-
-/** The stream's usage chunk is serialised with exclude_none. */
-function withoutNulls(value: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null));
+): ReturnType<typeof usageOf> & { reasoning_tokens: number } {
+  // vLLM's usage (prompt_tokens_details under --enable-cache-report) plus SGLang's reasoning_tokens.
+  return { ...usageOf(ctx, options), reasoning_tokens: 0 };
 }
 
 /** Non-stream faults: an error status in SGLang's shape, else the shared broken-body faults. */
@@ -117,17 +134,6 @@ function idMembers(options: {
 
 function tokenFaultOf(ex: Exchange): TokenIdsFaultMode | undefined {
   return ex.faults.find((f) => f.kind === 'token-ids')?.mode;
-}
-
-function sequenceConfig(ctx: TwinContext, common: CommonParams) {
-  return {
-    stop: common.stop,
-    stopTokenIds: common.stopTokenIds,
-    includeStopStrInOutput: common.includeStopStrInOutput,
-    stopStringIds: ctx.options.stopStringIds,
-    sampling: common.sampling,
-    seed: common.seed,
-  };
 }
 
 /** SGLang's tool-call ids (every parser but kimi_k2's): `call_` and 24 hex digits. */
@@ -201,22 +207,13 @@ export async function handleSglangChat(ctx: TwinContext, { ex, body }: RouteRequ
     maxModelLen: ctx.options.maxModelLen,
   });
   const maxTokens = common.requestedMaxTokens ?? ctx.options.maxTokens ?? ctx.options.maxModelLen - promptIds.length;
-  const name = modelName(body);
-  const responseId = `chatcmpl-${hexId()}`;
-  const created = Math.floor(Date.now() / 1000);
-  ex.record.stream = stream;
-  const job = new Job(ctx, {
+  const { job, writer, name, responseId, created } = await openSglangJob(ctx, {
     ex,
-    responseId,
-    requestId: typeof body.rid === 'string' ? body.rid : null,
+    body,
     endpoint: 'chat',
-    model: name,
-    lora: null,
-    cacheSalt: common.cacheSalt,
     stream,
+    cacheSalt: common.cacheSalt,
   });
-  const writer = stream ? new SseWriter(ex) : undefined;
-  await job.admit(writer);
   const admission = job.admitPrompt(promptIds);
   const qwen3 = ctx.tokenizer.name === 'qwen3';
   const reasoning = separateReasoning ? reasoningParserFor(ctx) : null;
@@ -245,27 +242,12 @@ export async function handleSglangChat(ctx: TwinContext, { ex, body }: RouteRequ
     parsings[k] = p;
     return p;
   };
-  for (let i = 0; i < common.n; i++) {
-    job.addChoice({
-      index: i,
-      promptIndex: 0,
-      choiceIndex: i,
-      promptIds,
-      admission,
-      config: { maxTokens, ...sequenceConfig(ctx, common), plan: plans[i]!.plan },
-    });
-  }
-  const fmt: LogprobFormat = {
-    mode: ctx.options.logprobsMode,
-    top,
-    asTokenIds: false,
-    floorEvery: ctx.options.floorLogprobEvery,
-    tokenizer: ctx.tokenizer,
-  };
+  addChoices(job, { promptIds, admission, plans, config: sequenceConfig(ctx, { common, maxTokens }) });
+  const fmt = logprobFormat(ctx, { top, asTokenIds: false });
   const usage = () =>
     sglangUsage(ctx, {
       promptTokens: promptIds.length,
-      completionTokens: job.choices.reduce((s, c) => s + c.seq.ids.length, 0),
+      completionTokens: completionTokens(job),
       cachedTokens: admission.cachedTokens,
     });
 
@@ -305,8 +287,7 @@ export async function handleSglangChat(ctx: TwinContext, { ex, body }: RouteRequ
       writer,
       hooks: {
         head: () => job.choices.map((c) => ({ data: chunk(c.index, { role: 'assistant', content: '' }, none) })),
-        step: (c): StreamEvent[] => {
-          const r = job.advance(c, ctx.options.tokensPerChunk);
+        step: (c, r): StreamEvent[] => {
           const delta = stateOf(c).next(r.text, r.ids);
           const logprobs = wantLogprobs
             ? { content: chatEntries(c.seq, { start: r.start, end: r.start + r.ids.length, fmt }) }
@@ -326,7 +307,6 @@ export async function handleSglangChat(ctx: TwinContext, { ex, body }: RouteRequ
           })),
           ...(common.includeUsage ? [{ data: serialize({ ...base, choices: [], usage: usage() }) }] : []),
         ],
-        done: true,
       },
     });
     return;
@@ -394,66 +374,22 @@ export async function handleSglangChat(ctx: TwinContext, { ex, body }: RouteRequ
 export async function handleSglangCompletions(ctx: TwinContext, { ex, body }: RouteRequest): Promise<void> {
   const common = commonParams(ctx, body);
   const logprobsK = completionLogprobsK(body);
-  const prompts = parseCompletionPrompts(ctx.tokenizer, body.prompt);
-  const promptIdsList = prompts.map((p) => (typeof p === 'string' ? ctx.tokenizer.encode(p) : p));
-  for (const list of promptIdsList) {
-    checkContext({
-      promptLen: list.length,
-      requested: common.requestedMaxTokens,
-      maxModelLen: ctx.options.maxModelLen,
-    });
-  }
-  const name = modelName(body);
-  const responseId = `cmpl-${hexId()}`;
-  const created = Math.floor(Date.now() / 1000);
-  ex.record.stream = common.stream;
-  const job = new Job(ctx, {
+  const promptIdsList = completionPromptIds(ctx, { prompt: body.prompt, requested: common.requestedMaxTokens });
+  const { job, writer, name, responseId, created } = await openSglangJob(ctx, {
     ex,
-    responseId,
-    requestId: typeof body.rid === 'string' ? body.rid : null,
+    body,
     endpoint: 'completions',
-    model: name,
-    lora: null,
-    cacheSalt: common.cacheSalt,
     stream: common.stream,
+    cacheSalt: common.cacheSalt,
   });
-  const writer = common.stream ? new SseWriter(ex) : undefined;
-  await job.admit(writer);
-  const maxTokens = common.requestedMaxTokens ?? ctx.options.maxTokens ?? 16;
-  let cachedTokens = 0;
-  promptIdsList.forEach((promptIds, p) => {
-    const admission = job.admitPrompt(promptIds);
-    cachedTokens += admission.cachedTokens;
-    const text = ctx.tokenizer.decode(promptIds);
-    for (let i = 0; i < common.n; i++) {
-      const plan = choicePlan(ctx, {
-        prompt: { endpoint: 'completions', text, tokenIds: promptIds },
-        respondContext: { body, headers: ex.req.headers, choiceIndex: i, promptIndex: p, tools: [] },
-        enableThinking: undefined,
-      });
-      job.addChoice({
-        index: p * common.n + i,
-        promptIndex: p,
-        choiceIndex: i,
-        promptIds,
-        admission,
-        config: { maxTokens, ...sequenceConfig(ctx, common), plan: plan.plan },
-      });
-    }
-  });
+  const cachedTokens = admitCompletionPrompts(ctx, { ex, body, job, prompts: promptIdsList, common });
   const usage = () =>
     sglangUsage(ctx, {
       promptTokens: promptIdsList.reduce((s, list) => s + list.length, 0),
-      completionTokens: job.choices.reduce((s, c) => s + c.seq.ids.length, 0),
+      completionTokens: completionTokens(job),
       cachedTokens,
     });
-  const fmt: LogprobFormat = {
-    mode: ctx.options.logprobsMode,
-    top: logprobsK ?? 0,
-    asTokenIds: false,
-    floorEvery: ctx.options.floorLogprobEvery,
-    tokenizer: ctx.tokenizer,
-  };
+  const fmt = logprobFormat(ctx, { top: logprobsK ?? 0, asTokenIds: false });
   const tokenFault = tokenFaultOf(ex);
 
   if (writer) {
@@ -498,15 +434,9 @@ export async function handleSglangCompletions(ctx: TwinContext, { ex, body }: Ro
       job,
       writer,
       hooks: {
-        head: () => [],
-        step: (c) => {
-          const r = job.advance(c, ctx.options.tokensPerChunk);
-          return [{ data: chunk(c, r.text, r), ids: common.returnTokenIds ? r.ids : [] }];
-        },
+        step: (c, r) => [{ data: chunk(c, r.text, r), ids: common.returnTokenIds ? r.ids : [] }],
         aborted: (c, text) => [{ data: chunk(c, text, { start: c.seq.ids.length, ids: [] }) }],
-        tail: () =>
-          common.includeUsage ? [{ data: serialize({ ...base, choices: [], usage: withoutNulls(usage()) }) }] : [],
-        done: true,
+        tail: () => usageEvents({ include: common.includeUsage, base, usage }),
       },
     });
     return;

@@ -3,13 +3,13 @@
 // (token ids in, token ids out).
 import type { MockChatMessage } from './chat-template.js';
 import type { RouteRequest, TwinContext } from './context.js';
-import { optionalBool, optionalInt, optionalString, stopStrings, stopTokenIds, VllmError } from './errors.js';
-import { SseWriter, sendJson } from './exchange.js';
-import { Job, type JobChoice } from './job.js';
-import { chatEntries, type LogprobFormat, serialize } from './logprobs.js';
+import { optionalBool, optionalInt, optionalString, VllmError } from './errors.js';
+import { sendJson } from './exchange.js';
+import type { JobChoice } from './job.js';
+import { chatEntries, serialize } from './logprobs.js';
 import { runNonStream, runStream } from './loops.js';
-import { choicePlan } from './plan.js';
 import { baseRequestId, checkContext, checkModel, commonParams, validateSampling } from './request.js';
+import { admitPrompts, checkTokenIds, logprobFormat, openJob, samplingParamsConfig } from './route-parts.js';
 import { parseCompletionPrompts } from './routes-openai.js';
 import { samplingSettings } from './sampler.js';
 import { hexId, isRecord } from './util.js';
@@ -57,10 +57,7 @@ export function handleDetokenize(ctx: TwinContext, { ex, body }: RouteRequest): 
   checkModel(ctx, body);
   const tokens = body.tokens;
   if (!Array.isArray(tokens)) throw new VllmError(400, '1 validation error:\n  tokens: Field required');
-  for (const id of tokens) {
-    if (!ctx.tokenizer.isValidId(id)) throw new VllmError(400, `Token id ${String(id)} is out of vocabulary`);
-  }
-  sendJson(ex, 200, JSON.stringify({ prompt: ctx.tokenizer.decode(tokens as number[]) }));
+  sendJson(ex, 200, JSON.stringify({ prompt: ctx.tokenizer.decode(checkTokenIds(ctx.tokenizer, tokens)) }));
 }
 
 /** The sampling_params a rendered request carries into /inference/v1/generate. */
@@ -134,10 +131,7 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
   if (!Array.isArray(tokenIds) || tokenIds.length === 0) {
     throw new VllmError(400, '1 validation error:\n  token_ids: Field required (a non-empty list of ints)');
   }
-  for (const id of tokenIds) {
-    if (!ctx.tokenizer.isValidId(id)) throw new VllmError(400, `Token id ${String(id)} is out of vocabulary`);
-  }
-  const promptIds = tokenIds as number[];
+  const promptIds = checkTokenIds(ctx.tokenizer, tokenIds);
   const sp = isRecord(body.sampling_params) ? body.sampling_params : undefined;
   if (!sp) throw new VllmError(400, '1 validation error:\n  sampling_params: Field required');
   const stream = optionalBool(body, 'stream') ?? false;
@@ -147,8 +141,7 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
   const k = optionalInt(sp, 'logprobs', 0);
   const sampling = validateSampling(samplingSettings(sp, ctx.options.defaultSampling));
   const requestId = typeof body.request_id === 'string' ? body.request_id : baseRequestId(ex.req.headers, {}).id;
-  ex.record.stream = stream;
-  const job = new Job(ctx, {
+  const { job, writer } = await openJob(ctx, {
     ex,
     responseId: requestId,
     requestId,
@@ -158,42 +151,21 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
     cacheSalt: optionalString(body, 'cache_salt') ?? null,
     stream,
   });
-  const writer = stream ? new SseWriter(ex) : undefined;
-  await job.admit(writer);
-  const admission = job.admitPrompt(promptIds);
-  const text = ctx.tokenizer.decode(promptIds);
-  const seed = optionalInt(sp, 'seed', Number.MIN_SAFE_INTEGER);
-  for (let i = 0; i < n; i++) {
-    const plan = choicePlan(ctx, {
-      prompt: { endpoint: 'completions', text, tokenIds: promptIds },
-      respondContext: { body, headers: ex.req.headers, choiceIndex: i, promptIndex: 0, tools: [] },
-      enableThinking: undefined,
-    });
-    job.addChoice({
-      index: i,
-      promptIndex: 0,
-      choiceIndex: i,
-      promptIds,
-      admission,
-      config: {
-        maxTokens,
-        stop: stopStrings(sp),
-        stopTokenIds: stopTokenIds(sp),
-        includeStopStrInOutput: optionalBool(sp, 'include_stop_str_in_output') ?? false,
-        stopStringIds: ctx.options.stopStringIds,
-        sampling,
-        seed: seed === undefined ? 0 : seed | 0,
-        plan: plan.plan,
-      },
-    });
-  }
-  const fmt: LogprobFormat = {
-    mode: ctx.options.logprobsMode,
-    top: k ?? 0,
-    asTokenIds: false,
-    floorEvery: ctx.options.floorLogprobEvery,
-    tokenizer: ctx.tokenizer,
-  };
+  admitPrompts(ctx, {
+    ex,
+    body,
+    job,
+    prompts: [promptIds],
+    n,
+    config: samplingParamsConfig(ctx, {
+      sp,
+      maxTokens,
+      keepStopKey: 'include_stop_str_in_output',
+      seed: optionalInt(sp, 'seed', Number.MIN_SAFE_INTEGER),
+      sampling,
+    }),
+  });
+  const fmt = logprobFormat(ctx, { top: k ?? 0, asTokenIds: false });
   const choiceOf = (c: JobChoice, range: { start: number; end: number }) => ({
     index: c.index,
     logprobs: k !== undefined ? { content: chatEntries(c.seq, { ...range, fmt }) } : null,
@@ -206,9 +178,7 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
       job,
       writer,
       hooks: {
-        head: () => [],
-        step: (c) => {
-          const r = job.advance(c, ctx.options.tokensPerChunk);
+        step: (c, r) => {
           const range = { start: r.start, end: r.start + r.ids.length };
           return [{ data: serialize({ request_id: requestId, choices: [choiceOf(c, range)] }), ids: r.ids }];
         },
@@ -223,8 +193,6 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
                   }),
                 },
               ],
-        tail: () => [],
-        done: true,
       },
     });
     return;

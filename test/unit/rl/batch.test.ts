@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type BuildBatchOptions, buildBatch } from '../../../src/algorithms/rl/batch.js';
 import { MemoryStore } from '../../../src/store/memory.js';
-import type { Attributes, Rollout } from '../../../src/store/types.js';
+import { type Attributes, FAILURE_REASONS, type FailureReason, type Rollout } from '../../../src/store/types.js';
 import {
   ATTR_CALL_OUTCOME,
   ATTR_CALL_ROLE,
@@ -22,11 +22,14 @@ interface Turn {
   extra?: Attributes;
 }
 
+const noReasons = Object.fromEntries(FAILURE_REASONS.map((r) => [r, 0])) as Record<FailureReason, number>;
+
 async function rollout(
   store: MemoryStore,
   turns: Turn[],
   reward: number | null,
   status: Rollout['status'] = 'succeeded',
+  failureReason: FailureReason | null = null,
 ) {
   const started = await store.startRollout({ input: {} });
   const ids = { rolloutId: started.rollout_id, attemptId: started.attempt.attempt_id };
@@ -42,7 +45,7 @@ async function rollout(
     await store.addSpan(makeSpan({ seq: seq++, attributes, ...ids }));
   }
   if (reward !== null) await store.addSpan(rewardSpan(seq++, reward, ids));
-  return { ...started, status } as Rollout;
+  return { ...started, status, failure_reason: failureReason } as Rollout;
 }
 
 function options(store: MemoryStore, entries: Array<[Rollout, string]>, extra: Partial<BuildBatchOptions> = {}) {
@@ -108,6 +111,10 @@ describe('buildBatch', () => {
       stale: 0,
       stale_tokens: 0,
       failed_rollouts: 1,
+      // Built as failed without a reason: the store's default.
+      failed_by_reason: { ...noReasons, unknown: 1 },
+      zero_reward_failures: 0,
+      undersized_groups: 0,
       no_tokens: 1,
       merge_mismatches: 0,
       raw_logprobs: 0,
@@ -251,6 +258,94 @@ describe('buildBatch', () => {
     );
     expect(batch.stats.dropped).toMatchObject({ auxiliary: 1, merge_mismatches: 0 });
     expect(batch.samples[0]).toMatchObject({ rollout_id: titled.rollout_id, sequence_ids: [1, 3] });
+    await store.close();
+  });
+
+  it('keeps failed rollouts out of the baseline, counted per failure reason (a rollout that never ended: timeout)', async () => {
+    const store = new MemoryStore();
+    const good = await rollout(store, twoTurns(2), 1);
+    const bad = await rollout(store, twoTurns(2), 0);
+    // Each recorded a reward of 1 before failing: scored, they would lift the baseline.
+    const timedOut = await rollout(store, twoTurns(2), 1, 'failed', 'timeout');
+    const upstream = await rollout(store, twoTurns(2), 1, 'failed', 'upstream_error');
+    const cancelled = await rollout(store, twoTurns(2), 1, 'cancelled', 'cancelled');
+    const unfinished = await rollout(store, twoTurns(2), 1);
+    const entries: Array<[Rollout, string]> = [
+      [good, 'g'],
+      [bad, 'g'],
+      [timedOut, 'g'],
+      [upstream, 'g'],
+      [cancelled, 'g'],
+      [unfinished, 'g'],
+    ];
+    const base = options(store, entries);
+    const finished = new Map(base.finished);
+    finished.delete(unfinished.rollout_id);
+    const batch = await buildBatch({ ...base, finished });
+    expect(batch.samples.map((s) => s.rollout_id)).toEqual([good.rollout_id, bad.rollout_id]);
+    expect(batch.stats.dropped).toMatchObject({
+      failed_rollouts: 4,
+      failed_by_reason: { ...noReasons, timeout: 2, upstream_error: 1, cancelled: 1 },
+      zero_reward_failures: 0,
+      undersized_groups: 0,
+    });
+    expect(batch.stats.mean_reward).toBeCloseTo(0.5, 10);
+    expect(batch.samples.reduce((sum, s) => sum + s.advantage, 0)).toBeCloseTo(0, 10);
+    await store.close();
+  });
+
+  it('infraFailures zero-reward: a failed rollout stays in its group with reward 0 and trains its calls', async () => {
+    const store = new MemoryStore();
+    const good = await rollout(store, twoTurns(2), 1);
+    const crashed = await rollout(store, twoTurns(2), 1, 'failed', 'agent_crash');
+    const empty = await rollout(store, [], null, 'failed', 'upstream_error');
+    const batch = await buildBatch(
+      options(
+        store,
+        [
+          [good, 'g'],
+          [crashed, 'g'],
+          [empty, 'g'],
+        ],
+        { infraFailures: 'zero-reward' },
+      ),
+    );
+    expect(batch.samples.map((s) => [s.rollout_id, s.reward])).toEqual([
+      [good.rollout_id, 1],
+      [crashed.rollout_id, 0],
+    ]);
+    expect(batch.samples[1]?.advantage).toBeLessThan(0);
+    expect(batch.stats.dropped).toMatchObject({ failed_rollouts: 0, zero_reward_failures: 2, no_tokens: 0 });
+    // The baseline counts the empty failure as a 0 too: (1 + 0 + 0) / 3.
+    expect(batch.stats.mean_reward).toBeCloseTo(1 / 3, 10);
+    await store.close();
+  });
+
+  it('counts a group that drops left with fewer than 2 rollouts as undersized (no baseline, no signal)', async () => {
+    const store = new MemoryStore();
+    const alone = await rollout(store, twoTurns(2), 1);
+    const failed = await rollout(store, twoTurns(2), 0, 'failed', 'gateway_paused');
+    const gone1 = await rollout(store, twoTurns(2), 1, 'failed', 'timeout');
+    const gone2 = await rollout(store, twoTurns(2), 0, 'failed', 'timeout');
+    const ok1 = await rollout(store, twoTurns(2), 1);
+    const ok2 = await rollout(store, twoTurns(2), 0);
+    const batch = await buildBatch(
+      options(store, [
+        [alone, 'one-left'],
+        [failed, 'one-left'],
+        [gone1, 'none-left'],
+        [gone2, 'none-left'],
+        [ok1, 'full'],
+        [ok2, 'full'],
+      ]),
+    );
+    expect(batch.samples.map((s) => s.group_id)).toEqual(['full', 'full']);
+    expect(batch.stats.dropped).toMatchObject({
+      undersized_groups: 2,
+      no_signal_groups: 1,
+      no_signal_rollouts: 1,
+      failed_rollouts: 3,
+    });
     await store.close();
   });
 });

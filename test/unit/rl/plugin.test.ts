@@ -94,8 +94,10 @@ describe('rl plugin', () => {
     expect(ids).toHaveLength(4);
     controller.abort();
     await expect(run).rejects.toThrow(/abort/i);
-    const statuses = await Promise.all(ids.map(async (id) => (await store.getRolloutById(id))?.status));
-    expect(statuses).toEqual(['cancelled', 'cancelled', 'cancelled', 'cancelled']);
+    const ended = await Promise.all(ids.map((id) => store.getRolloutById(id)));
+    expect(ended.map((r) => r?.status)).toEqual(['cancelled', 'cancelled', 'cancelled', 'cancelled']);
+    // Stopped, not timed out: the reason says so.
+    expect(ended.map((r) => r?.failure_reason)).toEqual(['cancelled', 'cancelled', 'cancelled', 'cancelled']);
     await store.close();
   });
 });

@@ -18,7 +18,7 @@ function config(over: Partial<RolloutConfig> = {}): RolloutConfig {
 }
 
 function state(status: RolloutStatus, queued = false): RolloutState {
-  return { status, end_time: TERMINAL.has(status) ? 5 : null, queued };
+  return { status, end_time: TERMINAL.has(status) ? 5 : null, failure_reason: null, queued };
 }
 
 // contracts.md §3.3 rollout_status_from_attempt, written out as a literal table.

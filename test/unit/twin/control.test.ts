@@ -1,28 +1,10 @@
 // vLLM's dev routes for weight swaps: /pause (abort | wait | keep), /resume, /abort_requests, /sleep, /wake_up.
 // An aborted request ends like a complete one (finish_reason "abort", then [DONE]); keep freezes generations and
 // resumes them under whatever weights are loaded by then.
-import { afterEach, describe, expect, it } from 'vitest';
-import type { MockVllmOptions } from '../../servers/mock-vllm.js';
-import {
-  type AnyRecord,
-  chat,
-  chatStream,
-  collect,
-  startTwinHarness,
-  streamedIds,
-  type TwinHarness,
-} from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { type AnyRecord, chat, chatStream, collect, streamedIds, twinsPerTest } from './harness.js';
 
-const harnesses: TwinHarness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
-
-async function twin(options: MockVllmOptions): Promise<TwinHarness> {
-  const h = await startTwinHarness({ interTokenMs: 15, ...options });
-  harnesses.push(h);
-  return h;
-}
+const twin = twinsPerTest({ interTokenMs: 15 });
 
 const words = (w: string, n: number) => `${w} `.repeat(n).trimEnd();
 

@@ -1,5 +1,6 @@
 // An engine twin with an openai SDK client and raw-HTTP helpers for the routes the SDK does not cover.
 import OpenAI from 'openai';
+import { afterEach } from 'vitest';
 import { type MockVllm, type MockVllmOptions, startEngineTwin } from '../../servers/mock-vllm.js';
 
 export type AnyRecord = Record<string, any>;
@@ -40,6 +41,22 @@ export async function startTwinHarness(options: MockVllmOptions = {}): Promise<T
       return { status: res.status, body: parse(await res.text()) };
     },
     close: () => twin.close(),
+  };
+}
+
+/**
+ * A factory of twins (`defaults` under each call's options) that are all closed after each test: call it at the
+ * top of a test file, then start a twin of the options a test needs inside the test.
+ */
+export function twinsPerTest(defaults: MockVllmOptions): (options?: MockVllmOptions) => Promise<TwinHarness> {
+  const harnesses: TwinHarness[] = [];
+  afterEach(async () => {
+    await Promise.all(harnesses.splice(0).map((h) => h.close()));
+  });
+  return async (options = {}) => {
+    const h = await startTwinHarness({ ...defaults, ...options });
+    harnesses.push(h);
+    return h;
   };
 }
 

@@ -2,20 +2,10 @@
 // for them is a 400 in SGLang's flat error shape), `input_ids` instead of the chat template, completions with ids
 // in streams, the native /generate with `[[logprob, id, text], ...]`, pause modes and a prefix cache flushed on
 // every weight update. Everything is checked against the twin's ledger.
-import { afterEach, describe, expect, it } from 'vitest';
-import type { MockVllmOptions } from '../../servers/mock-vllm.js';
-import { type AnyRecord, collect, startTwinHarness, type TwinHarness } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { type AnyRecord, collect, type TwinHarness, twinsPerTest } from './harness.js';
 
-const harnesses: TwinHarness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
-
-async function sglang(options: MockVllmOptions = {}): Promise<TwinHarness> {
-  const h = await startTwinHarness({ dialect: 'sglang', ...options });
-  harnesses.push(h);
-  return h;
-}
+const sglang = twinsPerTest({ dialect: 'sglang' });
 
 const messages = [{ role: 'user', content: 'hello there' }];
 

@@ -11,10 +11,12 @@ Binary layout (``Accept: application/octet-stream``), all little-endian::
            int32[R]   every sample's response ids (R = sum of response_len)
            uint8[R]   every sample's response mask, then zero bytes up to a multiple of 4
            float32[R] every sample's logprobs (NaN for samples with has_logprobs = false)
+           int32[R]   every sample's token versions, only when the header's has_token_versions is true (a sample
+                      whose own has_token_versions is false has no token_versions)
 
 With NumPy installed, a sample's arrays are NumPy arrays: ``int32`` ids, ``uint8`` mask, and logprobs as
 ``float32`` (binary layout: read-only views into the response buffer, no copy) or ``float64`` (JSON: the exact
-values the gateway recorded). Without NumPy they are plain lists. ``use_numpy`` forces either.
+values the gateway recorded); token versions are ``int32``. Without NumPy they are plain lists. ``use_numpy`` forces either.
 """
 
 from __future__ import annotations
@@ -48,10 +50,13 @@ __all__ = [
 BATCH_MAGIC = b"RGB1"
 BATCH_CONTENT_TYPE = "application/octet-stream"
 
-_SAMPLE_ARRAYS = ("prompt_ids", "response_ids", "response_mask", "logprobs")
+_SAMPLE_ARRAYS = ("prompt_ids", "response_ids", "response_mask", "logprobs", "token_versions")
 _SAMPLE_FIELDS = ("rollout_id", "group_id", "reward", "advantage", "model_version", "sequence_ids")
-_BINARY_FIELDS = ("prompt_len", "response_len", "has_logprobs")
-_BATCH_FIELDS = ("batch_id", "step", "model_version", "advantage_estimator", "created_at", "samples", "stats")
+_BINARY_FIELDS = ("prompt_len", "response_len", "has_logprobs", "has_token_versions")
+# has_token_versions: the binary header's flag that the token-versions section follows.
+_BATCH_FIELDS = (
+    "batch_id", "step", "model_version", "advantage_estimator", "created_at", "samples", "stats", "has_token_versions"
+)
 
 
 def numpy_available() -> bool:
@@ -81,8 +86,10 @@ class Sample:
             none (or not the sampling distribution's).
         reward: the rollout's reward.
         advantage: the group-normalized advantage (apply it to every mask-1 token).
-        model_version: oldest model version among the calls merged into this row.
+        model_version: oldest model version among the row's policy tokens.
         sequence_ids: the store's sequence ids of the merged calls.
+        token_versions: per response token, the model version that computed it (a call that spanned a weight
+            swap has two), or None when the gateway sent none.
         extra: fields this client version does not know, kept as sent.
     """
 
@@ -96,6 +103,7 @@ class Sample:
     advantage: float
     model_version: int
     sequence_ids: list[int]
+    token_versions: Any = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -121,12 +129,13 @@ class Sample:
 @dataclass(frozen=True)
 class BatchStats:
     """Counts for the step: ``dropped`` says why rollouts or calls are not in the batch (see the gateway docs
-    on training data for each reason); it is a mapping because the gateway may add reasons."""
+    on training data for each reason), as sent: counts, and breakdowns such as ``failed_by_reason`` as nested
+    mappings. It is a mapping, not fields, because the gateway adds reasons over time."""
 
     rollouts: int
     groups: int
     mean_reward: float | None
-    dropped: Mapping[str, int]
+    dropped: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -176,13 +185,13 @@ def _stats(raw: Any) -> BatchStats:
         rollouts=int(_require(raw, "rollouts", int, "stats")),
         groups=int(_require(raw, "groups", int, "stats")),
         mean_reward=None if mean is None else float(mean),
-        dropped={str(k): int(v) for k, v in dropped.items()},
+        dropped=dict(dropped),
     )
 
 
-def _sample(raw: Mapping[str, Any], arrays: tuple[Any, Any, Any, Any], index: int) -> Sample:
+def _sample(raw: Mapping[str, Any], arrays: tuple[Any, Any, Any, Any, Any], index: int) -> Sample:
     where = f"sample {index}"
-    prompt_ids, response_ids, response_mask, logprobs = arrays
+    prompt_ids, response_ids, response_mask, logprobs, token_versions = arrays
     known = set(_SAMPLE_FIELDS) | set(_SAMPLE_ARRAYS) | set(_BINARY_FIELDS)
     return Sample(
         rollout_id=_require(raw, "rollout_id", str, where),
@@ -195,6 +204,7 @@ def _sample(raw: Mapping[str, Any], arrays: tuple[Any, Any, Any, Any], index: in
         advantage=float(_require(raw, "advantage", (int, float), where)),
         model_version=int(_require(raw, "model_version", int, where)),
         sequence_ids=[int(x) for x in _require(raw, "sequence_ids", list, where)],
+        token_versions=token_versions,
         extra={k: v for k, v in raw.items() if k not in known},
     )
 
@@ -232,10 +242,12 @@ def decode_json(data: bytes | str | Mapping[str, Any], *, use_numpy: bool | None
         response = _require(raw, "response_ids", list, where)
         mask = _require(raw, "response_mask", list, where)
         logprobs = raw.get("logprobs")
-        if logprobs is not None and not isinstance(logprobs, list):
-            raise BatchDecodeError(f"{where}: logprobs must be a list or null")
-        if len(mask) != len(response) or (logprobs is not None and len(logprobs) != len(response)):
-            raise BatchDecodeError(f"{where}: response_ids, response_mask and logprobs differ in length")
+        versions = raw.get("token_versions")
+        for key, value in (("logprobs", logprobs), ("token_versions", versions)):
+            if value is not None and not isinstance(value, list):
+                raise BatchDecodeError(f"{where}: {key} must be a list or null")
+        if any(v is not None and len(v) != len(response) for v in (mask, logprobs, versions)):
+            raise BatchDecodeError(f"{where}: response_ids, response_mask, logprobs, token_versions differ in length")
         if numpy:
             assert _np is not None
             arrays = (
@@ -243,6 +255,7 @@ def decode_json(data: bytes | str | Mapping[str, Any], *, use_numpy: bool | None
                 _np.asarray(response, dtype=_np.int32),
                 _np.asarray(mask, dtype=_np.uint8),
                 None if logprobs is None else _np.asarray(logprobs, dtype=_np.float64),
+                None if versions is None else _np.asarray(versions, dtype=_np.int32),
             )
         else:
             arrays = (
@@ -250,6 +263,7 @@ def decode_json(data: bytes | str | Mapping[str, Any], *, use_numpy: bool | None
                 [int(x) for x in response],
                 [int(x) for x in mask],
                 None if logprobs is None else [float(x) for x in logprobs],
+                None if versions is None else [int(x) for x in versions],
             )
         samples.append(_sample(raw, arrays, i))
     return _batch(parsed, samples)
@@ -296,13 +310,15 @@ def decode_binary(data: bytes | bytearray | memoryview, *, use_numpy: bool | Non
             value = _require(meta, key, kind, f"sample {i}")
             if kind is int and value < 0:
                 raise BatchDecodeError(f"sample {i}: {key} is negative")
+    with_versions = header.get("has_token_versions") is True
     prompt_total = sum(int(m["prompt_len"]) for m in metas)
     response_total = sum(int(m["response_len"]) for m in metas)
     prompt_at = _align(8 + header_len, 8)
     response_at = prompt_at + prompt_total * 4
     mask_at = response_at + response_total * 4
     logprob_at = _align(mask_at + response_total, 4)
-    if len(buffer) < logprob_at + response_total * 4:
+    version_at = logprob_at + response_total * 4
+    if len(buffer) < version_at + (response_total * 4 if with_versions else 0):
         raise BatchDecodeError("truncated rollgate batch (arrays)")
 
     if numpy:
@@ -313,11 +329,15 @@ def decode_binary(data: bytes | bytearray | memoryview, *, use_numpy: bool | Non
         responses: Any = _np.frombuffer(raw, dtype="<i4", count=response_total, offset=response_at)
         masks: Any = _np.frombuffer(raw, dtype=_np.uint8, count=response_total, offset=mask_at)
         logprobs: Any = _np.frombuffer(raw, dtype="<f4", count=response_total, offset=logprob_at)
+        versions: Any = (
+            _np.frombuffer(raw, dtype="<i4", count=response_total, offset=version_at) if with_versions else None
+        )
     else:
         prompts = _plain("i", buffer, prompt_at, prompt_total)
         responses = _plain("i", buffer, response_at, response_total)
         masks = _plain("B", buffer, mask_at, response_total)
         logprobs = _plain("f", buffer, logprob_at, response_total)
+        versions = _plain("i", buffer, version_at, response_total) if with_versions else None
 
     samples: list[Sample] = []
     p = r = 0
@@ -326,7 +346,9 @@ def decode_binary(data: bytes | bytearray | memoryview, *, use_numpy: bool | Non
         sample_logprobs = logprobs[r : r + rlen] if meta["has_logprobs"] else None
         if sample_logprobs is not None and not numpy:
             sample_logprobs = [float(x) for x in sample_logprobs]
-        arrays = (prompts[p : p + plen], responses[r : r + rlen], masks[r : r + rlen], sample_logprobs)
+        has_versions = versions is not None and meta.get("has_token_versions") is True
+        sample_versions = versions[r : r + rlen] if has_versions else None
+        arrays = (prompts[p : p + plen], responses[r : r + rlen], masks[r : r + rlen], sample_logprobs, sample_versions)
         samples.append(_sample(meta, arrays, i))
         p += plen
         r += rlen
@@ -354,6 +376,10 @@ def samples_equal(a: Sample, b: Sample, *, logprob_tolerance: float = 0.0) -> bo
     for x, y in ((a.prompt_ids, b.prompt_ids), (a.response_ids, b.response_ids), (a.response_mask, b.response_mask)):
         if [int(v) for v in x] != [int(v) for v in y]:
             return False
+    if (a.token_versions is None) != (b.token_versions is None):
+        return False
+    if a.token_versions is not None and [int(v) for v in a.token_versions] != [int(v) for v in b.token_versions]:
+        return False
     if (a.logprobs is None) != (b.logprobs is None):
         return False
     if a.logprobs is not None and b.logprobs is not None:

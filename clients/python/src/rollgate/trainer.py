@@ -2,7 +2,8 @@
 
 Delivery is at-least-once: the gateway hands out the oldest batch nobody acknowledged, so a trainer that
 crashes or disconnects gets the same batch again (:attr:`Delivery.delivery` 2, 3, ...). A batch leaves the
-queue when it is acknowledged, by :meth:`TrainerClient.post_weights` (the batches it trained on) or by
+queue when it is acknowledged, by :meth:`TrainerClient.post_weights` (the batches it trained on), by
+:meth:`TrainerClient.commit_weights` (the two-step update for native transfers) or by
 :meth:`TrainerClient.ack` (e.g. an empty batch).
 
 Example::
@@ -201,9 +202,7 @@ class TrainerClient:
         Not retried once the request may have reached the gateway: after a
         :class:`~rollgate.errors.TransportError`, :meth:`state` tells whether ``version`` is live.
         """
-        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-            raise ValueError(f"version must be a non-negative int, got {version!r}")
-        body: dict[str, Any] = {"version": version}
+        body: dict[str, Any] = {"version": _version(version)}
         if batch_ids is not None:
             body["batch_ids"] = [str(x) for x in batch_ids]
         for name, value in fields.items():
@@ -225,6 +224,44 @@ class TrainerClient:
             acknowledged=[str(x) for x in raw.get("acknowledged", [])],
             sync_ms=float(raw.get("sync_ms", 0.0)),
         )
+
+    def prepare_weights(
+        self, version: int, *, batch_ids: Sequence[str] | None = None, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Step 1 of a native (NCCL / CUDA IPC) transfer: the gateway holds new calls, frees the engines and
+        answers which backends are ready (``{"status": "ready", "backends", "deadline_s", ...}``). Transfer the
+        weights yourself, then :meth:`commit_weights` (or :meth:`abort_weights`) before the deadline.
+
+        Idempotent on the gateway (a repeated prepare of the same version answers the same), so it is retried
+        like a read. ``batch_ids`` are acknowledged at the commit.
+        """
+        body: dict[str, Any] = {"version": _version(version)}
+        if batch_ids is not None:
+            body["batch_ids"] = [str(x) for x in batch_ids]
+        return self._object("/v1/rl/weights/prepare", body, timeout_s)
+
+    def commit_weights(
+        self, version: int, *, batch_ids: Sequence[str] | None = None, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Step 2: the engines finish the update, the pool's version is bumped, calls resume, and the batches
+        (``batch_ids``, else those named at the prepare) are acknowledged. Idempotent, retried like a read."""
+        body: dict[str, Any] = {"version": _version(version)}
+        if batch_ids is not None:
+            body["batch_ids"] = [str(x) for x in batch_ids]
+        return self._object("/v1/rl/weights/commit", body, timeout_s)
+
+    def abort_weights(self, reason: str | None = None) -> dict[str, Any]:
+        """Abandons a prepared transfer: the gateway resumes on the old weights (``{"status": "aborted"}``, or
+        ``"idle"`` when nothing was prepared). Idempotent."""
+        return self._object("/v1/rl/weights/abort", {} if reason is None else {"reason": reason}, None)
+
+    def _object(self, path: str, body: Mapping[str, Any], timeout_s: float | None) -> dict[str, Any]:
+        raw = self._http.request(
+            "POST", path, json_body=body, timeout_s=self.weights_timeout_s if timeout_s is None else timeout_s
+        ).json()
+        if not isinstance(raw, dict):
+            raise ProtocolError(f"{path} answered without a JSON object")
+        return raw
 
     def state(self) -> TrainerState:
         """The gateway's batch queue counters and the policy version."""
@@ -248,6 +285,12 @@ class TrainerClient:
         if not isinstance(raw, dict):
             raise ProtocolError("schema answered without a JSON object")
         return raw
+
+
+def _version(version: int) -> int:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(f"version must be a non-negative int, got {version!r}")
+    return version
 
 
 def _number(value: float) -> str:
