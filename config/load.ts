@@ -108,7 +108,13 @@ function flagOverrides(flags: ConfigFlags): Tree {
   if (Object.keys(server).length > 0) out.server = server;
   if (flags.store !== undefined) out.store = parseStoreSpec(flags.store);
   if (flags.backend !== undefined) {
-    out.models = [{ name: flags.model ?? 'default', backends: [{ url: flags.backend, type: 'vllm' }] }];
+    // Without --model the backend's own model name is unknown: agents' names pass through unchanged (mapping them
+    // all to "default" made the backend answer 404 to an agent that sent its real model name).
+    out.models = [
+      flags.model === undefined
+        ? { name: 'default', upstreamModel: null, backends: [{ url: flags.backend, type: 'vllm' }] }
+        : { name: flags.model, backends: [{ url: flags.backend, type: 'vllm' }] },
+    ];
   }
   return out;
 }

@@ -107,7 +107,11 @@ const recordingFailureSchema = z
 const modelSchema = z
   .object({
     name: z.string().min(1).describe('Name agents send as `model`'),
-    upstreamModel: z.string().optional().describe('Name sent to the backends (defaults to `name`)'),
+    upstreamModel: z
+      .string()
+      .nullable()
+      .optional()
+      .describe("Name sent to the backends (defaults to `name`; null passes the agent's own `model` through)"),
     backends: z.array(backendSchema).min(1),
     tokenIds: z.boolean().default(true).describe('Ask vLLM backends for return_token_ids'),
     logprobs: z.enum(['off', 'train', 'always']).default('train').describe('When to inject logprobs'),

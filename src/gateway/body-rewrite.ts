@@ -26,7 +26,8 @@ export const COMPLETIONS_LOGPROBS = 1;
 export interface RewriteOptions {
   readonly endpoint: Endpoint;
   readonly backendType: BackendType;
-  readonly upstreamModel: string;
+  /** null: the agent's own `model` goes upstream unchanged. */
+  readonly upstreamModel: string | null;
   readonly tokenIds: boolean;
   readonly logprobs: LogprobsPolicy;
   /** The rollout's mode; `train` policy injects logprobs unless the rollout is explicitly val/test. */
@@ -72,7 +73,7 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
     body[key] = value;
   };
 
-  if (body.model !== options.upstreamModel) set('model', options.upstreamModel);
+  if (options.upstreamModel !== null && body.model !== options.upstreamModel) set('model', options.upstreamModel);
 
   // The Responses API has no return_token_ids, logprobs flag or stream_options (its last event carries the usage);
   // vLLM returns ids there only as raw messages, which responsesKeys() asks for where it can.

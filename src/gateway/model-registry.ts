@@ -29,7 +29,8 @@ export interface Backend {
 
 export interface ModelPolicy {
   readonly name: string;
-  readonly upstreamModel: string;
+  /** The name sent upstream; null sends the agent's own `model` unchanged. */
+  readonly upstreamModel: string | null;
   readonly tokenIds: boolean;
   readonly logprobs: LogprobsPolicy;
   /** What the backends' logprobs mean (declared in config; the gateway cannot see the server flag). */
@@ -55,7 +56,8 @@ export function modelPolicy(model: ModelConfig, version: number): ModelPolicy {
   const strategy = model.prefixCache.strategy;
   return {
     name: model.name,
-    upstreamModel: model.upstreamModel ?? model.name,
+    // null: the pool maps nothing (the quick-start --backend without --model does not know the backend's name).
+    upstreamModel: model.upstreamModel === null ? null : (model.upstreamModel ?? model.name),
     tokenIds: model.tokenIds,
     logprobs: model.logprobs,
     logprobsMode: model.logprobsMode,

@@ -52,7 +52,7 @@ export async function countTokens(options: CountTokensOptions): Promise<TokenCou
     );
   }
   const request: Record<string, unknown> = {
-    model: model.upstreamModel,
+    model: model.upstreamModel ?? body.model,
     messages: conversation.messages,
     add_generation_prompt: true,
   };

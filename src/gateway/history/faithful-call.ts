@@ -176,7 +176,7 @@ export function createFaithfulHistory(options: { readonly registry: ModelRegistr
     const messages = call.body.messages as readonly unknown[];
     const rendering = await renderOnEngine({
       backend: route.backend,
-      body: renderBody(call.body, route.model.upstreamModel),
+      body: renderBody(call.body, route.model.upstreamModel ?? String(call.body.model ?? '')),
       abort: call.abort,
     });
     if (rendering === null) return bypass('render_failed');
