@@ -53,12 +53,44 @@ type Tree = Record<string, unknown>;
 export function loadConfig(options: LoadConfigOptions = {}): RollgateConfig {
   const cwd = options.cwd ?? process.cwd();
   const { document, source } = readDocument(options.file, cwd);
-  let merged = document;
-  merged = deepMerge(merged, envOverrides(options.env ?? {}));
-  merged = deepMerge(merged, flagOverrides(options.flags ?? {}));
+  const fromEnv = envOverrides(options.env ?? {});
+  const fromFlags = flagOverrides(options.flags ?? {});
+  const merged = deepMerge(deepMerge(document, fromEnv), fromFlags);
   const result = configSchema.safeParse(merged);
-  if (!result.success) throw new ConfigError(toIssues(result.error), { source });
+  if (!result.success) {
+    const issues = toIssues(result.error);
+    // Name where each bad value came from: a flag or an environment variable wins over the file, so blaming
+    // proxy.config.json for a bad ROLLGATE_* value sent people looking in the wrong place.
+    const origins = new Set(issues.map((issue) => originOf(issue.path, { fromEnv, fromFlags, file: source })));
+    const where = [...origins].filter((origin): origin is string => origin !== null);
+    throw new ConfigError(issues, { source: where.length === 0 ? null : where.join(', ') });
+  }
   return result.data;
+}
+
+function hasPath(tree: Tree, path: readonly string[]): boolean {
+  let node: unknown = tree;
+  for (const segment of path) {
+    if (!isTree(node) && !Array.isArray(node)) return false;
+    const next: unknown = (node as Record<string, unknown>)[segment];
+    if (next === undefined) return false;
+    node = next;
+  }
+  return true;
+}
+
+/** The flag, environment variable or file a bad value at `dotted` came from (the longest set prefix decides). */
+function originOf(dotted: string, layers: { fromEnv: Tree; fromFlags: Tree; file: string | null }): string | null {
+  const path = dotted === '' ? [] : dotted.split('.');
+  for (let length = path.length; length > 0; length--) {
+    const prefix = path.slice(0, length);
+    if (hasPath(layers.fromFlags, prefix)) return 'command-line flags';
+    if (hasPath(layers.fromEnv, prefix)) {
+      const names = [...configEnvKeys()].filter(([, key]) => key.path.join('.') === prefix.join('.'));
+      return names[0]?.[0] ?? 'ROLLGATE_* environment variables';
+    }
+  }
+  return layers.file;
 }
 
 /** Parses a store spec: `memory`, `sqlite:PATH` (or a bare `*.db` path), `postgres://URL`. */
