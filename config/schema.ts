@@ -2,7 +2,9 @@
 // yields a working gateway on its embedded defaults. `npm run config:schema` writes the JSON schema
 // for editors from this one definition.
 import { z } from 'zod';
+import { callRolesSchema } from './call-roles-schema.js';
 import { faithfulNeedsVllm, historySchema } from './history-schema.js';
+import { routingSchema } from './routing-schema.js';
 
 const backendSchema = z
   .object({
@@ -140,10 +142,12 @@ const modelSchema = z
     prefixCache: prefixCacheSchema.prefault({}),
     swap: swapSchema.prefault({}),
     history: historySchema.prefault({}),
+    callRoles: callRolesSchema.prefault({}),
     version: z.int().min(0).default(0).describe('Model version stamped on every span'),
     retry: retrySchema.prefault({}),
     timeouts: timeoutSchema.prefault({}),
     health: healthSchema.prefault({}),
+    routing: routingSchema.prefault({}),
     recording: z
       .object({
         onFailure: recordingFailureSchema.optional().describe('Overrides the server-wide recording.onFailure'),

@@ -12,11 +12,12 @@ import { GatewayError } from '../src/errors.js';
 import type { AgentSink } from '../src/gateway/agent-sink.js';
 import type { AgentView } from '../src/gateway/agent-view.js';
 import type { Endpoint } from '../src/gateway/call-capture.js';
-import { callRoleAttributes } from '../src/gateway/call-role.js';
+import { parseCallRoleHeader } from '../src/gateway/call-role.js';
 import type { Gateway } from '../src/gateway/forward.js';
 import {
   HEADER_CLAUDE_CODE_REQUEST_CLASS,
   HEADER_ROLLGATE_CACHE,
+  HEADER_ROLLGATE_CALL_ROLE,
   HEADER_STAINLESS_RETRY_COUNT,
 } from '../src/gateway/headers.js';
 import { WebResponseSink } from '../src/gateway/web-sink.js';
@@ -54,6 +55,8 @@ export function methodNotAllowed(c: Context<ProxyEnv>): never {
 
 export async function proxyCall(c: Context<ProxyEnv>, options: ProxyCallOptions): Promise<Response> {
   const { gateway } = options;
+  // Checked before anything is prepared: a misspelt role is the agent's error (400), not a silently trained call.
+  const roleOverride = parseCallRoleHeader(c.req.header(HEADER_ROLLGATE_CALL_ROLE));
   const outgoing = c.env?.outgoing;
   // Only browsers send Origin; reading the prepared headers costs a Response object, so SDK agents skip it.
   let extraHeaders: Record<string, string> | undefined;
@@ -87,11 +90,10 @@ export async function proxyCall(c: Context<ProxyEnv>, options: ProxyCallOptions)
         ? { header: c.req.header(HEADER_ROLLGATE_CACHE), rollout: c.get('rolloutCacheOptIn') }
         : undefined,
     ...(options.agentView === undefined ? {} : { agentView: options.agentView }),
+    ...(options.spanAttributes === undefined ? {} : { spanAttributes: options.spanAttributes }),
     // Every proxied call says whether it is the agent loop or housekeeping (call-role.ts): training rows need it.
-    spanAttributes: {
-      ...options.spanAttributes,
-      ...callRoleAttributes({ body, requestClass: c.req.header(HEADER_CLAUDE_CODE_REQUEST_CLASS) }),
-    },
+    // The gateway judges it, as only it knows which pool (and so which `callRoles` rules) the call reaches.
+    callRole: { requestClass: c.req.header(HEADER_CLAUDE_CODE_REQUEST_CLASS), override: roleOverride },
   });
   if (webSink !== null) {
     // Without node's server (app.request in process): answer as soon as the head is written.

@@ -101,18 +101,25 @@ export function createRlRoutes(options: RlRoutesOptions): Hono<AppEnv> {
   });
 
   app.post('/v1/rl/weights/prepare', async (c) => {
-    const { version, batch_ids } = parse(weightsPrepareSchema, await readJsonBody(c));
+    const { version, batch_ids, sleep } = parse(weightsPrepareSchema, await readJsonBody(c));
     try {
-      return c.json(await hub.prepareWeights({ version, ...(batch_ids ? { batch_ids } : {}), fields: {} }));
+      return c.json(
+        await hub.prepareWeights({
+          version,
+          ...(batch_ids ? { batch_ids } : {}),
+          ...(sleep === undefined ? {} : { sleep }),
+          fields: {},
+        }),
+      );
     } catch (error) {
       throw swapFailure(error, { what: 'weights prepare', version, logger: c.get('logger') });
     }
   });
 
   app.post('/v1/rl/weights/commit', async (c) => {
-    const { version, batch_ids } = parse(weightsCommitSchema, await readJsonBody(c));
+    const { version, batch_ids, ...fields } = parse(weightsCommitSchema, await readJsonBody(c));
     try {
-      return c.json(await hub.commitWeights({ version, ...(batch_ids ? { batch_ids } : {}) }));
+      return c.json(await hub.commitWeights({ version, ...(batch_ids ? { batch_ids } : {}), fields }));
     } catch (error) {
       throw swapFailure(error, { what: 'weights commit', version, logger: c.get('logger') });
     }

@@ -40,6 +40,7 @@ export class GatewayMetrics {
   readonly timeToFirstToken: Histogram<'model' | 'backend'>;
   readonly tokens: Counter<'model' | 'direction'>;
   readonly upstreamRetries: Counter<'model' | 'backend' | 'reason'>;
+  readonly routingDecisions: Counter<'model' | 'decision'>;
   readonly tokenIdsMissing: Counter<'model' | 'status' | 'reason'>;
   readonly callsAborted: Counter<'model'>;
   readonly logprobsDropped: Counter<'model' | 'reason'>;
@@ -86,6 +87,12 @@ export class GatewayMetrics {
       name: `${p}upstream_retries_total`,
       help: 'Upstream tries repeated by the gateway, by reason',
       labelNames: ['model', 'backend', 'reason'],
+      registers,
+    });
+    this.routingDecisions = new Counter({
+      name: `${p}routing_decisions_total`,
+      help: "Rollout calls placed by the pool's routing (docs/routing.md): sticky, moved or new",
+      labelNames: ['model', 'decision'],
       registers,
     });
     this.tokenIdsMissing = new Counter({

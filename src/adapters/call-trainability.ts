@@ -62,6 +62,14 @@ function countMismatch(attrs: Attributes, responseIdCount: number): boolean {
 export function callDropReason(attrs: Attributes, responseIdCount: number): CallDropReason | null {
   // First: an auxiliary call is no sample whatever else happened to it, and its abort says nothing of the rollout.
   if (attrs[ATTR_CALL_ROLE] === CALL_ROLE_VALUE_AUXILIARY) return 'auxiliary';
+  return tokenDropReason(attrs, responseIdCount);
+}
+
+/**
+ * `callDropReason` without the call's role: for readers told to train auxiliary calls too (RL `trainAuxiliary`,
+ * `rollgate export --include-auxiliary`), whose housekeeping calls must still have sound tokens.
+ */
+export function tokenDropReason(attrs: Attributes, responseIdCount: number): CallDropReason | null {
   if (isAbortedCall(attrs)) return 'aborted';
   const status = attrs[ATTR_TOKEN_IDS_STATUS];
   if (typeof status === 'string' && status !== TOKEN_IDS_STATUS_VALUE_OK) {

@@ -19,7 +19,7 @@ import {
   LOGPROB_FLOOR,
   STREAM_STATUS_VALUE_OK,
 } from '../tracing/attributes.js';
-import { type CallDropReason, callDropReason } from './call-trainability.js';
+import { type CallDropReason, callDropReason, tokenDropReason } from './call-trainability.js';
 import { maybeParseLiteral } from './literal.js';
 
 /** Weave-instrumented agents (contracts.md §4.1) nest the record under this prefix. */
@@ -149,12 +149,17 @@ function isErrorSpan(span: Span): boolean {
   return typeof upstream === 'number' && upstream >= 400;
 }
 
+export interface ReadLlmCallOptions {
+  /** Auxiliary calls (`rollgate.call.role = auxiliary`) are samples like any other, not `auxiliary` drops. */
+  readonly includeAuxiliary?: boolean;
+}
+
 /**
  * The call recorded by `span`, or null when the span is no LLM call: it holds no prompt or no response
  * token ids and no token-id status either. A gateway call whose ids did not come back is still a call,
  * returned with `dropReason` set, so readers can count what they leave out.
  */
-export function readLlmCall(span: Span): LlmCall | null {
+export function readLlmCall(span: Span, options: ReadLlmCallOptions = {}): LlmCall | null {
   const attrs = span.attributes ?? {};
   const promptIds = readPromptIds(attrs);
   const responseIds = readResponseIds(attrs);
@@ -167,7 +172,10 @@ export function readLlmCall(span: Span): LlmCall | null {
     responseIds,
     logprobs: logprobs.values,
     logprobsFloor: logprobs.floor,
-    dropReason: callDropReason(attrs, hasIds ? responseIds.length : 0),
+    dropReason: (options.includeAuxiliary === true ? tokenDropReason : callDropReason)(
+      attrs,
+      hasIds ? responseIds.length : 0,
+    ),
     responseId: readResponseId(attrs),
     clientRetryCount: readRetryCount(attrs),
     isError: isErrorSpan(span),

@@ -22,6 +22,8 @@ export interface TrajectoryOptions {
   readonly onDropped?: (drop: TrainingDrop) => void;
   /** See TripletOptions.perTokenVersions: rows may then merge calls that spanned a keep-mode swap. */
   readonly perTokenVersions?: boolean;
+  /** See TripletOptions.includeAuxiliary: auxiliary calls become rows (or merge) like the agent loop's. */
+  readonly includeAuxiliary?: boolean;
 }
 
 export interface TrajectoryRow {
@@ -177,6 +179,7 @@ export function spansToTrajectories(spans: readonly Span[], options: TrajectoryO
   const triplets = spansToTriplets(sorted, {
     ...(options.onDropped ? { onDropped: options.onDropped } : {}),
     ...(options.perTokenVersions === undefined ? {} : { perTokenVersions: options.perTokenVersions }),
+    ...(options.includeAuxiliary === undefined ? {} : { includeAuxiliary: options.includeAuxiliary }),
   });
   return tripletsToTrajectories(triplets, findFinalReward(sorted), options);
 }

@@ -38,6 +38,11 @@ export interface TripletOptions {
    * (`rollgate.model_version.segments`, a keep-mode swap): for readers that carry per-token versions (the RL batch).
    */
   readonly perTokenVersions?: boolean;
+  /**
+   * Keeps the harness's housekeeping calls (`rollgate.call.role = auxiliary`) as samples instead of dropping them:
+   * for runs that train the title or summary behaviour too.
+   */
+  readonly includeAuxiliary?: boolean;
 }
 
 /** A call left out only for spanning versions, whose span says which version computed each of its tokens. */
@@ -68,7 +73,7 @@ export function collectLlmCalls(sortedSpans: readonly Span[], options: TripletOp
   const seenResponseIds = new Set<string>();
   let abortedPending: LlmCall[] = [];
   for (const span of sortedSpans) {
-    const call = readLlmCall(span);
+    const call = readLlmCall(span, { includeAuxiliary: options.includeAuxiliary === true });
     if (!call || call.isError) continue;
     if (call.responseId !== null) {
       if (seenResponseIds.has(call.responseId)) continue;
@@ -136,6 +141,7 @@ export function spansToTriplets(spans: readonly Span[], options: TripletOptions 
   let aborted = false;
   const calls = collectLlmCalls(sorted, {
     ...(options.perTokenVersions === undefined ? {} : { perTokenVersions: options.perTokenVersions }),
+    ...(options.includeAuxiliary === undefined ? {} : { includeAuxiliary: options.includeAuxiliary }),
     onDropped: (drop) => {
       if (drop.reason === 'aborted') aborted = true;
       options.onDropped?.(drop);

@@ -52,6 +52,8 @@ export interface ExportOptions {
   readonly statuses?: readonly RolloutStatus[];
   readonly maxPromptLength?: number;
   readonly maxResponseLength?: number;
+  /** Keep the harness's housekeeping calls (`rollgate.call.role = auxiliary`) as rows; left out by default. */
+  readonly includeAuxiliary?: boolean;
   /** Told once per call left out of the rows (or kept without logprobs: `logprobs_floor`). */
   readonly onDropped?: (drop: TrainingDrop & { readonly rolloutId: string }) => void;
 }
@@ -90,10 +92,10 @@ function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions
   const sorted = sortSpansBySequence(spans);
   const attemptId = sorted[0]?.attempt_id ?? '';
   const onDropped = options.onDropped;
-  const triplets = spansToTriplets(
-    sorted,
-    onDropped ? { onDropped: (drop) => onDropped({ ...drop, rolloutId: rollout.rollout_id }) } : {},
-  );
+  const triplets = spansToTriplets(sorted, {
+    ...(onDropped ? { onDropped: (drop) => onDropped({ ...drop, rolloutId: rollout.rollout_id }) } : {}),
+    ...(options.includeAuxiliary === true ? { includeAuxiliary: true } : {}),
+  });
   if (options.level === 'triplet') {
     return triplets.map((t, i) => ({
       rollout_id: rollout.rollout_id,
@@ -216,6 +218,7 @@ interface ExportCommandOptions {
   readonly since?: number;
   readonly status?: RolloutStatus[];
   readonly out?: string;
+  readonly includeAuxiliary?: boolean;
 }
 
 function parseSince(value: string): number {
@@ -254,6 +257,10 @@ export function registerExportCommand(program: Command): void {
     .option('--since <time>', 'only rollouts started at or after this time (epoch seconds or ISO date)', parseSince)
     .option('--status <statuses>', 'rollout statuses to export (default: succeeded)', parseList)
     .option('-o, --out <file>', 'output file (jsonl: default stdout; parquet: required)')
+    .option(
+      '--include-auxiliary',
+      "keep the harness's housekeeping calls (titles, summaries, probes: rollgate.call.role=auxiliary) as rows",
+    )
     .action(async (options: ExportCommandOptions) => {
       process.exitCode = await runExport(options);
     });
@@ -296,6 +303,7 @@ async function runExport(options: ExportCommandOptions): Promise<number> {
       ...(options.rollouts ? { rolloutIds: options.rollouts } : {}),
       ...(options.since !== undefined ? { since: options.since } : {}),
       ...(options.status ? { statuses: options.status } : {}),
+      ...(options.includeAuxiliary === true ? { includeAuxiliary: true } : {}),
     });
     let count: number;
     if (options.format === 'parquet') {

@@ -73,6 +73,8 @@ export class CallObserver implements SpanProcessor {
     if (tokensOut !== null) metrics.tokens.inc({ model, direction: 'out' }, tokensOut);
     const retries = num(attributes[A.ATTR_UPSTREAM_RETRY_COUNT]) ?? 0;
     if (retries > 0) metrics.upstreamRetries.inc({ model, backend, reason: status }, retries);
+    const routing = text(attributes[A.ATTR_ROUTING_DECISION]);
+    if (routing !== null) metrics.routingDecisions.inc({ model, decision: routing });
     const tokenIds = text(attributes[A.ATTR_TOKEN_IDS_STATUS]);
     if (tokenIds !== null && tokenIds !== A.TOKEN_IDS_STATUS_VALUE_OK) {
       metrics.tokenIdsMissing.inc({ model, status: tokenIds, reason: text(attributes[A.ATTR_TOKEN_IDS_REASON]) ?? '' });

@@ -2,9 +2,11 @@
 // titles, summaries, compaction, quota and key probes. Housekeeping is answered and recorded like any call, but its
 // reward is not the task's, so training rows leave it out (adapters/triplets.ts). Told from the request alone, in
 // this order:
+// 0. `x-rollgate-call-role: main | auxiliary`, which any agent may send to say so itself (it knows best);
 // 1. the harness's own label: Claude Code run with CLAUDE_CODE_GATEWAY_HINT_HEADERS=1 sends
 //    `x-claude-code-request-class` on every call (main and subagent turns are the policy acting; compaction, side
 //    replies and helpers are not);
+// 1b. the pool's own rules (`callRoles` in its config, call-role-rules.ts), for harnesses the rules below miss;
 // 2. a probe: one token asked for a lone user message `quota` or `test` (Claude Code's quota and API-key checks).
 //    A one-token call alone is not enough: an agent may well answer a multiple-choice task with one token;
 // 3. a tool-less call whose system prompt is a known housekeeping prompt (Claude Code's session title, opencode's
@@ -13,15 +15,27 @@
 // Everything else is `main`. The bodies read are the engine-bound ones: chat (also what the Messages API and the
 // Responses-via-chat routes translate to), completions, or a relayed Responses body.
 import type { Attributes } from '@opentelemetry/api';
+import type { CallRoleRules } from '../../config/call-roles-schema.js';
+import { GatewayError } from '../errors.js';
 import * as A from '../tracing/attributes.js';
+import { type CallRoleFacts, configuredRole } from './call-role-rules.js';
+import { HEADER_ROLLGATE_CALL_ROLE } from './headers.js';
 
 export type CallRole = typeof A.CALL_ROLE_VALUE_MAIN | typeof A.CALL_ROLE_VALUE_AUXILIARY;
-export type CallRoleSource = 'header' | 'probe' | 'prompt' | 'default';
+export type CallRoleSource = 'header' | 'config' | 'probe' | 'prompt' | 'default';
 
-export interface CallRoleInput {
-  readonly body: Readonly<Record<string, unknown>>;
+/** What the request's headers say of its role (read by the route; the body is read by `callRole`). */
+export interface CallRoleHints {
   /** The `x-claude-code-request-class` header, when sent. */
   readonly requestClass: string | undefined;
+  /** The agent's own `x-rollgate-call-role`, checked by `parseCallRoleHeader`. */
+  readonly override?: CallRole | undefined;
+}
+
+export interface CallRoleInput extends CallRoleHints {
+  readonly body: Readonly<Record<string, unknown>>;
+  /** The rules of the pool the call reaches; null or absent: none. */
+  readonly rules?: CallRoleRules | null;
 }
 
 export interface CallRoleVerdict {
@@ -77,6 +91,42 @@ function systemTexts(body: Readonly<Obj>): string[] {
   return texts;
 }
 
+function maxTokens(body: Readonly<Obj>): number | undefined {
+  for (const key of MAX_TOKEN_KEYS) {
+    const value = body[key];
+    if (typeof value === 'number') return value;
+  }
+  return undefined;
+}
+
+function factsOf(body: Readonly<Obj>): CallRoleFacts {
+  let texts: string[] | null = null;
+  return {
+    systemTexts: () => {
+      texts ??= systemTexts(body);
+      return texts;
+    },
+    hasTools: hasTools(body),
+    maxTokens: maxTokens(body),
+  };
+}
+
+/**
+ * The agent's `x-rollgate-call-role`: undefined when absent. Any other value than `main` or `auxiliary` is refused
+ * (400) rather than ignored: an agent that sends the header means it, and a misspelt `auxilary` silently trained on
+ * would be found only in the training curves.
+ */
+export function parseCallRoleHeader(value: string | undefined): CallRole | undefined {
+  if (value === undefined) return undefined;
+  const role = value.trim().toLowerCase();
+  if (role === A.CALL_ROLE_VALUE_MAIN || role === A.CALL_ROLE_VALUE_AUXILIARY) return role;
+  throw new GatewayError(
+    'invalid_request',
+    `Invalid ${HEADER_ROLLGATE_CALL_ROLE} header ${JSON.stringify(value.slice(0, 64))}: expected main or auxiliary`,
+    { param: HEADER_ROLLGATE_CALL_ROLE },
+  );
+}
+
 function isProbe(body: Readonly<Obj>): boolean {
   if (!MAX_TOKEN_KEYS.some((key) => body[key] === 1)) return false;
   const messages = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : null;
@@ -92,12 +142,18 @@ function isHousekeepingPrompt(body: Readonly<Obj>): boolean {
 }
 
 export function callRole(input: CallRoleInput): CallRoleVerdict {
-  const { body, requestClass } = input;
+  const { body, requestClass, override } = input;
+  if (override !== undefined) return { role: override, source: 'header' };
   if (requestClass !== undefined) {
     const label = requestClass.trim().toLowerCase();
     if (AUXILIARY_CLASSES.has(label)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'header' };
     if (MAIN_CLASSES.has(label)) return { role: A.CALL_ROLE_VALUE_MAIN, source: 'header' };
     // An unknown label (a newer harness) is judged from the body like an unlabelled call.
+  }
+  const rules = input.rules;
+  if (rules !== undefined && rules !== null) {
+    const role = configuredRole(rules, factsOf(body));
+    if (role !== null) return { role, source: 'config' };
   }
   if (isProbe(body)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'probe' };
   if (!hasTools(body) && isHousekeepingPrompt(body)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'prompt' };

@@ -1,7 +1,8 @@
 // What a translation of a chat completions stream into another API (Anthropic Messages, OpenAI Responses) reads
 // from each chunk: the first choice's reasoning, text and tool-call deltas and its finish, and, for the closing
 // event, the latest usage and the count of generated token ids. Both APIs have one answer per call, so only the
-// first choice is read (the Messages request refuses n > 1; Responses has no `n`). The translator turns each piece
+// first choice is read (the Messages request refuses n > 1; Responses has no `n`). It also says when the opening
+// events are due (with the first chunk, or at the end of a stream that had none). The translator turns each piece
 // into its own events; this file only says, once, how a chunk is taken apart.
 
 type Obj = Record<string, unknown>;
@@ -30,6 +31,8 @@ export interface ToolCallDelta {
 
 /** The translator's events for each piece of the first choice, in the order the chunk carries them. */
 export interface ChoiceDeltaVisitor {
+  /** The opening events, before anything of the first chunk (or of none, for a stream that ends before one). */
+  start(firstChunk: Obj): string;
   /** A reasoning delta (vLLM's parsed reasoning) or a content delta. */
   text(kind: 'reasoning' | 'content', text: string): string;
   toolCall(call: ToolCallDelta): string;
@@ -39,6 +42,7 @@ export interface ChoiceDeltaVisitor {
 
 export class FirstChoiceReader {
   readonly #visitor: ChoiceDeltaVisitor;
+  #started = false;
   #usage: unknown = null;
   #outputTokens = 0;
   #finishReason: unknown = null;
@@ -67,10 +71,20 @@ export class FirstChoiceReader {
     return this.#engineStopReason;
   }
 
+  /** The opening events if they have not gone out yet (a stream that ends or fails before its first chunk). */
+  ensureStarted(): string {
+    return this.#started ? '' : this.#start({});
+  }
+
+  #start(chunk: Obj): string {
+    this.#started = true;
+    return this.#visitor.start(chunk);
+  }
+
   /** The visitor's events for one chat chunk (often one, possibly none). */
   read(chunk: Obj): string {
     const visitor = this.#visitor;
-    let out = '';
+    let out = this.#started ? '' : this.#start(chunk);
     if (isObj(chunk.usage)) this.#usage = chunk.usage;
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     for (const choice of choices) {

@@ -18,6 +18,8 @@ import type { AgentSink } from './agent-sink.js';
 import { type AgentView, type AgentViewStrip, agentViewStrip, viewJsonBody } from './agent-view.js';
 import { type BackendType, type RewrittenBody, type RolloutModeHint, rewriteBody } from './body-rewrite.js';
 import { CallCapture, type Endpoint } from './call-capture.js';
+import { type CallRoleHints, callRoleAttributes } from './call-role.js';
+import type { CallRolesLookup } from './call-role-rules.js';
 import { canonicalRecord } from './canonical.js';
 import {
   HEADER_ATTEMPT_ID,
@@ -114,6 +116,8 @@ export interface ForwardCall {
   readonly agentView?: AgentView;
   /** Set on the call's span with the request attributes (e.g. which API the agent spoke). */
   readonly spanAttributes?: Attributes;
+  /** What the request's headers say of its role; when set, the span gets `rollgate.call.role` (call-role.ts). */
+  readonly callRole?: CallRoleHints;
 }
 
 export interface GatewayOptions {
@@ -132,6 +136,8 @@ export interface GatewayOptions {
   readonly responseCache?: ResponseCache | null;
   /** What a call whose span could not be stored gets (recording-policy.ts); default: it fails, retryably. */
   readonly recording?: RecordingOptions;
+  /** The `callRoles` rules of the pool a call's model reaches (call-role-rules.ts); default: none. */
+  readonly callRoles?: CallRolesLookup;
 }
 
 export interface Gateway {
@@ -229,6 +235,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const responseCache = options.responseCache ?? null;
   const history = createFaithfulHistory({ registry });
   const recording = options.recording ?? DEFAULT_RECORDING;
+  const callRoles = options.callRoles;
 
   /**
    * Ends the span with its outcome; resolves once an attributed span's store write ended, with how it ended
@@ -641,6 +648,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       ROOT_CONTEXT,
     );
     if (call.spanAttributes !== undefined) span.setAttributes(call.spanAttributes);
+    if (call.callRole !== undefined) {
+      const rules = callRoles?.(call.poolModel ?? call.body.model) ?? null;
+      span.setAttributes(callRoleAttributes({ ...call.callRole, body: call.body, rules }));
+    }
     const run = new CallRun(span, call.sink);
     run.captureContent = callCapturesContent;
     const cached = await lookupCache(call);
@@ -719,6 +730,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         [A.ATTR_MODEL_VERSION]: model.version,
         [A.ATTR_UPSTREAM_RETRY_COUNT]: sent.retries,
       });
+      if (route.routing !== undefined) span.setAttribute(A.ATTR_ROUTING_DECISION, route.routing.decision);
       if (faithful !== null) span.setAttribute(A.ATTR_UPSTREAM_URL, backend.url + FAITHFUL_UPSTREAM_PATH);
       span.setAttributes(logprobSemanticsAttributes(route, rewritten.body));
       const changed = registry.versionChangedInFlight?.bind(registry);

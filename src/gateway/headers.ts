@@ -21,3 +21,5 @@ export const HEADER_ANTHROPIC_REQUEST_ID = 'request-id' as const;
  * to a gateway when it runs with CLAUDE_CODE_GATEWAY_HINT_HEADERS=1.
  */
 export const HEADER_CLAUDE_CODE_REQUEST_CLASS = 'x-claude-code-request-class' as const;
+/** Any agent's own label of a call, `main` or `auxiliary` (call-role.ts); it overrides every other rule. */
+export const HEADER_ROLLGATE_CALL_ROLE = 'x-rollgate-call-role' as const;

@@ -1,8 +1,9 @@
 // Model pools for real GPU fleets (contracts.md §7.4, pitfalls 46-49): each model has a set of backends that
 // can be replaced atomically with a new model version, health (passive ejection + active /health probes),
 // per-backend in-flight counts and draining. Implements the forward path's `ModelRegistry`:
-// - a rollout sticks to one backend: pickSticky over the sorted healthy, non-draining backends (bit-exact with v1);
-// - unattributed calls go to the least-loaded backend;
+// - a rollout's calls are placed by the pool's routing policy (rollout-router.ts, docs/routing.md) over the
+//   sorted healthy, non-draining backends: sticky and load-aware by default, the v1 hash (bit-exact) as `hash`;
+// - unattributed calls go to the least-loaded backend (every call in turn under round-robin);
 // - when no backend is healthy, every non-draining backend is a candidate again (panic routing, as in Envoy):
 //   an all-ejected pool is more often a stale health view than a dead fleet, and the retry budget bounds the cost.
 import type { BackendConfig, LogprobsMode, ModelConfig, PrefixCacheStrategy, SwapConfig } from '../../config/schema.js';
@@ -21,7 +22,7 @@ import type {
 import { createBackend, modelPolicy } from './model-registry.js';
 import { resetPrefixCaches } from './prefix-cache-reset.js';
 import { createRetryPolicy, type RetryPolicy } from './retry-policy.js';
-import { stickyIndex } from './sticky-hash.js';
+import { RolloutRouter, type RoutingChoice } from './rollout-router.js';
 
 /** A probe that has not answered by then counts as failed. */
 const PROBE_TIMEOUT_MS = 2_000;
@@ -41,6 +42,12 @@ export interface PoolBackendSnapshot {
 export interface PoolSnapshot {
   readonly model: string;
   readonly version: number;
+  /** The routing policy and how many rollouts it currently remembers (docs/routing.md). */
+  readonly routing: {
+    readonly policy: RolloutRouter['policy'];
+    readonly max_imbalance: number;
+    readonly tracked_rollouts: number;
+  };
   readonly prefix_cache: PrefixCacheStrategy;
   /** What the backends' logprobs mean, as configured: an RL trainer checks it against its sampling. */
   readonly logprobs_mode: LogprobsMode;
@@ -109,7 +116,7 @@ interface PoolEntry {
   readonly retiring: Set<PoolMember>;
   readonly health: BackendHealth;
   readonly byBackend: Map<Backend, PoolMember>;
-  next: number;
+  readonly router: RolloutRouter;
   /** The last update of this pool; the next one starts after it settles. */
   updating: Promise<unknown>;
   readonly watchers: Set<VersionWatcher>;
@@ -187,7 +194,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       retiring: new Set(),
       byBackend: new Map(members.map((m) => [m.backend, m])),
       health,
-      next: 0,
+      router: new RolloutRouter({ config: model.routing }),
       updating: Promise.resolve(),
       watchers: new Set(),
       idleWaiters: new Map(),
@@ -214,19 +221,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     return entry;
   }
 
-  function leastLoaded(entry: PoolEntry, candidates: readonly PoolMember[]): PoolMember | undefined {
-    let best: PoolMember | undefined;
-    const n = candidates.length;
-    // Start the scan at a rotating offset so ties spread instead of piling on the first backend.
-    for (let i = 0; i < n; i += 1) {
-      const member = candidates[(entry.next + i) % n];
-      if (member !== undefined && (best === undefined || member.inflight < best.inflight)) best = member;
-    }
-    entry.next = (entry.next + 1) % Math.max(1, n);
-    return best;
-  }
-
-  function choose(entry: PoolEntry, context: ResolveContext): PoolMember | undefined {
+  function choose(entry: PoolEntry, context: ResolveContext): RoutingChoice<PoolMember> {
     const serving = entry.members.filter((m) => !m.draining);
     const healthy = serving.filter((m) => entry.health.isHealthy(m.backend.url));
     const tried = context.exclude;
@@ -235,13 +230,10 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       const fresh = candidates.filter((m) => !tried.has(m.backend.url));
       if (fresh.length > 0) candidates = fresh;
     }
-    // The sticky choice is made over the healthy set, so every replica agrees while health agrees. A retry stays
-    // sticky over what is left, which is where the rollout's later calls go once the failed backend is ejected.
-    if (context.rolloutId !== null) {
-      // Members are kept sorted by URL, so every filtered list is too: no sort per call.
-      return candidates[stickyIndex(context.rolloutId, candidates.length)];
-    }
-    return leastLoaded(entry, candidates);
+    // The choice is made over the healthy set, so `hash` agrees on every replica while health agrees. A retry
+    // chooses among what is left, which is where the rollout's later calls go once the failed backend is ejected.
+    // Members are kept sorted by URL, so every filtered list is too: no sort per call.
+    return entry.router.choose({ candidates, rolloutId: context.rolloutId });
   }
 
   function memberSnapshot(member: PoolMember, health: Map<string, BackendHealthSnapshot>): PoolBackendSnapshot {
@@ -264,6 +256,11 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     return {
       model: entry.config.name,
       version: entry.policy.version,
+      routing: {
+        policy: entry.router.policy,
+        max_imbalance: entry.router.maxImbalance,
+        tracked_rollouts: entry.router.tracked,
+      },
       prefix_cache: entry.policy.prefixCache,
       logprobs_mode: entry.policy.logprobsMode,
       swap: { mode: entry.config.swap.mode, verify_version: entry.config.swap.verifyVersion },
@@ -356,11 +353,13 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
   return {
     resolve(modelName, context): ResolvedRoute {
       const entry = entryFor(modelName);
-      const member = choose(entry, context);
+      const { member, decision } = choose(entry, context);
       if (member === undefined) {
         throw new GatewayError('no_backend', `No backend available for model '${entry.config.name}'`);
       }
-      return { model: entry.policy, backend: member.backend };
+      const rolloutId = context.rolloutId;
+      if (rolloutId === null || decision === null) return { model: entry.policy, backend: member.backend };
+      return { model: entry.policy, backend: member.backend, routing: { rolloutId, decision } };
     },
     retryPolicy(route) {
       return entries.get(route.model.name)?.retry ?? null;
@@ -370,11 +369,16 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       const member = entry?.byBackend.get(route.backend);
       if (entry === undefined || member === undefined) return () => undefined;
       member.inflight += 1;
+      // Only a call that is sent moves its rollout: resolves that never reach begin leave the map as it was.
+      const routing = route.routing;
+      const releaseRollout =
+        routing === undefined ? null : entry.router.commit({ rolloutId: routing.rolloutId, url: member.backend.url });
       let done = false;
       return () => {
         if (done) return;
         done = true;
         member.inflight -= 1;
+        releaseRollout?.();
         retireIfIdle(entry, member);
         notifyIdle(entry, member.backend.url);
       };

@@ -10,6 +10,7 @@ import type { BackendType, LogprobsPolicy } from './body-rewrite.js';
 import { versionCacheSalt } from './cache-salt.js';
 import type { RecordingFailurePolicy } from './recording-policy.js';
 import type { RetryPolicy } from './retry-policy.js';
+import type { RoutingDecision } from './rollout-router.js';
 
 /** Sockets idle longer than this are closed by us first, before a server's own idle timeout races us. */
 const UPSTREAM_KEEP_ALIVE_MS = 60_000;
@@ -76,6 +77,8 @@ export function modelPolicy(model: ModelConfig, version: number): ModelPolicy {
 export interface ResolvedRoute {
   readonly model: ModelPolicy;
   readonly backend: Backend;
+  /** How a rollout's call was placed (pools only; absent for calls without a rollout). `begin` commits it. */
+  readonly routing?: { readonly rolloutId: string; readonly decision: RoutingDecision };
 }
 
 export interface ResolveContext {

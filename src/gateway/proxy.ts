@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import type { PendingSpanWrites } from '../tracing/pending-writes.js';
 import { createTracing, type Tracing } from '../tracing/provider.js';
 import { BoundedMemoryMap } from './bounded-memory-map.js';
+import { callRoleRulesLookup } from './call-role-rules.js';
 import { createGateway, type Gateway } from './forward.js';
 import { createStaticModelRegistry, type ModelRegistry } from './model-registry.js';
 import type { RecordingOptions } from './recording-policy.js';
@@ -62,6 +63,7 @@ export function createProxy(options: ProxyOptions): Proxy {
     captureUnattributedContent: options.captureUnattributedContent ?? true,
     responseCache,
     ...(options.recording === undefined ? {} : { recording: options.recording }),
+    callRoles: callRoleRulesLookup(options.config.models),
   });
   let closing: Promise<void> | null = null;
   return {

@@ -93,8 +93,9 @@ export const ATTR_CALL_ROLE = 'rollgate.call.role' as const;
 export const CALL_ROLE_VALUE_MAIN = 'main' as const;
 export const CALL_ROLE_VALUE_AUXILIARY = 'auxiliary' as const;
 /**
- * What told the role: `header` (the harness said so), `probe` (a one-token quota or key check), `prompt` (a known
- * housekeeping prompt) or `default` (nothing marked it auxiliary).
+ * What told the role: `header` (the agent's x-rollgate-call-role or the harness's own label), `config` (the pool's
+ * `callRoles` rules), `probe` (a one-token quota or key check), `prompt` (a known housekeeping prompt) or `default`
+ * (nothing marked it auxiliary).
  */
 export const ATTR_CALL_ROLE_SOURCE = 'rollgate.call.role_source' as const;
 export const ATTR_CLIENT_RETRY_COUNT = 'rollgate.client_retry_count' as const;
@@ -127,6 +128,8 @@ export const ATTR_UPSTREAM_STATUS_CODE = 'rollgate.upstream.status_code' as cons
 export const ATTR_UPSTREAM_RETRY_COUNT = 'rollgate.upstream.retry_count' as const;
 export const ATTR_UPSTREAM_TRY = 'rollgate.upstream.try' as const;
 export const ATTR_BACKEND = 'rollgate.backend' as const;
+/** How the pool placed a rollout's call (docs/routing.md): sticky | moved | new; absent without a rollout. */
+export const ATTR_ROUTING_DECISION = 'rollgate.routing.decision' as const;
 export const ATTR_REQUEST_OVERRIDES = 'rollgate.request.overrides' as const;
 export const ATTR_USAGE_DERIVED = 'rollgate.usage.derived' as const;
 export const ATTR_CACHE_STATUS = 'rollgate.cache.status' as const;

@@ -2,10 +2,11 @@
 // Idempotency-Key sent to both at once, and again after one of them was killed, creates each rollout once and
 // answers every copy with the same ids. Runs when ROLLGATE_TEST_PG_URL is set (see test/store/postgres.test.ts).
 import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ServingProcess, startServe } from '../helpers/cli-process.js';
 
@@ -15,8 +16,11 @@ const ROLLOUTS_PER_KEY = 3;
 
 const dir = mkdtempSync(join(tmpdir(), 'rollgate-pg-idem-'));
 const live: ChildProcess[] = [];
-afterAll(() => {
+let dropSchema: () => Promise<void> = async () => {};
+
+afterAll(async () => {
   for (const child of live) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await dropSchema();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -48,7 +52,19 @@ async function enqueue(proc: ServingProcess, key: string, body: unknown): Promis
 
 describe.skipIf(PG_URL === undefined)('idempotent enqueue on PostgreSQL across two gateway processes', () => {
   it('creates each keyed rollout once however the copies race, and after a replica is killed', async () => {
-    const url = PG_URL as string;
+    // A schema of its own: the shared database may hold a schema migrated by another build.
+    const schema = `rollgate_e2e_${randomBytes(4).toString('hex')}`;
+    const base = PG_URL as string;
+    const url = `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`;
+    dropSchema = async () => {
+      const admin = new pg.Client({ connectionString: base });
+      await admin.connect();
+      try {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      } finally {
+        await admin.end();
+      }
+    };
     const [a, b] = await Promise.all([serve(url), serve(url)]);
     // The database outlives runs; a run's own keys and inputs keep its rollouts apart from earlier ones.
     const run = randomUUID();

@@ -25,7 +25,8 @@ beforeAll(async () => {
   v1 = await Promise.all([startMockVllm(mock), startMockVllm(mock)]);
   v2 = await Promise.all([startMockVllm(mock), startMockVllm(mock)]);
   gw = await startTestGateway({
-    models: [{ name: MODEL, version: 1, backends: v1.map((m) => ({ url: m.url })) }],
+    // The v1 hash: each rollout stays on one backend per version whatever the load (the test checks it).
+    models: [{ name: MODEL, version: 1, backends: v1.map((m) => ({ url: m.url })), routing: { policy: 'hash' } }],
     pause: { mode: 'reject', retryAfterS: 1 },
   });
 });

@@ -316,7 +316,11 @@ export function mutate(seed: SeedRequest, options: MutateOptions): WireRequest {
   for (const op of wireOps) {
     switch (op) {
       case 'bytes': {
-        const name = rng.pick(Object.keys(BYTE_MUTATIONS));
+        // A changed byte inside a frozen key's name can leave valid JSON without that key (a wait with no timeout).
+        const names = Object.keys(BYTE_MUTATIONS).filter(
+          (n) => frozen.size === 0 || (n !== 'badUtf8' && n !== 'flipBytes'),
+        );
+        const name = rng.pick(names);
         const [out, what] = (BYTE_MUTATIONS[name] as ByteMutation)(rng, bytes ?? new Uint8Array(0));
         bytes = out;
         label.push(what);

@@ -23,6 +23,8 @@ export interface SwapRigOptions {
   /** Seconds a prepared transfer waits for its commit. */
   readonly prepareDeadlineS?: number;
   readonly verifyVersion?: 'auto' | 'strict' | 'off';
+  /** The fetch the weights plugin calls the backends with (a test records the dev routes it drives). */
+  readonly engineFetch?: typeof fetch;
 }
 
 export interface AgentRun {
@@ -89,6 +91,7 @@ export class SwapRig {
           model: SWAP_POOL,
           hook: rl.weightLoad,
           logger: silentLogger,
+          ...(options.engineFetch ? { fetch: options.engineFetch } : {}),
           prepareDeadlineS: options.prepareDeadlineS ?? rl.prepareDeadlineS,
           onSwapped: (report) => {
             version = report.version;

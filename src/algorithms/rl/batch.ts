@@ -131,6 +131,8 @@ export interface BuildBatchOptions {
    * failure is no sample of the policy; `zero-reward` trains its recorded calls with reward 0.
    */
   readonly infraFailures?: 'drop' | 'zero-reward';
+  /** Keep auxiliary calls (titles, summaries, probes) as samples instead of counting them in dropped.auxiliary. */
+  readonly trainAuxiliary?: boolean;
 }
 
 function noFailures(): Record<FailureReason, number> {
@@ -227,6 +229,7 @@ async function readRows(options: BuildBatchOptions, rolloutId: string): Promise<
     rewardFillna: options.rewardFillna,
     // The batch carries a version per token, so a call that spanned a keep-mode swap trains as what it is.
     perTokenVersions: true,
+    includeAuxiliary: options.trainAuxiliary === true,
     onMergeMismatch: () => {
       mismatches += 1;
     },

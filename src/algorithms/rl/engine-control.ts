@@ -95,3 +95,35 @@ export async function reportedWeightVersion(
   if (typeof version === 'number') return String(version);
   return typeof version === 'string' ? version : null;
 }
+
+/** What `/sleep` frees: 1 offloads the weights to CPU memory and frees the KV cache, 2 discards both. */
+export type SleepLevel = 1 | 2;
+
+/** What `/wake_up` takes back; none named = everything. */
+export type WakeTag = 'weights' | 'kv_cache';
+
+/**
+ * Puts the engine to sleep so a colocated trainer gets its GPU memory. `mode=wait` because the swap drained the
+ * backend before (nothing left to abort or wait for); a backend without the route cannot free its memory, which a
+ * colocated trainer needs, so a 404 is an error here rather than a fallback.
+ */
+export async function sleepEngine(
+  backendUrl: string,
+  options: EngineControlOptions & { readonly level: SleepLevel },
+): Promise<void> {
+  const answer = await devRoute(
+    backendUrl,
+    { method: 'POST', path: `/sleep?level=${options.level}&mode=wait` },
+    options,
+  );
+  if (!answer.supported) throw new Error(`${backendUrl} has no /sleep route (vLLM needs VLLM_SERVER_DEV_MODE=1)`);
+}
+
+/** Takes back the memory named by `tags` (all of it when empty). */
+export async function wakeEngine(
+  backendUrl: string,
+  options: EngineControlOptions & { readonly tags: readonly WakeTag[] },
+): Promise<void> {
+  const query = options.tags.map((t) => `tags=${t}`).join('&');
+  await devRoute(backendUrl, { method: 'POST', path: query === '' ? '/wake_up' : `/wake_up?${query}` }, options);
+}

@@ -218,6 +218,7 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
         maxResponseLength: options.maxResponseLength,
         rewardFillna: options.rewardFillna,
         infraFailures: options.infraFailures,
+        trainAuxiliary: options.trainAuxiliary,
       });
       addDrops(dropped, batch.stats.dropped);
       steps.push({

@@ -56,6 +56,11 @@ export const rlOptionsSchema = z
      * group with reward 0 and trains whatever calls it recorded.
      */
     infraFailures: z.enum(['drop', 'zero-reward']).default('drop'),
+    /**
+     * Train the harness's housekeeping calls too (`rollgate.call.role = auxiliary`: titles, summaries, probes).
+     * Off by default: their reward is the task's, not theirs (stats.dropped.auxiliary counts them instead).
+     */
+    trainAuxiliary: z.boolean().default(false),
     /** Tokens computed by a model version older than current - maxStaleness are stale (per token, not per row). */
     maxStaleness: z.int().min(0).default(0),
     /**

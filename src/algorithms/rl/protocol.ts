@@ -18,16 +18,24 @@ export const weightsPrepareSchema = z
   .object({
     version: z.int().min(0),
     batch_ids: z.array(z.string().min(1)).optional().describe('acknowledged at the commit (default: all handed out)'),
+    sleep: z
+      .union([z.literal(1), z.literal(2)])
+      .optional()
+      .describe('colocated training: put every backend to sleep at this level until the commit or abort'),
   })
   .strict();
 
-/** POST /v1/rl/weights/commit: the transfer of `version` is done. */
+/**
+ * POST /v1/rl/weights/commit: the transfer of `version` is done. After a sleeping prepare the gateway loads the
+ * weights itself with the weight-load hook, so extra scalar fields (lora_path, ...) go to the hook as in the
+ * one-shot post.
+ */
 export const weightsCommitSchema = z
   .object({
     version: z.int().min(0),
     batch_ids: z.array(z.string().min(1)).optional().describe('overrides the ones named at the prepare'),
   })
-  .strict();
+  .catchall(z.union([z.string(), z.number(), z.boolean()]));
 
 /** POST /v1/rl/weights/abort: resume on the old weights. */
 export const weightsAbortSchema = z.object({ reason: z.string().max(1000).optional() }).strict();

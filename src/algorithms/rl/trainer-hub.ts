@@ -4,6 +4,7 @@
 // queue only when the trainer acknowledges it (explicitly or with its weights post). Nothing is lost and,
 // as long as the trainer acknowledges what it trained, nothing is trained twice.
 import type { Batch } from './batch.js';
+import type { SleepLevel } from './engine-control.js';
 import { SwapStats } from './swap-stats.js';
 import { TrainerHubError } from './trainer-hub-error.js';
 import {
@@ -24,6 +25,8 @@ export interface WeightsUpdate {
   readonly batch_ids?: readonly string[];
   /** Everything else the trainer sent (e.g. `lora_path`, `lora_name`): passed to the weight-load hook. */
   readonly fields: Readonly<Record<string, string | number | boolean>>;
+  /** A prepare only: put the backends to sleep at this level for a colocated trainer (docs/weight-swaps.md). */
+  readonly sleep?: SleepLevel;
 }
 
 export interface WeightsResult {
@@ -191,12 +194,15 @@ export class TrainerHub {
   async commitWeights(update: {
     readonly version: number;
     readonly batch_ids?: readonly string[];
+    /** For the weight-load hook, which a colocated (sleeping) prepare runs at the commit. */
+    readonly fields?: Readonly<Record<string, string | number | boolean>>;
   }): Promise<CommitAnswer> {
     if (this.#plugin === null) throw new TrainerHubError('unavailable', 'no rl algorithm is running on this gateway');
     const explicit = update.batch_ids ?? this.#pendingBatchIds ?? undefined;
     const ids = this.#batchIdsFor({ batch_ids: explicit });
     return this.#handshake.commit({
       version: update.version,
+      fields: update.fields ?? {},
       finish: (swap) => ({
         version: update.version,
         acknowledged: this.acknowledge(ids),

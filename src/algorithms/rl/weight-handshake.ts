@@ -5,8 +5,11 @@
 //   (the trainer transfers: /update_weights on each engine plus its collective)
 //   commit {version}   -> the engines' update is finished and checked, the version bumped, everything resumed;
 //   abort              -> everything resumed on the old weights, the version unchanged.
+// A colocated trainer (prepare {sleep: 1|2}) gets the engines asleep instead of a transfer: the commit wakes them and
+// loads its checkpoint with the weight-load hook; abort and the deadline wake them too (weight-swap.ts).
 // Each step is idempotent: a trainer that lost an answer asks again and gets the same one. A trainer that dies
 // after prepare must not leave the gateway paused: the prepare expires after its deadline and is aborted.
+import type { SleepLevel } from './engine-control.js';
 import { TrainerHubError } from './trainer-hub-error.js';
 import type { SwapMode, SwapReport } from './weight-swap.js';
 
@@ -16,8 +19,16 @@ export interface PreparedWeights {
   readonly backends: readonly string[];
   /** Seconds the trainer has to commit or abort before the prepare is aborted for it. */
   readonly deadlineS: number;
-  /** Finishes the engines' update, checks it, bumps the version and resumes; on failure resumes on the old one. */
-  commit(version: number): Promise<SwapReport>;
+  /** The level the backends sleep at until the commit or abort (colocated training); absent when awake. */
+  readonly sleep?: SleepLevel;
+  /**
+   * Finishes the engines' update, checks it, bumps the version and resumes; on failure resumes on the old one.
+   * `fields` (the commit's extra fields) go to the weight-load hook where the commit loads the weights itself.
+   */
+  commit(update: {
+    readonly version: number;
+    readonly fields: Readonly<Record<string, string | number | boolean>>;
+  }): Promise<SwapReport>;
   /** Resumes on the old version. */
   abort(reason: string): Promise<void>;
 }
@@ -30,6 +41,8 @@ export interface PrepareAnswer {
   readonly deadline_s: number;
   /** Epoch seconds after which the prepare is aborted. */
   readonly expires_at: number;
+  /** Present when the backends sleep for a colocated trainer. */
+  readonly sleep?: SleepLevel;
 }
 
 export interface CommitAnswer {
@@ -119,6 +132,7 @@ export class WeightHandshake {
       backends: [...prepared.backends],
       deadline_s: prepared.deadlineS,
       expires_at: (now + prepared.deadlineS * 1000) / 1000,
+      ...(prepared.sleep === undefined ? {} : { sleep: prepared.sleep }),
     };
     const timer = setTimeout(() => this.#expire(version), prepared.deadlineS * 1000);
     // A guard, not work: it must not keep a stopping process alive.
@@ -143,6 +157,7 @@ export class WeightHandshake {
    */
   async commit(options: {
     readonly version: number;
+    readonly fields?: Readonly<Record<string, string | number | boolean>>;
     readonly finish: (swap: SwapReport) => CommitAnswer;
   }): Promise<CommitAnswer> {
     const state = this.#state;
@@ -168,7 +183,7 @@ export class WeightHandshake {
     clearTimeout(current.timer);
     const done = (async () => {
       try {
-        const swap = await current.prepared.commit(version);
+        const swap = await current.prepared.commit({ version, fields: options.fields ?? {} });
         const answer = options.finish(swap);
         this.#lastCommit = answer;
         return answer;

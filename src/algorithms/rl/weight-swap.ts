@@ -17,7 +17,11 @@ import {
   pauseEngineKeep,
   reportedWeightVersion,
   resumeEngine,
+  type SleepLevel,
+  sleepEngine,
   startWeightUpdate,
+  type WakeTag,
+  wakeEngine,
 } from './engine-control.js';
 import type { WeightLoadHook } from './options.js';
 import type { WeightsUpdate } from './trainer-hub.js';
@@ -82,6 +86,10 @@ export class WeightSwap {
   readonly #started = performance.now();
   readonly #frozen: string[] = [];
   readonly #drained: string[] = [];
+  /** Backends put to sleep for a colocated trainer and not fully woken yet; every way out wakes them. */
+  readonly #asleep: string[] = [];
+  #sleepLevel: SleepLevel | null = null;
+  #weightsAwake = false;
   #drainMs = 0;
   #pauseMs = 0;
   #ended = false;
@@ -152,6 +160,42 @@ export class WeightSwap {
     this.#drained.push(...unsupported);
     const stuck = unsupported.filter((_, i) => drained[i] !== true);
     if (stuck.length > 0) throw new Error(`in-flight calls on ${stuck.join(', ')} did not drain in time`);
+  }
+
+  /**
+   * Puts every backend to sleep (after the pause drained them) so a colocated trainer gets the GPU memory. A backend
+   * that fell asleep is remembered before any error is raised, so the failure path wakes it.
+   */
+  async sleep(level: SleepLevel): Promise<void> {
+    this.#sleepLevel = level;
+    const answers = await Promise.allSettled(this.backends.map((b) => sleepEngine(b, { ...this.#engine, level })));
+    answers.forEach((answer, i) => {
+      if (answer.status === 'fulfilled') this.#asleep.push(this.backends[i] as string);
+    });
+    const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+  }
+
+  /**
+   * Wakes what a load needs. After level 2 only the weights: vLLM's RL recipe wakes the weights, loads, then the KV
+   * cache, so the load never competes with a freshly allocated cache for memory. After level 1 everything.
+   */
+  async wakeForLoad(): Promise<void> {
+    if (this.#asleep.length === 0) return;
+    if (this.#sleepLevel === 2) {
+      await Promise.all(this.#asleep.map((b) => wakeEngine(b, { ...this.#engine, tags: ['weights'] })));
+      this.#weightsAwake = true;
+      return;
+    }
+    await this.wake();
+  }
+
+  /** Wakes whatever is still asleep (the KV cache after wakeForLoad at level 2). */
+  async wake(): Promise<void> {
+    if (this.#asleep.length === 0) return;
+    const tags: readonly WakeTag[] = this.#weightsAwake ? ['kv_cache'] : [];
+    await Promise.all(this.#asleep.map((b) => wakeEngine(b, { ...this.#engine, tags })));
+    this.#asleep.length = 0;
   }
 
   /** Runs the weight-load hook on every backend at once. */
@@ -252,9 +296,15 @@ export class WeightSwap {
     this.#ended = true;
     let failures: string[] = [];
     try {
+      // A sleeping engine would hold every released call: wake it first (abort and expiry come this way too).
+      try {
+        await this.wake();
+      } catch (error) {
+        failures.push(`waking ${this.#asleep.join(', ')}: ${message(error)}`);
+      }
       const answers = await Promise.allSettled(this.#frozen.map((b) => resumeEngine(b, this.#engine)));
-      failures = answers.flatMap((a, i) =>
-        a.status === 'rejected' ? [`${this.#frozen[i]}: ${message(a.reason)}`] : [],
+      failures = failures.concat(
+        answers.flatMap((a, i) => (a.status === 'rejected' ? [`${this.#frozen[i]}: ${message(a.reason)}`] : [])),
       );
     } finally {
       await this.#control.resume();

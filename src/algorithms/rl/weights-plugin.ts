@@ -49,21 +49,34 @@ export function createWeightsPlugin(
     },
 
     async prepareWeights(update): Promise<PreparedWeights> {
-      const swap = await WeightSwap.begin(swapOptions, { reason: `receiving weights version ${update.version}` });
+      const level = update.sleep;
+      const swap = await WeightSwap.begin(
+        // Sleeping frees the KV cache that frozen generations would continue from: a colocated swap drains.
+        level === undefined ? swapOptions : { ...swapOptions, mode: 'drain' },
+        { reason: `receiving weights version ${update.version}` },
+      );
       try {
-        await swap.startTransfer();
+        // A colocated trainer writes a checkpoint the hook loads at the commit: no native transfer to announce.
+        await (level === undefined ? swap.startTransfer() : swap.sleep(level));
       } catch (error) {
         await swap.abort().catch(() => undefined);
         throw error;
       }
-      logger.info('weights transfer prepared', { model, version: update.version, mode: swap.mode });
+      logger.info('weights transfer prepared', { model, version: update.version, mode: swap.mode, sleep: level });
       return {
         mode: swap.mode,
         backends: swap.backends,
         deadlineS: options.prepareDeadlineS,
-        async commit(version) {
+        ...(level === undefined ? {} : { sleep: level }),
+        async commit({ version, fields }) {
           try {
-            await swap.finishTransfer(version);
+            if (level === undefined) {
+              await swap.finishTransfer(version);
+            } else {
+              await swap.wakeForLoad();
+              await swap.load(hook, { version, fields });
+              await swap.wake();
+            }
             await swap.verify(version);
           } catch (error) {
             await swap

@@ -26,12 +26,12 @@ export function sseEvent(name: string, data: unknown): string {
 
 export class ChatStreamTranslator {
   readonly #stopSequences: readonly string[];
-  #started = false;
   #open: OpenBlock | null = null;
   #nextIndex = 0;
   /** Chat tool-call index -> content block index. */
   readonly #toolBlocks = new Map<number, number>();
   readonly #reader = new FirstChoiceReader({
+    start: (chunk) => this.#start(chunk),
     text: (kind, text) => this.#textDelta(kind === 'reasoning' ? 'thinking' : 'text', text),
     toolCall: (call) => this.#toolDelta(call),
     finish: () => this.#closeOpen(),
@@ -44,14 +44,12 @@ export class ChatStreamTranslator {
 
   /** The events one chat chunk translates to (often one, possibly none). */
   chunk(chunk: Obj): string {
-    let out = '';
-    if (!this.#started) out += this.#start(chunk);
-    return out + this.#reader.read(chunk);
+    return this.#reader.read(chunk);
   }
 
   /** The closing events, for upstream's `[DONE]`: `message_delta` and `message_stop`, or an error for an abort. */
   finish(): string {
-    let out = this.#started ? '' : this.#start({});
+    let out = this.#reader.ensureStarted();
     if (this.#reader.finishReason === FINISH_REASON_ABORT) return `${out}${sseEvent('error', ABORTED_ERROR)}`;
     out += this.#closeOpen();
     const stop = stopInfo({
@@ -72,7 +70,6 @@ export class ChatStreamTranslator {
   }
 
   #start(chunk: Obj): string {
-    this.#started = true;
     if (Array.isArray(chunk.prompt_token_ids)) this.#promptTokens = chunk.prompt_token_ids.length;
     const message = {
       id: messageId(chunk.id),

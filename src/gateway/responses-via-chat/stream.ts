@@ -38,7 +38,6 @@ interface OpenItem {
 export class ChatToResponsesStream {
   readonly #context: AnswerContext;
   #sequence = 0;
-  #started = false;
   #id = responseId('');
   #createdAt = 0;
   #model = '';
@@ -48,6 +47,7 @@ export class ChatToResponsesStream {
   /** Chat tool-call index -> its function_call item (vLLM streams one call after the other). */
   readonly #calls = new Map<number, OpenItem>();
   readonly #reader = new FirstChoiceReader({
+    start: (chunk) => this.#start(chunk),
     text: (kind, text) => this.#textDelta(kind === 'reasoning' ? 'reasoning' : 'message', text),
     toolCall: (call) => this.#toolDelta(call),
     finish: () => this.#closeOpen(),
@@ -60,14 +60,12 @@ export class ChatToResponsesStream {
 
   /** The events one chat chunk translates to (often one, possibly none). */
   chunk(chunk: Obj): string {
-    let out = '';
-    if (!this.#started) out += this.#start(chunk);
-    return out + this.#reader.read(chunk);
+    return this.#reader.read(chunk);
   }
 
   /** The closing events, for upstream's `[DONE]`: the terminal event with the whole response. */
   finish(): string {
-    let out = this.#started ? '' : this.#start({});
+    let out = this.#reader.ensureStarted();
     if (this.#reader.finishReason === FINISH_REASON_ABORT)
       return out + this.fail({ code: 'server_error', message: ABORTED_MESSAGE });
     out += this.#closeOpen();
@@ -87,7 +85,7 @@ export class ChatToResponsesStream {
 
   /** A failure after the stream began (the engine's error event, an abort): `response.failed`, never completed. */
   fail(error: { code: string; message: string }): string {
-    const out = this.#started ? '' : this.#start({});
+    const out = this.#reader.ensureStarted();
     const response = this.#response({ status: 'failed', incompleteDetails: null, error, usage: null });
     return out + this.#event('response.failed', { response });
   }
@@ -105,7 +103,6 @@ export class ChatToResponsesStream {
   }
 
   #start(chunk: Obj): string {
-    this.#started = true;
     this.#id = responseId(chunk.id);
     this.#createdAt = createdAt(chunk.created);
     this.#model = typeof chunk.model === 'string' ? chunk.model : '';

@@ -1,8 +1,10 @@
 // Every proxied call is tagged as the agent loop's (`rollgate.call.role = main`) or as the harness's housekeeping
 // (`auxiliary`), from the request as the harnesses send it, and the training rows leave the housekeeping out:
 // Claude Code's own label (x-claude-code-request-class, with CLAUDE_CODE_GATEWAY_HINT_HEADERS=1), its one-token
-// quota and key probes, its session-title helper, and opencode's title call on the chat route. The agents are the
-// official SDKs over real sockets.
+// quota and key probes, its session-title helper, and opencode's title call on the chat route; any agent's own
+// `x-rollgate-call-role` over all of them, and a pool's `callRoles` rules between the headers and the built-in
+// rules. The agents are the official SDKs over real sockets.
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spansToTrajectories } from '../../../src/adapters/trajectories.js';
 import type { TrainingDrop } from '../../../src/adapters/triplets.js';
@@ -111,6 +113,123 @@ describe('call roles', () => {
     expect(roles(await h.spans(rid))).toEqual([
       ['auxiliary', 'prompt'],
       ['main', 'default'],
+    ]);
+  });
+});
+
+describe('x-rollgate-call-role', () => {
+  const tool = {
+    type: 'function' as const,
+    function: { name: 'bash', parameters: { type: 'object', properties: {} } },
+  };
+
+  it("overrides every other rule, Claude Code's own label included", async () => {
+    const rid = rolloutId('role');
+    const client = h.client(rid);
+    // An agent loop's call (tools offered) the agent says is housekeeping; the value is read case-insensitively.
+    await client.chat.completions.create(
+      { model: 'mock-model', max_tokens: 16, messages: [{ role: 'user', content: 'Run echo ok' }], tools: [tool] },
+      { headers: { 'x-rollgate-call-role': ' Auxiliary ' } },
+    );
+    // What looks like a quota probe, which the agent says is its task.
+    await client.chat.completions.create(
+      { model: 'mock-model', max_tokens: 1, messages: [{ role: 'user', content: 'quota' }] },
+      { headers: { 'x-rollgate-call-role': 'main' } },
+    );
+    await agents
+      .client(rid)
+      .messages.create(
+        { model: 'mock-model', max_tokens: 32, messages: [{ role: 'user', content: 'Fix the test' }] },
+        { headers: { 'x-claude-code-request-class': 'compaction', 'x-rollgate-call-role': 'main' } },
+      );
+    expect(roles(await h.spans(rid))).toEqual([
+      ['auxiliary', 'header'],
+      ['main', 'header'],
+      ['main', 'header'],
+    ]);
+  });
+
+  it('refuses any other value with an OpenAI-shaped 400, forwarding nothing', async () => {
+    const rid = rolloutId('role');
+    const before = h.mock.requests.length;
+    const error = await h
+      .client(rid)
+      .chat.completions.create(
+        { model: 'mock-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
+        { headers: { 'x-rollgate-call-role': 'auxilary' } },
+      )
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'x-rollgate-call-role' });
+    expect(h.mock.requests.length).toBe(before);
+    expect(await h.spans(rid)).toEqual([]);
+  });
+});
+
+describe("a pool's callRoles rules", () => {
+  let ruled: Harness;
+  beforeAll(async () => {
+    ruled = await startHarness(
+      {},
+      {},
+      {
+        callRoles: {
+          auxiliary: [
+            { systemPromptStartsWith: 'Summarize the conversation', noTools: true },
+            { systemPromptIncludes: 'commit message', maxTokensAtMost: 8 },
+          ],
+          // This pool's task is titling: opencode's title prompt is the policy acting here.
+          main: [{ systemPromptIncludes: 'You are a title generator' }],
+        },
+      },
+    );
+  });
+  afterAll(async () => {
+    await ruled?.close();
+  });
+
+  it('match after the headers and before the built-in rules, every condition of a rule holding', async () => {
+    const rid = rolloutId('role');
+    const client = ruled.client(rid);
+    const tool = {
+      type: 'function' as const,
+      function: { name: 'bash', parameters: { type: 'object', properties: {} } },
+    };
+    const summary = { role: 'system' as const, content: 'Summarize the conversation so far in one paragraph.' };
+    const commit = { role: 'system' as const, content: 'Write a one-line commit message for the diff.' };
+    const user = { role: 'user' as const, content: 'diff --git a/x b/x' };
+    await client.chat.completions.create({ model: 'mock-model', max_tokens: 64, messages: [summary, user] });
+    await client.chat.completions.create({
+      model: 'mock-model',
+      max_tokens: 64,
+      messages: [summary, user],
+      tools: [tool],
+    });
+    await client.chat.completions.create({ model: 'mock-model', max_tokens: 8, messages: [commit, user] });
+    await client.chat.completions.create({ model: 'mock-model', max_tokens: 64, messages: [commit, user] });
+    await client.chat.completions.create({
+      model: 'mock-model',
+      max_tokens: 16,
+      messages: [{ role: 'system', content: OPENCODE_TITLE_PROMPT }, user],
+    });
+    await client.chat.completions.create(
+      { model: 'mock-model', max_tokens: 64, messages: [summary, user] },
+      { headers: { 'x-rollgate-call-role': 'main' } },
+    );
+    // No rule matches: the built-in probe rule still applies.
+    await client.chat.completions.create({
+      model: 'mock-model',
+      max_tokens: 1,
+      messages: [{ role: 'user', content: 'quota' }],
+    });
+    expect(roles(await ruled.spans(rid))).toEqual([
+      ['auxiliary', 'config'],
+      ['main', 'default'],
+      ['auxiliary', 'config'],
+      ['main', 'default'],
+      ['main', 'config'],
+      ['main', 'header'],
+      ['auxiliary', 'probe'],
     ]);
   });
 });

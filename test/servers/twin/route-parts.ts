@@ -105,10 +105,12 @@ export function addChoices(
 /**
  * Admits each token prompt (no chat template, no tools, no thinking) to the prefix cache and adds its `n` sampled
  * choices to the job, indexed the way completions number them; returns the prompts' cached tokens together.
+ * `config` is read for each choice, after its prompt's admission, as the routes always read the request's stop and
+ * sampling fields: a malformed one still fails at the same point (and not at all for n = 0).
  */
 export function admitPrompts(
   ctx: TwinContext,
-  options: RouteRequest & { job: Job; prompts: readonly number[][]; n: number; config: ChoiceConfig },
+  options: RouteRequest & { job: Job; prompts: readonly number[][]; n: number; config: () => ChoiceConfig },
 ): number {
   const { ex, body, job, n } = options;
   let cachedTokens = 0;
@@ -128,7 +130,7 @@ export function admitPrompts(
         choiceIndex: i,
         promptIds,
         admission,
-        config: { ...options.config, plan: plan.plan },
+        config: { ...options.config(), plan: plan.plan },
       });
     }
   });

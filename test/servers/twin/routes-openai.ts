@@ -398,7 +398,7 @@ export function admitCompletionPrompts(
 ): number {
   const { common } = options;
   const maxTokens = common.requestedMaxTokens ?? ctx.options.maxTokens ?? 16;
-  return admitPrompts(ctx, { ...options, n: common.n, config: sequenceConfig(ctx, { common, maxTokens }) });
+  return admitPrompts(ctx, { ...options, n: common.n, config: () => sequenceConfig(ctx, { common, maxTokens }) });
 }
 
 export function completionLogprobsK(body: Record<string, unknown>): number | undefined {

@@ -88,7 +88,7 @@ export async function handleSglangGenerate(ctx: TwinContext, { ex, body }: Route
     prompts: [promptIds],
     n,
     // no_stop_trim keeps the stop string in the text, like vLLM's include_stop_str_in_output.
-    config: samplingParamsConfig(ctx, { sp, maxTokens, keepStopKey: 'no_stop_trim', seed }),
+    config: () => samplingParamsConfig(ctx, { sp, maxTokens, keepStopKey: 'no_stop_trim', seed }),
   });
   const logprobMode = ctx.options.logprobsMode;
   const tokenText = (id: number) => (withText ? ctx.tokenizer.tokenText(id) : null);

@@ -157,13 +157,14 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
     job,
     prompts: [promptIds],
     n,
-    config: samplingParamsConfig(ctx, {
-      sp,
-      maxTokens,
-      keepStopKey: 'include_stop_str_in_output',
-      seed: optionalInt(sp, 'seed', Number.MIN_SAFE_INTEGER),
-      sampling,
-    }),
+    config: () =>
+      samplingParamsConfig(ctx, {
+        sp,
+        maxTokens,
+        keepStopKey: 'include_stop_str_in_output',
+        seed: optionalInt(sp, 'seed', Number.MIN_SAFE_INTEGER),
+        sampling,
+      }),
   });
   const fmt = logprobFormat(ctx, { top: k ?? 0, asTokenIds: false });
   const choiceOf = (c: JobChoice, range: { start: number; end: number }) => ({

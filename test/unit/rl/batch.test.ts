@@ -261,6 +261,34 @@ describe('buildBatch', () => {
     await store.close();
   });
 
+  it('trains auxiliary calls as rows of their own with trainAuxiliary, counting none as dropped', async () => {
+    const store = new MemoryStore();
+    const auxiliary = { [ATTR_CALL_ROLE]: CALL_ROLE_VALUE_AUXILIARY };
+    const [first, second] = twoTurns(2) as [Turn, Turn];
+    const titled = await rollout(
+      store,
+      [first, { prompt: [7, 7], response: [8], version: 2, extra: auxiliary }, second],
+      1,
+    );
+    const other = await rollout(store, twoTurns(2), 0);
+    const batch = await buildBatch(
+      options(
+        store,
+        [
+          [titled, 'g'],
+          [other, 'g'],
+        ],
+        { trainAuxiliary: true },
+      ),
+    );
+    expect(batch.stats.dropped).toMatchObject({ auxiliary: 0, merge_mismatches: 1 });
+    expect(batch.samples.filter((s) => s.rollout_id === titled.rollout_id).map((s) => s.sequence_ids)).toEqual([
+      [1, 3],
+      [2],
+    ]);
+    await store.close();
+  });
+
   it('keeps failed rollouts out of the baseline, counted per failure reason (a rollout that never ended: timeout)', async () => {
     const store = new MemoryStore();
     const good = await rollout(store, twoTurns(2), 1);
