@@ -24,7 +24,9 @@ export function countRefusals(options: { metrics: GatewayMetrics }): MiddlewareH
   return async function countRefusalsMiddleware(c, next) {
     await next();
     const status = c.res.status;
-    if (REFUSED.has(status))
-      metrics.requests.inc({ route: routeFamily(c.req.path), status: String(status), model: '' });
+    if (REFUSED.has(status)) {
+      const outcome = status === 401 ? 'unauthorized' : 'forbidden';
+      metrics.requests.inc({ route: routeFamily(c.req.path), status: String(status), model: '', outcome });
+    }
   };
 }

@@ -35,7 +35,7 @@ const FAST_BUCKETS_S = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 
 export class GatewayMetrics {
   readonly registry = new Registry();
-  readonly requests: Counter<'route' | 'status' | 'model'>;
+  readonly requests: Counter<'route' | 'status' | 'model' | 'outcome'>;
   readonly upstreamLatency: Histogram<'model' | 'backend' | 'stream'>;
   readonly timeToFirstToken: Histogram<'model' | 'backend'>;
   readonly tokens: Counter<'model' | 'direction'>;
@@ -59,8 +59,8 @@ export class GatewayMetrics {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: p });
     this.requests = new Counter({
       name: `${p}requests_total`,
-      help: 'HTTP requests served, by route family, status and model',
-      labelNames: ['route', 'status', 'model'],
+      help: 'HTTP requests served, by route family, HTTP status, model and outcome (ok, an error code or a stream status)',
+      labelNames: ['route', 'status', 'model', 'outcome'],
       registers,
     });
     this.upstreamLatency = new Histogram({

@@ -4,6 +4,7 @@
 // event loop, after the response has finished.
 import type { Context } from '@opentelemetry/api';
 import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ERROR_SPECS } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { GatewayMetrics } from '../metrics.js';
 import * as A from '../tracing/attributes.js';
@@ -39,6 +40,21 @@ export interface CallObserverOptions {
   readonly logger: Logger;
 }
 
+/** nginx's code for "the client closed the connection before the answer": no HTTP status was ever sent. */
+const CLIENT_CLOSED_STATUS = '499';
+
+/**
+ * The HTTP status the agent got, as a label: the backend's when it answered, else the one the gateway's error code
+ * is sent with. Error codes and stream outcomes go to the `outcome` label, so `status` never mixes the two.
+ */
+function httpStatusLabel(upstreamStatus: number | null, errorType: string | null): string {
+  if (upstreamStatus !== null) return String(upstreamStatus);
+  if (errorType !== null && Object.hasOwn(ERROR_SPECS, errorType)) {
+    return String(ERROR_SPECS[errorType as keyof typeof ERROR_SPECS].status);
+  }
+  return CLIENT_CLOSED_STATUS;
+}
+
 export class CallObserver implements SpanProcessor {
   readonly #metrics: GatewayMetrics;
   readonly #logger: Logger;
@@ -57,13 +73,17 @@ export class CallObserver implements SpanProcessor {
     const model = text(attributes[A.ATTR_GEN_AI_REQUEST_MODEL]) ?? '';
     const backend = text(attributes[A.ATTR_BACKEND]) ?? '';
     const upstreamStatus = num(attributes[A.ATTR_UPSTREAM_STATUS_CODE]);
-    const outcome = text(attributes[A.ATTR_STREAM_STATUS]) ?? '';
-    const status = upstreamStatus !== null ? String(upstreamStatus) : (text(attributes[A.ATTR_ERROR_TYPE]) ?? outcome);
+    const streamStatus = text(attributes[A.ATTR_STREAM_STATUS]);
+    const errorType = text(attributes[A.ATTR_ERROR_TYPE]);
+    const status = httpStatusLabel(upstreamStatus, errorType ?? streamStatus);
+    const outcome = errorType ?? streamStatus ?? 'ok';
+    // Retries keep their historical reason: the backend's status, else what ended the call.
+    const retryReason = upstreamStatus !== null ? String(upstreamStatus) : outcome;
     const route = routeOf(span);
     const latencyS = durationS(span);
     const stream = attributes[A.ATTR_GEN_AI_REQUEST_STREAM] === true;
     const metrics = this.#metrics;
-    metrics.requests.inc({ route, status, model });
+    metrics.requests.inc({ route, status, model, outcome });
     metrics.upstreamLatency.observe({ model, backend, stream: stream ? 'true' : 'false' }, latencyS);
     const ttft = num(attributes[A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK]);
     if (ttft !== null) metrics.timeToFirstToken.observe({ model, backend }, ttft);
@@ -72,7 +92,7 @@ export class CallObserver implements SpanProcessor {
     if (tokensIn !== null) metrics.tokens.inc({ model, direction: 'in' }, tokensIn);
     if (tokensOut !== null) metrics.tokens.inc({ model, direction: 'out' }, tokensOut);
     const retries = num(attributes[A.ATTR_UPSTREAM_RETRY_COUNT]) ?? 0;
-    if (retries > 0) metrics.upstreamRetries.inc({ model, backend, reason: status }, retries);
+    if (retries > 0) metrics.upstreamRetries.inc({ model, backend, reason: retryReason }, retries);
     const routing = text(attributes[A.ATTR_ROUTING_DECISION]);
     if (routing !== null) metrics.routingDecisions.inc({ model, decision: routing });
     const tokenIds = text(attributes[A.ATTR_TOKEN_IDS_STATUS]);

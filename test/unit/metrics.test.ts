@@ -4,7 +4,7 @@ import { GatewayMetrics } from '../../src/metrics.js';
 describe('GatewayMetrics', () => {
   it('renders request counters, histograms and scrape-time gauges in Prometheus text format', async () => {
     const metrics = new GatewayMetrics({ defaultMetrics: false });
-    metrics.requests.inc({ route: 'chat', status: '200', model: 'm' });
+    metrics.requests.inc({ route: 'chat', status: '200', model: 'm', outcome: 'ok' });
     metrics.upstreamLatency.observe({ model: 'm', backend: 'b0', stream: 'true' }, 0.2);
     metrics.tokens.inc({ model: 'm', direction: 'in' }, 12);
     metrics.bind({
@@ -14,7 +14,7 @@ describe('GatewayMetrics', () => {
       pauseOverdue: () => true,
     });
     const text = await metrics.render();
-    expect(text).toContain('rollgate_requests_total{route="chat",status="200",model="m"} 1');
+    expect(text).toContain('rollgate_requests_total{route="chat",status="200",model="m",outcome="ok"} 1');
     expect(text).toContain(
       'rollgate_upstream_latency_seconds_bucket{le="0.25",model="m",backend="b0",stream="true"} 1',
     );
@@ -31,7 +31,7 @@ describe('GatewayMetrics', () => {
   it('keeps two gateways in one process apart', async () => {
     const a = new GatewayMetrics({ defaultMetrics: false });
     const b = new GatewayMetrics({ defaultMetrics: false });
-    a.requests.inc({ route: 'chat', status: '200', model: 'm' });
+    a.requests.inc({ route: 'chat', status: '200', model: 'm', outcome: 'ok' });
     expect(await b.render()).not.toContain('rollgate_requests_total{');
   });
 });

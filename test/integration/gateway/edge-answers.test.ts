@@ -83,14 +83,14 @@ describe('refusals before the route', () => {
     });
     expect(response.status).toBe(401);
     expect(lines.some((l) => l.message === 'request failed' && l.fields?.status === 401)).toBe(true);
-    expect(await counted('route="chat",status="401",model=""')).toBe(1);
+    expect(await counted('route="chat",status="401",model="",outcome="unauthorized"')).toBe(1);
   });
 
   it('logs and counts a 403', async () => {
     const response = await fetch(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${AGENT_KEY}` } });
     expect(response.status).toBe(403);
     expect(lines.some((l) => l.message === 'request failed' && l.fields?.status === 403)).toBe(true);
-    expect(await counted('route="admin",status="403",model=""')).toBe(1);
+    expect(await counted('route="admin",status="403",model="",outcome="forbidden"')).toBe(1);
   });
 });
 
@@ -123,8 +123,8 @@ describe('route labels', () => {
     });
     await client.responses.create({ model: 'mock-model', input: 'hi', max_output_tokens: 2 });
     // The call's metrics are taken when its span ends, before the answer's last byte.
-    expect(await counted('route="responses",status="200",model="mock-model"')).toBe(1);
-    expect(await counted('route="chat",status="200",model="mock-model"')).toBe(0);
+    expect(await counted('route="responses",status="200",model="mock-model",outcome="ok"')).toBe(1);
+    expect(await counted('route="chat",status="200",model="mock-model",outcome="ok"')).toBe(0);
   });
 });
 
