@@ -79,8 +79,12 @@ export function guardConnections(server: Server, limits: ConnectionLimits): void
   // The answer in progress on each socket: a stalled reader has one with bytes queued; a parser error after its
   // head went out cannot be answered any more.
   const answering = new WeakMap<Socket, ServerResponse>();
+  // Connections that carried a request: a silent one that never did gets the same 408 as Node's header deadline,
+  // whichever of the two timers fires first (the idle one used to win on a loaded machine and cut it wordlessly).
+  const carried = new WeakSet<Socket>();
   server.on('request', (request, response: ServerResponse) => {
     const socket = request.socket;
+    carried.add(socket);
     answering.set(socket, response);
     response.once('close', () => {
       if (answering.get(socket) === response) answering.delete(socket);
@@ -92,6 +96,10 @@ export function guardConnections(server: Server, limits: ConnectionLimits): void
     // this long, a generation still on its way included).
     server.on('timeout', (socket: Socket) => {
       const response = answering.get(socket);
+      if (response === undefined && !carried.has(socket) && socket.writable) {
+        socket.end(rawErrorResponse('request_timeout', clientErrorMessage('request_timeout', new Error('timeout'))));
+        return;
+      }
       if (response === undefined || socket.writableLength > 0) {
         // Idle between requests, or bytes of an answer the client stopped taking: nothing to wait for.
         socket.destroy();

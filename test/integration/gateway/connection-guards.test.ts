@@ -156,6 +156,22 @@ describe('a client that stopped reading its answer', () => {
   });
 });
 
+describe('a silent connection when the idle deadline comes first', () => {
+  it('still gets the 408 the header deadline would send, not a wordless close', async () => {
+    const idleFirst = await startTestGateway({
+      server: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, idleTimeoutMs: 300 },
+    });
+    try {
+      const answer = await raw('', Number(new URL(idleFirst.url).port));
+      expect(answer.text).toMatch(/^HTTP\/1\.1 408 /);
+      expect(jsonBody(answer).error.code).toBe('request_timeout');
+      expect(answer.closedAfterMs).toBeLessThan(3_000);
+    } finally {
+      await idleFirst.close();
+    }
+  });
+});
+
 describe('the connection limit', () => {
   it('refuses clients past server.maxConnections, and serves again once stalled ones are cut', async () => {
     const limited = await startTestGateway({ server: { ...LIMITS, maxConnections: 2 } });
