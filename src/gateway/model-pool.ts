@@ -369,6 +369,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       const member = entry?.byBackend.get(route.backend);
       if (entry === undefined || member === undefined) return () => undefined;
       member.inflight += 1;
+      entry.router.sent();
       // Only a call that is sent moves its rollout: resolves that never reach begin leave the map as it was.
       const routing = route.routing;
       const releaseRollout =

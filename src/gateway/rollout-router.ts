@@ -71,8 +71,9 @@ export class RolloutRouter {
   }
 
   /**
-   * Picks one of `candidates` (sorted by URL) for a call. Changes nothing but the tie-break rotation: a resolve
-   * that never sends (a response-cache lookup, a tokenize call) must not move a rollout; `commit` does that.
+   * Picks one of `candidates` (sorted by URL) for a call. Changes nothing: a resolve that never sends (a
+   * response-cache lookup, history planning, a tokenize call) must not move a rollout nor use up a round-robin
+   * turn; `sent` and `commit` do that once the call goes out.
    */
   choose<T extends RoutingCandidate>(options: {
     readonly candidates: readonly T[];
@@ -82,7 +83,6 @@ export class RolloutRouter {
     if (candidates.length === 0) return { member: undefined, decision: null };
     if (this.policy === 'round-robin') {
       const member = candidates[this.#roundRobin % candidates.length];
-      this.#roundRobin = (this.#roundRobin + 1) % Number.MAX_SAFE_INTEGER;
       return { member, decision: rolloutId === null ? null : this.#decide(rolloutId, member) };
     }
     if (rolloutId === null) return { member: this.#leastLoaded(candidates), decision: null };
@@ -112,6 +112,11 @@ export class RolloutRouter {
    * Records that a call of `rolloutId` now runs on `url` (its next call sticks there) and counts it until the
    * returned release, which is idempotent.
    */
+  /** A call was sent (attributed or not): the round-robin rotation moves on. */
+  sent(): void {
+    if (this.policy === 'round-robin') this.#roundRobin = (this.#roundRobin + 1) % Number.MAX_SAFE_INTEGER;
+  }
+
   commit(options: { readonly rolloutId: string; readonly url: string }): () => void {
     const now = this.#now();
     this.#prune(now);

@@ -191,4 +191,22 @@ describe('other policies', () => {
     expect(new Set(spans.map(([backend]) => backend)).size).toBe(3);
     expect(spans.map(([, decision]) => decision)).toEqual(['new', 'moved', 'moved']);
   });
+
+  it('round-robin alternates over two backends: a resolve that sends nothing uses up no turn', async () => {
+    // Attributed chat calls resolve once to plan their history and once to send; with an even backend count a
+    // turn used by the planning resolve put every call on the same backend.
+    fleet = await startFleet({
+      live: 2,
+      mock: MOCK,
+      model: { retry: FAST_RETRY, routing: { policy: 'round-robin' } },
+    });
+    const f = fleet;
+    const rid = rolloutId('rr2');
+    for (let k = 0; k < 4; k += 1) await turn(f, rid, k);
+    const backends = (await routedSpans(f, rid)).map(([backend]) => backend);
+    expect(backends).toHaveLength(4);
+    expect(new Set(backends).size).toBe(2);
+    expect(backends[0]).not.toBe(backends[1]);
+    expect(backends[2]).toBe(backends[0]);
+  });
 });
