@@ -17,7 +17,7 @@
 // - vLLM's Responses API: `enable_response_messages` adds `input_messages` / `output_messages` (null when not
 //   asked), the logprobs include fills `logprobs` on output_text parts (null when not asked).
 // The span records the full upstream data: stripping happens after the capture has read the chunk.
-import type { BackendType } from './body-rewrite.js';
+import { type BackendType, RESPONSES_MESSAGES_KEY } from './body-rewrite.js';
 import type { Endpoint } from './call-capture.js';
 import { type MemberCount, memberPattern, nullMembers } from './json-null-members.js';
 
@@ -40,7 +40,6 @@ export interface AgentViewStrip {
 
 type Obj = Record<string, unknown>;
 
-const RESPONSES_MESSAGES = 'enable_response_messages';
 const RESPONSES_RAW_MESSAGES = ['input_messages', 'output_messages'] as const;
 const PROMPT_TOKEN_IDS = memberPattern('prompt_token_ids');
 const TOKEN_IDS = memberPattern('token_ids');
@@ -80,7 +79,7 @@ export function agentViewStrip(options: AgentViewOptions): AgentViewStrip | null
   const idMembers = options.backendType === 'sglang' ? 'remove' : 'null';
   if (endpoint === 'responses') {
     // body-rewrite.ts adds the logprobs include only when the agent's own list lacks it.
-    const tokenIds = RESPONSES_MESSAGES in overrides && client[RESPONSES_MESSAGES] !== true;
+    const tokenIds = RESPONSES_MESSAGES_KEY in overrides && client[RESPONSES_MESSAGES_KEY] !== true;
     const logprobs = 'include' in overrides;
     return tokenIds || logprobs ? { endpoint, tokenIds, logprobs, idMembers } : null;
   }

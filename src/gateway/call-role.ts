@@ -134,8 +134,8 @@ function isProbe(body: Readonly<Obj>): boolean {
   return isObj(only) && only.role === 'user' && PROBE_TEXTS.has(textOf(only.content));
 }
 
-function isHousekeepingPrompt(body: Readonly<Obj>): boolean {
-  for (const text of systemTexts(body)) {
+function isHousekeepingPrompt(texts: readonly string[]): boolean {
+  for (const text of texts) {
     for (const prompt of HOUSEKEEPING_PROMPTS) if (text.includes(prompt)) return true;
   }
   return false;
@@ -151,12 +151,15 @@ export function callRole(input: CallRoleInput): CallRoleVerdict {
     // An unknown label (a newer harness) is judged from the body like an unlabelled call.
   }
   const rules = input.rules;
+  // One read of the body for the rules and the prompt check: the system texts are gathered once, when asked.
+  const facts = factsOf(body);
   if (rules !== undefined && rules !== null) {
-    const role = configuredRole(rules, factsOf(body));
+    const role = configuredRole(rules, facts);
     if (role !== null) return { role, source: 'config' };
   }
   if (isProbe(body)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'probe' };
-  if (!hasTools(body) && isHousekeepingPrompt(body)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'prompt' };
+  if (!facts.hasTools && isHousekeepingPrompt(facts.systemTexts()))
+    return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'prompt' };
   return { role: A.CALL_ROLE_VALUE_MAIN, source: 'default' };
 }
 

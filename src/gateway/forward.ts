@@ -227,6 +227,10 @@ class CallRun {
   detach(): void {
     this.sink.removeListener('close', this.onClose);
   }
+
+  /** Response ids relayed so far; null when this kind of answer cannot tell (non-stream, Responses). */
+  readonly tokensRelayed = (): number | null =>
+    this.liveCapture === null ? null : this.liveCapture.responseTokenCount(0);
 }
 
 export function createGateway(options: GatewayOptions): Gateway {
@@ -247,8 +251,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const span = run.span;
     const changedInFlight = run.versionChangedInFlight?.() === true;
     if (run.versions !== null) {
-      const total = run.liveCapture === null ? null : run.liveCapture.responseTokenCount(0);
-      span.setAttributes(run.versions.attributes({ total, changedInFlight }));
+      span.setAttributes(run.versions.attributes({ total: run.tokensRelayed(), changedInFlight }));
     } else if (changedInFlight) span.setAttribute(A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT, true);
     span.setAttribute(A.ATTR_STREAM_STATUS, outcome);
     if (outcome !== A.STREAM_STATUS_VALUE_OK) {
@@ -738,7 +741,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       run.versions = CallVersions.watch({
         registry,
         route,
-        tokensSoFar: () => (run.liveCapture === null ? null : run.liveCapture.responseTokenCount(0)),
+        tokensSoFar: run.tokensRelayed,
       });
       if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
       if (Object.keys(rewritten.overrides).length > 0) {
