@@ -5,12 +5,15 @@
 // events are due (with the first chunk, or at the end of a stream that had none). The translator turns each piece
 // into its own events; this file only says, once, how a chunk is taken apart.
 
-type Obj = Record<string, unknown>;
+import { FINISH_REASON_VALUE_ABORT } from '../tracing/attributes.js';
+import { isObj, type Obj } from './history/narrow.js';
 
-function isObj(value: unknown): value is Obj {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+/** The engine ended the generation before the model did (a pause or weight update aborted it): not an answer. */
+export const FINISH_REASON_ABORT = FINISH_REASON_VALUE_ABORT;
 
+/** What the agent is told of an aborted generation, in either API: send the same request again. */
+export const ABORTED_MESSAGE =
+  'The engine aborted the generation before it finished (a pause or weight update); send the request again';
 function nonEmpty(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }

@@ -7,11 +7,19 @@
 // and destroy() pass straight through to the agent's sink.
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { AgentSink } from './agent-sink.js';
+import { HEADER_RETRY_AFTER } from './headers.js';
+import { isObj } from './history/narrow.js';
 import { readSseFields } from './sse-event.js';
 import { type SseEventHandler, SseSplitter } from './sse-splitter.js';
 
 const EVENT_STREAM = 'text/event-stream';
 const DONE = '[DONE]';
+
+export const JSON_CONTENT_TYPE = 'application/json';
+/** The Retry-After a translated 429 without one, or an aborted generation's 503, carries. */
+export const DEFAULT_RETRY_AFTER_S = '1';
+export const STATUS_UNAVAILABLE = 503;
+const STATUS_RATE_LIMITED = 429;
 
 /** One stream's translation: each parsed chat chunk, upstream's `[DONE]`, or the relay's error event to events. */
 export interface StreamTranslation {
@@ -43,6 +51,13 @@ export function headerValue(headers: OutgoingHttpHeaders, name: string): string 
   return Array.isArray(value) ? value[0] : value === undefined ? undefined : String(value);
 }
 
+/** Every 429 carries Retry-After: Codex-style clients do not retry one without it, Claude Code honours it. */
+export function ensureRateLimitRetryAfter(status: number, headers: OutgoingHttpHeaders): void {
+  if (status === STATUS_RATE_LIMITED && headerValue(headers, HEADER_RETRY_AFTER) === undefined) {
+    headers[HEADER_RETRY_AFTER] = DEFAULT_RETRY_AFTER_S;
+  }
+}
+
 /** A body the translation reads, or undefined when it is not JSON (the caller decides what that means). */
 export function parseJson(text: string): unknown {
   try {
@@ -50,10 +65,6 @@ export function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function isObj(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export class TranslatingSink implements AgentSink, SseEventHandler {

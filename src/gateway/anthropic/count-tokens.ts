@@ -2,9 +2,9 @@
 // own chat template through vLLM's `/tokenize` (which takes `messages` and `tools` and applies the template), so
 // the count is the prompt the call would really get. Other backends have no such route: that is a clear 501.
 import { GatewayError, isGatewayError } from '../../errors.js';
+import { isObj } from '../history/narrow.js';
 import type { ModelRegistry } from '../model-registry.js';
 import { translateConversation } from './request.js';
-import { isObj } from './response.js';
 
 const TOKENIZE_PATH = '/tokenize';
 /** The body kept for an error message. */

@@ -16,8 +16,7 @@
 //   the Messages API does not define goes to the engine as it came (engine extras such as `chat_template_kwargs`).
 // Anything that cannot be expressed in chat is a 400 naming the field, never silently dropped.
 import { GatewayError } from '../../errors.js';
-
-type Obj = Record<string, unknown>;
+import { isObj, type Obj } from '../history/narrow.js';
 
 export interface TranslatedRequest {
   /** The chat completions body for the engine. */
@@ -58,10 +57,6 @@ const MESSAGES_API_KEYS: ReadonlySet<string> = new Set([
   'mcp_servers',
   'inference_geo',
 ]);
-
-function isObj(value: unknown): value is Obj {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function invalid(message: string, param: string): never {
   throw new GatewayError('invalid_request', message, { param });

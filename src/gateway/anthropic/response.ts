@@ -1,9 +1,8 @@
 // The engine's chat answer as an Anthropic message: the parts both answer shapes (JSON body, stream) share, and the
 // whole-body translation. Content blocks come in the order the model produced them: thinking (vLLM's parsed
 // reasoning), then text, then one `tool_use` per tool call.
-import { reasoningOf } from '../chat-choice-reader.js';
-
-type Obj = Record<string, unknown>;
+import { FINISH_REASON_ABORT, reasoningOf } from '../chat-choice-reader.js';
+import { isObj } from '../history/narrow.js';
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
 
@@ -30,15 +29,8 @@ export interface AnthropicMessage {
   usage: AnthropicUsage;
 }
 
-/** The engine ended the generation before the model did (a pause or weight update aborted it): not an answer. */
-export const FINISH_REASON_ABORT = 'abort';
-
 /** Thinking blocks need a signature; Anthropic's are its own, so rollgate's are empty (clients send them back as is). */
 export const THINKING_SIGNATURE = '';
-
-export function isObj(value: unknown): value is Obj {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : 0;

@@ -6,7 +6,15 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { AgentSink } from '../agent-sink.js';
 import { HEADER_ANTHROPIC_REQUEST_ID, HEADER_RETRY_AFTER } from '../headers.js';
-import { headerValue, parseJson, TranslatingSink, type WholeAnswer } from '../translating-sink.js';
+import {
+  DEFAULT_RETRY_AFTER_S,
+  ensureRateLimitRetryAfter,
+  JSON_CONTENT_TYPE,
+  parseJson,
+  STATUS_UNAVAILABLE,
+  TranslatingSink,
+  type WholeAnswer,
+} from '../translating-sink.js';
 import { normaliseErrorJson, normaliseErrorMember } from '../upstream-error.js';
 import {
   type AnthropicErrorBody,
@@ -17,11 +25,6 @@ import {
 import { chatCompletionToMessage } from './response.js';
 import { ABORTED_ERROR, ChatStreamTranslator } from './stream.js';
 
-const JSON_CONTENT_TYPE = 'application/json';
-/** Every 429 carries Retry-After: Codex-style clients do not retry one without it, Claude Code honours it. */
-const DEFAULT_RETRY_AFTER_S = '1';
-const STATUS_RATE_LIMITED = 429;
-const STATUS_UNAVAILABLE = 503;
 /** Characters of a non-JSON error body kept for the message. */
 const ERROR_TEXT_CHARS = 500;
 
@@ -52,9 +55,7 @@ function wholeAnswer(
   let body: unknown;
   if (status >= 400) {
     body = errorBody(status, answer.body);
-    if (status === STATUS_RATE_LIMITED && headerValue(headers, HEADER_RETRY_AFTER) === undefined) {
-      headers[HEADER_RETRY_AFTER] = DEFAULT_RETRY_AFTER_S;
-    }
+    ensureRateLimitRetryAfter(status, headers);
   } else {
     const translated = chatCompletionToMessage(parseJson(answer.body.toString('utf8')), options.stopSequences);
     if (translated.aborted) {

@@ -4,9 +4,9 @@
 // stopped when the next begins or the choice finishes; `message_delta` (stop reason, usage) and `message_stop`
 // when upstream's `[DONE]` arrives, which the relay holds until the span is stored. Nothing is buffered beyond the
 // block bookkeeping: every delta goes out in the events of the chunk that carried it.
-import { FirstChoiceReader, type ToolCallDelta } from '../chat-choice-reader.js';
+import { ABORTED_MESSAGE, FINISH_REASON_ABORT, FirstChoiceReader, type ToolCallDelta } from '../chat-choice-reader.js';
 import { type AnthropicErrorBody, anthropicErrorBody } from './errors.js';
-import { anthropicUsage, FINISH_REASON_ABORT, messageId, stopInfo, THINKING_SIGNATURE } from './response.js';
+import { anthropicUsage, messageId, stopInfo, THINKING_SIGNATURE } from './response.js';
 
 type Obj = Record<string, unknown>;
 
@@ -17,7 +17,7 @@ type OpenBlock =
 /** An aborted generation is a truncated answer that looks complete: the agent is told to send it again. */
 export const ABORTED_ERROR: AnthropicErrorBody = anthropicErrorBody({
   status: 503,
-  message: 'The engine aborted the generation before it finished (a pause or weight update); send the request again',
+  message: ABORTED_MESSAGE,
 });
 
 export function sseEvent(name: string, data: unknown): string {

@@ -16,8 +16,7 @@
 //   (`previous_response_id`, `conversation`, `item_reference`, `background`, `prompt`) is a 400: nothing is stored.
 //   Any key the Responses API does not define goes to the engine as it came (engine extras such as `top_k`).
 import { GatewayError } from '../../errors.js';
-
-type Obj = Record<string, unknown>;
+import { isObj, type Obj } from '../history/narrow.js';
 
 /** A chat function name that stands for a namespaced Responses function. */
 export interface NamespacedName {
@@ -90,10 +89,6 @@ const LEFT_OUT_TOOL_TYPES: ReadonlySet<string> = new Set([
   'web_search_2025_08_26',
   'web_search_preview_2025_03_11',
 ]);
-
-function isObj(value: unknown): value is Obj {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function invalid(message: string, param: string): never {
   throw new GatewayError('invalid_request', message, { param });

@@ -1,16 +1,9 @@
 // The engine's chat answer as a Responses object: the parts both answer shapes (JSON body, stream) share, and the
 // whole-body translation. Output items come in the order the model produced them: a `reasoning` item (vLLM's
 // parsed reasoning), a `message` with one `output_text` part, then one `function_call` per tool call.
-import { reasoningOf } from '../chat-choice-reader.js';
+import { FINISH_REASON_ABORT, reasoningOf } from '../chat-choice-reader.js';
+import { isObj, type Obj } from '../history/narrow.js';
 import type { NamespacedName, ResponsesEcho } from './request.js';
-
-type Obj = Record<string, unknown>;
-
-/** The engine ended the generation before the model did (a pause or weight update aborted it): not an answer. */
-export const FINISH_REASON_ABORT = 'abort';
-
-export const ABORTED_MESSAGE =
-  'The engine aborted the generation before it finished (a pause or weight update); send the request again';
 
 export interface ResponsesUsage {
   input_tokens: number;
@@ -26,10 +19,6 @@ export type ResponseStatus = 'completed' | 'incomplete' | 'failed' | 'in_progres
 export interface AnswerContext {
   readonly echo: ResponsesEcho;
   readonly namespaced: ReadonlyMap<string, NamespacedName>;
-}
-
-export function isObj(value: unknown): value is Obj {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function count(value: unknown): number {

@@ -6,32 +6,30 @@
 // always with Retry-After: Codex does not retry one without it).
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { AgentSink } from '../agent-sink.js';
+import { ABORTED_MESSAGE } from '../chat-choice-reader.js';
 import { HEADER_RETRY_AFTER } from '../headers.js';
-import { parseJson, TranslatingSink, type WholeAnswer } from '../translating-sink.js';
+import {
+  DEFAULT_RETRY_AFTER_S,
+  ensureRateLimitRetryAfter,
+  JSON_CONTENT_TYPE,
+  parseJson,
+  STATUS_UNAVAILABLE,
+  TranslatingSink,
+  type WholeAnswer,
+} from '../translating-sink.js';
 import { normaliseErrorMember } from '../upstream-error.js';
-import { ABORTED_MESSAGE, type AnswerContext, chatCompletionToResponse } from './response.js';
+import { type AnswerContext, chatCompletionToResponse } from './response.js';
 import { ChatToResponsesStream } from './stream.js';
-
-const JSON_CONTENT_TYPE = 'application/json';
-const DEFAULT_RETRY_AFTER_S = '1';
-const STATUS_RATE_LIMITED = 429;
-const STATUS_UNAVAILABLE = 503;
 
 export interface ResponsesSinkOptions {
   readonly agent: AgentSink;
   readonly context: AnswerContext;
 }
 
-function hasHeader(headers: OutgoingHttpHeaders, name: string): boolean {
-  return headers[name] !== undefined;
-}
-
 function wholeAnswer(answer: WholeAnswer, context: AnswerContext): WholeAnswer {
   const headers: OutgoingHttpHeaders = { ...answer.headers };
   if (answer.status >= 400) {
-    if (answer.status === STATUS_RATE_LIMITED && !hasHeader(headers, HEADER_RETRY_AFTER)) {
-      headers[HEADER_RETRY_AFTER] = DEFAULT_RETRY_AFTER_S;
-    }
+    ensureRateLimitRetryAfter(answer.status, headers);
     return { status: answer.status, headers, body: answer.body };
   }
   const translated = chatCompletionToResponse(parseJson(answer.body.toString('utf8')), context);
