@@ -34,17 +34,17 @@ const RESERVED_DESCRIPTORS = 64;
 
 /** Options for `http.createServer` (some deadlines can only be set there). */
 export function serverOptions(limits: ConnectionLimits, keepAliveTimeoutMs: number): ServerOptions {
-  // Node refuses a headers deadline past the request deadline.
+  // Node refuses a headers deadline past the request deadline, so this is also the earliest one (it sets how often
+  // the deadlines are checked).
   const headersTimeout =
     limits.requestTimeoutMs > 0 ? Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) : limits.headersTimeoutMs;
-  const shortest = limits.requestTimeoutMs > 0 ? Math.min(headersTimeout, limits.requestTimeoutMs) : headersTimeout;
   return {
     keepAliveTimeout: keepAliveTimeoutMs,
     headersTimeout,
     requestTimeout: limits.requestTimeoutMs,
     connectionsCheckingInterval: Math.min(
       MAX_CHECK_INTERVAL_MS,
-      Math.max(MIN_CHECK_INTERVAL_MS, Math.floor(shortest / 10)),
+      Math.max(MIN_CHECK_INTERVAL_MS, Math.floor(headersTimeout / 10)),
     ),
     keepAlive: true,
     keepAliveInitialDelay: TCP_KEEPALIVE_DELAY_MS,

@@ -11,7 +11,7 @@ import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js'
 import { EVICTED, type PendingKeys, type StoreBackend } from './backend.js';
 import { validateCompletionQuery } from './completion-query.js';
 import { StoreError } from './errors.js';
-import { addHistoryTotals, emptyHistoryTotals, historyIncrements, historyTotalsOf } from './history-totals.js';
+import { emptyHistoryTotals, historyStatusOf, historyTotalsOf, withHistoryStatus } from './history-totals.js';
 import { newAttemptId, newResourcesId, newRolloutId } from './ids.js';
 import {
   notFound,
@@ -41,11 +41,12 @@ import {
 import { dequeueWaiting, QueueSignal } from './queue-signal.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
 import {
-  failureReasonOf,
   isTerminalStatus,
   nextRolloutState,
   type RolloutEvent,
+  rolloutStateOf,
   spanPromotes,
+  withRolloutState,
 } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
 import type {
@@ -202,19 +203,10 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       if (id === undefined) break;
       const rollout = this.backend.getRollout(id);
       if (rollout === undefined) continue;
-      const next = nextRolloutState(
-        { status: rollout.status, end_time: rollout.end_time, failure_reason: failureReasonOf(rollout), queued: true },
-        { kind: 'dequeued' },
-        now,
-      );
+      const next = nextRolloutState(rolloutStateOf(rollout, true), { kind: 'dequeued' }, now);
       if (next.skipped) continue;
       const attempt = this.#createAttempt(rollout.rollout_id, { now, workerId });
-      const updated: Rollout = {
-        ...rollout,
-        status: next.status,
-        end_time: next.end_time,
-        failure_reason: next.failure_reason,
-      };
+      const updated = withRolloutState(rollout, next);
       this.backend.putRollout(updated);
       claimed.push({ ...updated, attempt });
     }
@@ -653,17 +645,8 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   ): AttemptedRollout {
     const { now } = context;
     const queued = this.backend.isQueued(rollout.rollout_id);
-    const next = nextRolloutState(
-      { status: rollout.status, end_time: rollout.end_time, failure_reason: failureReasonOf(rollout), queued },
-      event,
-      now,
-    );
-    const updated: Rollout = {
-      ...rollout,
-      status: next.status,
-      end_time: next.end_time,
-      failure_reason: next.failure_reason,
-    };
+    const next = nextRolloutState(rolloutStateOf(rollout, queued), event, now);
+    const updated = withRolloutState(rollout, next);
     let attempt: Attempt | undefined;
     if (next.createAttempt) attempt = this.#createAttempt(rollout.rollout_id, context);
     this.backend.putRollout(updated);
@@ -798,10 +781,10 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     const span = normaliseSpan(input, sequenceId);
     this.backend.insertSpan(span);
     this.#heartbeat(rolloutId, attemptId, now);
-    const history = historyIncrements([span]);
-    const rollout = history === null ? undefined : this.backend.getRollout(rolloutId);
-    if (history !== null && rollout !== undefined) {
-      this.backend.putRollout({ ...rollout, history: addHistoryTotals(historyTotalsOf(rollout), history) });
+    const status = historyStatusOf(span);
+    const rollout = status === null ? undefined : this.backend.getRollout(rolloutId);
+    if (status !== null && rollout !== undefined) {
+      this.backend.putRollout({ ...rollout, history: withHistoryStatus(historyTotalsOf(rollout), status) });
     }
     return span;
   }

@@ -22,23 +22,9 @@ export function historyStatusOf(span: Pick<Span, 'attributes'>): HistoryStatus |
   return typeof value === 'string' && (STATUSES as readonly string[]).includes(value) ? (value as HistoryStatus) : null;
 }
 
-/** Per status, how many of `spans` carry it; null when none carries any (the common case: nothing to write). */
-export function historyIncrements(spans: readonly Pick<Span, 'attributes'>[]): HistoryTotals | null {
-  let totals: HistoryTotals | null = null;
-  for (const span of spans) {
-    const status = historyStatusOf(span);
-    if (status === null) continue;
-    totals ??= emptyHistoryTotals();
-    totals[status] += 1;
-  }
-  return totals;
-}
-
-export function addHistoryTotals(a: HistoryTotals, b: HistoryTotals): HistoryTotals {
-  return {
-    linear: a.linear + b.linear,
-    healed: a.healed + b.healed,
-    forked: a.forked + b.forked,
-    bypassed: a.bypassed + b.bypassed,
-  };
+/** `totals` with one more call recorded with `status` (a new object: stored values are never mutated). */
+export function withHistoryStatus(totals: HistoryTotals, status: HistoryStatus): HistoryTotals {
+  const next = { linear: totals.linear, healed: totals.healed, forked: totals.forked, bypassed: totals.bypassed };
+  next[status] += 1;
+  return next;
 }

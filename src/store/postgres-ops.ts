@@ -16,7 +16,7 @@ import {
   WORKER_COLUMNS,
   type WorkerRow,
 } from './postgres-rows.js';
-import { failureReasonOf, nextRolloutState, type RolloutEvent } from './rollout-status.js';
+import { nextRolloutState, type RolloutEvent, rolloutStateOf, withRolloutState } from './rollout-status.js';
 import type { Attempt, AttemptedRollout, Rollout, Worker } from './types.js';
 import { initialWorkerState, nextWorkerState, type WorkerEvent } from './worker-status.js';
 
@@ -181,24 +181,10 @@ export async function applyRolloutEvent(
   ctx: ApplyContext,
 ): Promise<AttemptedRollout | Rollout> {
   const { rollout } = locked;
-  const next = nextRolloutState(
-    {
-      status: rollout.status,
-      end_time: rollout.end_time,
-      failure_reason: failureReasonOf(rollout),
-      queued: locked.queued,
-    },
-    event,
-    ctx.now,
-  );
+  const next = nextRolloutState(rolloutStateOf(rollout, locked.queued), event, ctx.now);
   let attempt: Attempt | null = null;
   if (next.createAttempt) attempt = await createAttempt(c, locked, ctx);
-  const updated: Rollout = {
-    ...rollout,
-    status: next.status,
-    end_time: next.end_time,
-    failure_reason: next.failure_reason,
-  };
+  const updated = withRolloutState(rollout, next);
   const update = `UPDATE rollouts SET status = $2, end_time = $3, attempt_count = $6, failure_reason = $7,
        queue_pos = CASE WHEN $4::boolean THEN nextval('queue_order') WHEN $5::boolean THEN queue_pos ELSE NULL END
      WHERE rollout_id = $1`;

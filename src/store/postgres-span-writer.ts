@@ -6,7 +6,7 @@ import type { PoolClient } from 'pg';
 import type { Logger } from '../logger.js';
 import { nextAttemptState } from './attempt-status.js';
 import { StoreError } from './errors.js';
-import { emptyHistoryTotals, historyIncrements, historyStatusOf } from './history-totals.js';
+import { emptyHistoryTotals, historyStatusOf } from './history-totals.js';
 import { notFound, validateJsonDepth } from './input-validation.js';
 import {
   type ApplyContext,
@@ -18,7 +18,7 @@ import {
   type TxEffects,
 } from './postgres-ops.js';
 import { encodeSpan } from './postgres-rows.js';
-import { failureReasonOf, nextRolloutState } from './rollout-status.js';
+import { nextRolloutState, rolloutStateOf } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
 import type { Attempt, Span, SpanInput } from './types.js';
 
@@ -354,12 +354,7 @@ async function writeWithExplicitIds(
     const rollout = locked.get(plan.after.rollout_id);
     if (rollout !== undefined && plan.after.sequence_id === rollout.attemptCount) {
       const event = { kind: 'span_on_latest_attempt', attemptStatus: plan.after.status } as const;
-      const state = {
-        status: rollout.rollout.status,
-        end_time: rollout.rollout.end_time,
-        failure_reason: failureReasonOf(rollout.rollout),
-        queued: rollout.queued,
-      };
+      const state = rolloutStateOf(rollout.rollout, rollout.queued);
       if (nextRolloutState(state, event, ctx.now).changed) await applyRolloutEvent(c, rollout, event, ctx);
     }
     if (plan.changed && plan.after.worker_id !== null) {
@@ -400,16 +395,7 @@ async function heartbeat(
   dirty.set(key, next);
   if (next.sequence_id === rollout.attemptCount) {
     const event = { kind: 'span_on_latest_attempt', attemptStatus: next.status } as const;
-    const promoted = nextRolloutState(
-      {
-        status: rollout.rollout.status,
-        end_time: rollout.rollout.end_time,
-        failure_reason: failureReasonOf(rollout.rollout),
-        queued: rollout.queued,
-      },
-      event,
-      ctx.now,
-    );
+    const promoted = nextRolloutState(rolloutStateOf(rollout.rollout, rollout.queued), event, ctx.now);
     if (promoted.changed) await applyRolloutEvent(c, rollout, event, ctx);
   }
   if (moved.changed && next.worker_id !== null) {
@@ -427,20 +413,21 @@ async function heartbeat(
  * carries one (pools without faithful history). The rollout rows are already locked by this transaction.
  */
 async function raiseHistoryTotals(c: PoolClient, spans: readonly Span[]): Promise<void> {
-  const byRollout = new Map<string, Span[]>();
+  // One pass: each span's status is read once, straight into its rollout's increments.
+  const byRollout = new Map<string, ReturnType<typeof emptyHistoryTotals>>();
   for (const span of spans) {
-    if (historyStatusOf(span) === null) continue;
-    const list = byRollout.get(span.rollout_id) ?? [];
-    list.push(span);
-    byRollout.set(span.rollout_id, list);
+    const status = historyStatusOf(span);
+    if (status === null) continue;
+    let totals = byRollout.get(span.rollout_id);
+    if (totals === undefined) {
+      totals = emptyHistoryTotals();
+      byRollout.set(span.rollout_id, totals);
+    }
+    totals[status] += 1;
   }
   if (byRollout.size === 0) return;
-  const ids: string[] = [];
-  const adds: Array<ReturnType<typeof emptyHistoryTotals>> = [];
-  for (const [id, list] of byRollout) {
-    ids.push(id);
-    adds.push(historyIncrements(list) ?? emptyHistoryTotals());
-  }
+  const ids = [...byRollout.keys()];
+  const adds = [...byRollout.values()];
   await c.query(
     `UPDATE rollouts r SET history_linear = r.history_linear + v.l, history_healed = r.history_healed + v.h,
        history_forked = r.history_forked + v.f, history_bypassed = r.history_bypassed + v.b

@@ -84,7 +84,7 @@ import {
 } from './query.js';
 import { dequeueWaiting, QueueSignal } from './queue-signal.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
-import { failureReasonOf, nextRolloutState } from './rollout-status.js';
+import { nextRolloutState, rolloutStateOf } from './rollout-status.js';
 import {
   type Attempt,
   type AttemptedRollout,
@@ -400,16 +400,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
         if (res.rows.length === 0) break;
         for (const row of res.rows) {
           const locked = lockedFromRow(row);
-          const isStale = nextRolloutState(
-            {
-              status: locked.rollout.status,
-              end_time: locked.rollout.end_time,
-              failure_reason: failureReasonOf(locked.rollout),
-              queued: true,
-            },
-            { kind: 'dequeued' },
-            ctx.now,
-          ).skipped;
+          const isStale = nextRolloutState(rolloutStateOf(locked.rollout, true), { kind: 'dequeued' }, ctx.now).skipped;
           const result = await applyRolloutEvent(c, locked, { kind: 'dequeued' }, ctx);
           if (!isStale) claimed.push(result as AttemptedRollout);
         }

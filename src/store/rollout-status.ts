@@ -20,6 +20,19 @@ export function failureReasonOf(rollout: Pick<Rollout, 'failure_reason'>): Failu
   return rollout.failure_reason ?? null;
 }
 
+/** The machine's view of a stored rollout (every backend feeds nextRolloutState from this). */
+export function rolloutStateOf(
+  rollout: Pick<Rollout, 'status' | 'end_time' | 'failure_reason'>,
+  queued: boolean,
+): RolloutState {
+  return { status: rollout.status, end_time: rollout.end_time, failure_reason: failureReasonOf(rollout), queued };
+}
+
+/** `rollout` with the fields the machine decides taken from `next` (a new object). */
+export function withRolloutState(rollout: Rollout, next: RolloutState): Rollout {
+  return { ...rollout, status: next.status, end_time: next.end_time, failure_reason: next.failure_reason };
+}
+
 export function isQueuingStatus(status: RolloutStatus): boolean {
   return QUEUING_STATUSES.includes(status);
 }

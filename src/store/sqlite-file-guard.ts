@@ -10,6 +10,11 @@ export interface FileIdentity {
   readonly ino: number;
 }
 
+/** The `code` of a Node or SQLite error ('' when it has none). */
+function errorCode(error: unknown): string {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+}
+
 /** Paths SQLite does not back with a file of that name. */
 function isFileless(path: string): boolean {
   return path === '' || path === ':memory:' || path.startsWith('file::memory:');
@@ -28,7 +33,7 @@ export function fileProblem(path: string, opened: FileIdentity): string | null {
   try {
     stat = statSync(path);
   } catch (error) {
-    const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+    const code = errorCode(error);
     if (code === 'ENOENT') return `the database file ${path} was deleted while open; writes would be lost on restart`;
     return `the database file ${path} cannot be checked: ${error instanceof Error ? error.message : String(error)}`;
   }
@@ -51,7 +56,7 @@ const STORAGE_CODES = [
 
 /** The reason a commit error means the database cannot take writes now, or null for any other error. */
 export function storageFailure(error: unknown): string | null {
-  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+  const code = errorCode(error);
   if (!STORAGE_CODES.some((prefix) => code === prefix || code.startsWith(`${prefix}_`))) return null;
   const message = error instanceof Error ? error.message : String(error);
   return `the database refuses writes (${code}: ${message})`;
@@ -68,7 +73,7 @@ export function openFailure(path: string, error: unknown): Error {
     try {
       accessSync(target, constants.W_OK);
     } catch (problem) {
-      const code = typeof problem === 'object' && problem !== null && 'code' in problem ? String(problem.code) : '';
+      const code = errorCode(problem);
       if (code === 'EROFS') cause = ' (its file system is mounted read-only)';
       else if (code === 'EACCES' || code === 'EPERM') cause = ` (${target} is not writable by this process)`;
       if (cause !== '') break;
