@@ -37,7 +37,7 @@ export type CallDropReason =
   | 'auxiliary';
 
 /** The engine aborted the generation and answered with what it had (a truncated answer that looks complete). */
-export function isAbortedCall(attrs: Attributes): boolean {
+function isAbortedCall(attrs: Attributes): boolean {
   if (attrs[ATTR_CALL_OUTCOME] === CALL_OUTCOME_VALUE_ABORTED) return true;
   const reasons = attrs[ATTR_GEN_AI_RESPONSE_FINISH_REASONS];
   return Array.isArray(reasons) && reasons.some((r) => r === FINISH_REASON_VALUE_ABORT);

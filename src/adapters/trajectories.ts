@@ -176,10 +176,6 @@ export function tripletsToTrajectories(
  */
 export function spansToTrajectories(spans: readonly Span[], options: TrajectoryOptions = {}): TrajectoryRow[] {
   const sorted = sortSpansBySequence(spans);
-  const triplets = spansToTriplets(sorted, {
-    ...(options.onDropped ? { onDropped: options.onDropped } : {}),
-    ...(options.perTokenVersions === undefined ? {} : { perTokenVersions: options.perTokenVersions }),
-    ...(options.includeAuxiliary === undefined ? {} : { includeAuxiliary: options.includeAuxiliary }),
-  });
-  return tripletsToTrajectories(triplets, findFinalReward(sorted), options);
+  // TrajectoryOptions carries TripletOptions' fields (onDropped, perTokenVersions, includeAuxiliary) as they are.
+  return tripletsToTrajectories(spansToTriplets(sorted, options), findFinalReward(sorted), options);
 }

@@ -140,8 +140,7 @@ export function spansToTriplets(spans: readonly Span[], options: TripletOptions 
   const sorted = sortSpansBySequence(spans);
   let aborted = false;
   const calls = collectLlmCalls(sorted, {
-    ...(options.perTokenVersions === undefined ? {} : { perTokenVersions: options.perTokenVersions }),
-    ...(options.includeAuxiliary === undefined ? {} : { includeAuxiliary: options.includeAuxiliary }),
+    ...options,
     onDropped: (drop) => {
       if (drop.reason === 'aborted') aborted = true;
       options.onDropped?.(drop);

@@ -286,11 +286,10 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     const result = read[i];
     if (result === undefined) continue;
     dropped.merge_mismatches += result.mismatches;
-    dropped.incomplete_token_ids += result.drops.incomplete_token_ids;
-    dropped.token_count_mismatch += result.drops.token_count_mismatch;
-    dropped.logprobs_floor += result.drops.logprobs_floor;
-    dropped.version_changed_in_flight += result.drops.version_changed_in_flight;
-    dropped.auxiliary += result.drops.auxiliary;
+    // Each call drop has its own count of the same name; an aborted call counts its whole rollout instead.
+    for (const [reason, count] of Object.entries(result.drops) as Array<[TrainingDropReason, number]>) {
+      if (reason !== 'aborted') dropped[reason] += count;
+    }
     if (result.outcome === 'aborted') {
       dropped.aborted_rollouts += 1;
       continue;

@@ -17,7 +17,7 @@ export interface EngineControlOptions {
 const ERROR_TEXT_CHARS = 300;
 
 /** vLLM serves its dev routes at the server root; a backend URL ends in the OpenAI prefix `/v1`. */
-export function engineRoot(backendUrl: string): string {
+function engineRoot(backendUrl: string): string {
   return backendUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
 

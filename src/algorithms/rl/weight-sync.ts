@@ -9,8 +9,6 @@ import type { WeightLoadHook } from './options.js';
 import type { WeightsUpdate } from './trainer-hub.js';
 import { type SwapMode, type SwapReport, WeightSwap } from './weight-swap.js';
 
-export { hookFields } from './weight-load.js';
-
 export interface WeightSyncOptions {
   readonly control: GatewayControl;
   readonly model: string;
