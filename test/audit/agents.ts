@@ -9,7 +9,7 @@ export interface AgentTurn {
   readonly finishReason: string | null;
 }
 
-export const LOOKUP_TOOL = {
+const LOOKUP_TOOL = {
   type: 'function',
   function: {
     name: 'lookup',

@@ -102,7 +102,7 @@ function firstDifference(a: readonly number[], b: readonly number[]): number {
 }
 
 /** The gateway's call spans of a rollout (not its per-try children, rewards or posted events). */
-export function callSpans(spans: readonly Span[]): Span[] {
+function callSpans(spans: readonly Span[]): Span[] {
   return spans.filter(
     (s) => s.attributes[A.ATTR_GEN_AI_OPERATION_NAME] !== undefined && s.attributes[A.ATTR_UPSTREAM_TRY] === undefined,
   );
@@ -328,7 +328,7 @@ export function callTruths(world: AuditWorld, rolloutId: string): CallTruth[] {
 }
 
 /** A rollout whose agent went on from an aborted answer: nothing of it may be trained on. */
-export function isTainted(truths: readonly CallTruth[]): boolean {
+function isTainted(truths: readonly CallTruth[]): boolean {
   return truths.some((t) => t.expected === 'aborted' && !t.superseded);
 }
 

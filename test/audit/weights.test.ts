@@ -58,14 +58,17 @@ describe('in-place LoRA reload with a warm prefix cache', () => {
     expect(report.problems).toEqual([]);
     expect(report.batch.samples.map((s) => s.model_version)).toEqual([2, 2]);
     const world = await rig.world(salted);
+    let checked = 0;
     for (const spans of world.spans.values()) {
       for (const span of spans) {
         const entry = ledgerEntryOf(world, span);
         if (entry === null) continue;
         expect(entry.staleKv).toBe(false);
         expect(entry.weights.every((w) => versionOf(w) === 2)).toBe(true);
+        checked++;
       }
     }
+    expect(checked).toBeGreaterThan(0);
 
     const unsalted = await conversation(NO_SALT, false);
     const control = await rig.audit([unsalted], await rig.metrics());

@@ -2,19 +2,10 @@
 // tiny policy through the real gateway, reading batches in the binary layout, and the mean reward rises from
 // <= 0.2 to >= 0.9. Same stack as rl-learns.test.ts (tiny policy behind vLLM's wire format, the in-process
 // runner with the two-turn agent, the `rl` plugin); only the trainer is Python, in its own process.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminGatewayControl } from '../../src/algorithms/rl/admin-gateway-control.js';
-import { createAlgorithm } from '../../src/algorithms/rl/index.js';
-import type { ProgressReporter } from '../../src/algorithms/types.js';
-import { silentLogger } from '../../src/logger.js';
-import { createRunner, type Runner } from '../../src/runner/index.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { findPython, IS_CI, PYTHON_CLIENT_DIR, runPython } from '../helpers/python.js';
-import { startTinyPolicy, type TinyPolicy } from '../servers/tiny-policy.js';
-import { RL_MODEL, twoTurnAgent } from './helpers/rl-two-turn-agent.js';
+import { type RlRig, startRlRig } from './helpers/rl-rig.js';
 
 const TASKS = 4;
 const GROUP = 8;
@@ -39,45 +30,17 @@ interface RecipeResult {
   crashed: string[];
 }
 
-const quietProgress: ProgressReporter = { phase() {}, advance() {}, note() {}, close() {} };
-
 describe.skipIf((python === null || !python.hasNumpy) && !IS_CI)(
   'rl: the Python trainer (NumPy) makes the policy better',
   () => {
-    let policy: TinyPolicy;
-    let gw: TestGateway;
-    let runner: Runner;
-    let weightsDir: string;
+    let rig: RlRig;
 
     beforeAll(async () => {
-      policy = await startTinyPolicy({ model: RL_MODEL, seed: 7 });
-      gw = await startTestGateway({
-        models: [
-          {
-            name: RL_MODEL,
-            backends: [{ url: policy.url, type: 'vllm' }],
-            logprobs: 'always',
-            health: { intervalMs: 0 },
-          },
-        ],
-        pause: { mode: 'hold' },
-      });
-      weightsDir = await mkdtemp(join(tmpdir(), 'rollgate-rl-python-'));
-      runner = createRunner({
-        store: gw.gateway.store,
-        gatewayUrl: gw.url,
-        concurrency: 16,
-        backoff: { initialMs: 5, maxMs: 20 },
-        logger: silentLogger,
-        agent: twoTurnAgent,
-      });
+      rig = await startRlRig({ seed: 7, tmpPrefix: 'rollgate-rl-python-' });
     });
 
     afterAll(async () => {
-      await runner?.close({ graceMs: 0 });
-      await gw?.close();
-      await policy?.close();
-      if (weightsDir) await rm(weightsDir, { recursive: true, force: true });
+      await rig?.close();
     });
 
     it('raises mean reward from <= 0.2 to >= 0.9; logprobs match; the crashed batch comes back once', {
@@ -87,21 +50,8 @@ describe.skipIf((python === null || !python.hasNumpy) && !IS_CI)(
       if (python === null) return;
       expect(python.hasNumpy, `the recipe needs NumPy (${python.command}); CI installs python3-numpy`).toBe(true);
 
-      const controller = new AbortController();
-      const algorithm = createAlgorithm(
-        { model: RL_MODEL, groupSize: GROUP, tasksPerStep: TASKS, maxSteps: MAX_STEPS, rolloutTimeoutS: 60 },
-        { control: createAdminGatewayControl({ gatewayUrl: gw.url }) },
-      );
-      const run = algorithm.run({
-        store: gw.gateway.store,
-        gateway: { ...createAdminGatewayControl({ gatewayUrl: gw.url }), trainerHub: gw.gateway.rlHub },
-        datasets: { train: Array.from({ length: TASKS }, (_, task) => ({ task })), val: null },
-        logger: silentLogger,
-        progress: quietProgress,
-        signal: controller.signal,
-        reportPath: join(weightsDir, 'report.json'),
-      });
-      run.catch(() => {});
+      const { gw, policy, weightsDir } = rig;
+      const algorithm = rig.runAlgorithm({ tasks: TASKS, groupSize: GROUP, maxSteps: MAX_STEPS });
 
       let result: RecipeResult | null = null;
       const trainer = await runPython({
@@ -129,8 +79,7 @@ describe.skipIf((python === null || !python.hasNumpy) && !IS_CI)(
           else console.log(`[python trainer] ${line}`);
         },
       });
-      controller.abort();
-      await run.catch(() => {});
+      await algorithm.stop();
       expect(trainer.code, trainer.stderr).toBe(0);
       expect(result, trainer.stdout).not.toBeNull();
       const trained = result as unknown as RecipeResult;

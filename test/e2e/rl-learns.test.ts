@@ -9,15 +9,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminGatewayControl } from '../../src/algorithms/rl/admin-gateway-control.js';
-import { createAlgorithm } from '../../src/algorithms/rl/index.js';
-import type { ProgressReporter } from '../../src/algorithms/types.js';
 import { silentLogger } from '../../src/logger.js';
 import { createRunner, type Runner } from '../../src/runner/index.js';
 import { HttpStore } from '../../src/store/http.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { runReferenceTrainer } from '../servers/reference-trainer.js';
 import { startTinyPolicy, type TinyPolicy } from '../servers/tiny-policy.js';
+import { type RlRig, startRlRig } from './helpers/rl-rig.js';
 import { RL_MODEL, twoTurnAgent } from './helpers/rl-two-turn-agent.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -28,61 +25,22 @@ const TASKS = 4;
 const GROUP = 8;
 const MAX_STEPS = 30;
 
-const quietProgress: ProgressReporter = { phase() {}, advance() {}, note() {}, close() {} };
-
 describe('rl: a policy trained through rollgate gets better', () => {
-  let policy: TinyPolicy;
-  let gw: TestGateway;
-  let runner: Runner;
-  let weightsDir: string;
+  let rig: RlRig;
 
   beforeAll(async () => {
-    policy = await startTinyPolicy({ model: MODEL, seed: 7 });
-    gw = await startTestGateway({
-      models: [
-        { name: MODEL, backends: [{ url: policy.url, type: 'vllm' }], logprobs: 'always', health: { intervalMs: 0 } },
-      ],
-      // Calls that arrive during a weight swap wait for it instead of being refused.
-      pause: { mode: 'hold' },
-    });
-    weightsDir = await mkdtemp(join(tmpdir(), 'rollgate-rl-e2e-'));
-    runner = createRunner({
-      store: gw.gateway.store,
-      gatewayUrl: gw.url,
-      concurrency: 16,
-      backoff: { initialMs: 5, maxMs: 20 },
-      logger: silentLogger,
-      agent: twoTurnAgent,
-    });
+    rig = await startRlRig({ seed: 7, tmpPrefix: 'rollgate-rl-e2e-' });
   });
 
   afterAll(async () => {
-    await runner?.close({ graceMs: 0 });
-    await gw?.close();
-    await policy?.close();
-    if (weightsDir) await rm(weightsDir, { recursive: true, force: true });
+    await rig?.close();
   });
 
   it('raises mean reward from <= 0.2 to >= 0.9, logprobs match the trainer, no sample trained twice or lost', {
     timeout: 120_000,
   }, async () => {
-    const store = gw.gateway.store;
-    const controller = new AbortController();
-    const algorithm = createAlgorithm(
-      { model: MODEL, groupSize: GROUP, tasksPerStep: TASKS, maxSteps: MAX_STEPS, rolloutTimeoutS: 60 },
-      { control: createAdminGatewayControl({ gatewayUrl: gw.url }) },
-    );
-    // The plugin finds the gateway's trainer hub (served at /v1/rl/*) through its gateway control.
-    const run = algorithm.run({
-      store,
-      gateway: { ...createAdminGatewayControl({ gatewayUrl: gw.url }), trainerHub: gw.gateway.rlHub },
-      datasets: { train: Array.from({ length: TASKS }, (_, task) => ({ task })), val: null },
-      logger: silentLogger,
-      progress: quietProgress,
-      signal: controller.signal,
-      reportPath: join(weightsDir, 'report.json'),
-    });
-    run.catch(() => {});
+    const { gw, policy, weightsDir } = rig;
+    const algorithm = rig.runAlgorithm({ tasks: TASKS, groupSize: GROUP, maxSteps: MAX_STEPS });
 
     const crashed = new Set<string>();
     const trained = await runReferenceTrainer({
@@ -98,8 +56,7 @@ describe('rl: a policy trained through rollgate gets better', () => {
         return false;
       },
     });
-    controller.abort();
-    await run.catch(() => {});
+    await algorithm.stop();
 
     const rewards = trained.batches.map((b) => b.meanReward ?? 0);
     expect(rewards[0]).toBeLessThanOrEqual(0.2);

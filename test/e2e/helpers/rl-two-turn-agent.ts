@@ -8,7 +8,7 @@ import { ACTIONS } from '../../servers/tiny-policy.js';
 export const RL_MODEL = 'tiny-policy';
 
 /** The letter that scores in `turn` of `task`. */
-export function targetAction(task: number, turn: number): string {
+function targetAction(task: number, turn: number): string {
   return ACTIONS[(task * 5 + turn * 3 + 1) % ACTIONS.length] ?? 'a';
 }
 
