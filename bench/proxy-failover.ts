@@ -1,4 +1,4 @@
-// `tsx bench/proxy-failover.ts`: model-pool fail-over under load (issue "Model pools", benchmark). One model pool
+// `tsx bench/proxy-failover.ts`: model-pool fail-over under load (docs/routing.md, benchmark). One model pool
 // of 8 vLLM stand-ins behind the gateway; 32 concurrent agents (plain HTTP, no client retries, so every error the
 // gateway lets through is counted). Two runs of the same length: all backends healthy, then one backend killed
 // every few seconds (it comes back on the same port a second later, like a restarted vLLM). Reports the

@@ -4,7 +4,9 @@
 // and off (un-prefixed URL). The proxy under test is pinned to core 0 (`taskset`); the load generator and
 // the stand-in share core 1. Prints markdown tables; every number is also given as a ratio to nginx.
 //
-// A bare Node pass-through (bench/proxy-floor.ts) runs beside them: what node:http + undici alone cost.
+// A bare Node pass-through (bench/proxy-floor.ts: node:http server piping to a keep-alive node:http client) runs
+// beside them in every run: the floor. The gateway runs on the default store (SQLite, in a temporary file); the
+// gateway and the floor report their event-loop delay (max, p99) during each cell, so a store stall shows.
 //
 // Agent view (docs/agent-view.md): the scenario "16-chunk stream (agent's own body)" sends what an agent sends (no
 // token ids, no logprobs, no usage asked for), so the gateway injects them and cuts them out of every chunk. The
@@ -13,7 +15,7 @@
 //
 // Env: BENCH_SECONDS (per cell, default 2), BENCH_WARMUP_SECONDS (0.3), BENCH_STREAMS (RSS phase, 256; 0 skips
 // it), BENCH_SCENARIOS (comma-separated name prefixes, e.g. "small,100"), BENCH_CONNECTIONS (e.g. "64"),
-// BENCH_ROUNDS (default 3): every cell is measured once per round, targets taking turns within a round, and the
+// BENCH_PROFILE_DIR (the gateway writes a CPU profile there), BENCH_TARGETS (comma-separated name prefixes; the floor always runs), BENCH_ROUNDS (default 3): every cell is measured once per round, targets taking turns within a round, and the
 // table shows each number's median over the rounds, so a burst of noise on a shared machine moves one sample of
 // one target rather than a whole ratio.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -22,6 +24,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
+import type { ChildStats } from './proxy-child-stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 0.3);
@@ -29,6 +32,8 @@ const RSS_STREAMS = Number(process.env.BENCH_STREAMS ?? 256);
 const SCENARIO_FILTER = process.env.BENCH_SCENARIOS?.split(',').filter((name) => name !== '') ?? [];
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '1,64').split(',').map(Number);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+const TARGET_FILTER = process.env.BENCH_TARGETS?.split(',').filter((name) => name !== '') ?? [];
 /** Streams that must be open (first chunk received) before RSS is read. */
 const RSS_READY_FRACTION = 0.9;
 const PROXY_CORE = '0';
@@ -36,6 +41,7 @@ const LOAD_CORE = '1';
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 const ROOT = new URL('..', import.meta.url).pathname;
 const GATEWAY_ON = 'gateway (recording on)';
+const FLOOR = 'bare node:http pipe';
 const GATEWAY_ON_RAW = "gateway (recording on, agentView 'raw')";
 const AGENT_VIEW_SCENARIO = "16-chunk stream (agent's own body)";
 const TSX = ['--import', 'tsx'];
@@ -51,6 +57,10 @@ interface Target {
   readonly pid: number | null;
   cpuMs(): Promise<number>;
   rssBytes(): Promise<number>;
+  /** Starts a new event-loop delay window (Node targets only). */
+  resetLoopDelay(): Promise<void>;
+  /** The event-loop delay since the last reset, in ms; null for targets that are not Node processes. */
+  loopDelayMs(): Promise<{ max: number; p99: number } | null>;
 }
 
 interface Scenario {
@@ -70,6 +80,8 @@ interface Cell {
   ttfbP50: number | null;
   ttfbP99: number | null;
   cpuMsPerReq: number | null;
+  loopDelayMaxMs: number | null;
+  loopDelayP99Ms: number | null;
   errors: number;
 }
 
@@ -140,20 +152,28 @@ function startNodeProxy(script: string, args: object): { child: ChildProcess; re
   const compiled = join(ROOT, 'dist', script.replace(/\.ts$/, '.js'));
   if (!existsSync(compiled))
     throw new Error(`${compiled} is missing: run \`npm run build\` first (npm run bench:proxy does)`);
-  const [command, ...rest] = pinned(process.execPath, [compiled, JSON.stringify(args)], PROXY_CORE);
+  // BENCH_PROFILE_DIR: the gateway writes a V8 CPU profile there when it exits (`node --cpu-prof`).
+  const profile =
+    PROFILE_DIR !== undefined && script.endsWith('gateway.ts') ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [];
+  const [command, ...rest] = pinned(process.execPath, [...profile, compiled, JSON.stringify(args)], PROXY_CORE);
   const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-  const ready = readLine(child, /(\{.*"url".*\})\n/).then(
-    (match) => (JSON.parse(match[1] as string) as { url: string }).url,
-  );
+  const ready = readLine(child, /(\{.*"url".*\})\n/).then((match) => {
+    // Anything it logs later (warnings) goes on, so a full pipe never blocks the process under test.
+    child.stdout?.pipe(process.stderr);
+    return (JSON.parse(match[1] as string) as { url: string }).url;
+  });
   return { child, ready };
 }
 
+function ask<T>(child: ChildProcess, message: string): Promise<T> {
+  return new Promise<T>((resolve) => {
+    child.once('message', (answer) => resolve(answer as T));
+    child.send(message);
+  });
+}
+
 function nodeTarget(child: ChildProcess, name: string, base: string, slowModel: string): Target {
-  const stats = () =>
-    new Promise<{ cpuMs: number; rss: number }>((resolve) => {
-      child.once('message', (message) => resolve(message as { cpuMs: number; rss: number }));
-      child.send('stats');
-    });
+  const stats = () => ask<ChildStats>(child, 'stats');
   return {
     name,
     base,
@@ -162,18 +182,30 @@ function nodeTarget(child: ChildProcess, name: string, base: string, slowModel: 
     pid: child.pid ?? null,
     cpuMs: async () => (await stats()).cpuMs,
     rssBytes: async () => (await stats()).rss,
+    resetLoopDelay: async () => {
+      await ask<string>(child, 'reset');
+    },
+    loopDelayMs: async () => {
+      const { loopDelayMaxMs, loopDelayP99Ms } = await stats();
+      return { max: loopDelayMaxMs, p99: loopDelayP99Ms };
+    },
   };
 }
+
+const NOT_NODE = { resetLoopDelay: async () => {}, loopDelayMs: async () => null } as const;
 
 async function startGateway(
   fastUrl: string,
   slowUrl: string,
-): Promise<{ child: ChildProcess; target: Target; on: Target; onRaw: Target }> {
-  const { child, ready } = startNodeProxy('bench/proxy-gateway.ts', { fastUrl, slowUrl });
+): Promise<{ child: ChildProcess; target: Target; on: Target; onRaw: Target; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'rollgate-bench-store-'));
+  const storePath = join(dir, 'rollgate.db');
+  const { child, ready } = startNodeProxy('bench/proxy-gateway.ts', { fastUrl, slowUrl, storePath });
   const url = await ready;
   const on = nodeTarget(child, GATEWAY_ON, `${url}/rollout/bench/attempt/a1`, 'slow-model');
   return {
     child,
+    dir,
     target: nodeTarget(child, 'gateway (recording off)', url, 'slow-model'),
     on,
     // Same process as `on`: its RSS phase would measure the same thing again.
@@ -185,7 +217,7 @@ async function startFloor(fastUrl: string): Promise<{ child: ChildProcess; targe
   const { child, ready } = startNodeProxy('bench/proxy-floor.ts', { fastUrl });
   const url = await ready;
   // The floor proxies one backend only, so its RSS phase is skipped (no slow route).
-  return { child, target: { ...nodeTarget(child, 'bare node:http + undici', url, 'mock-model'), slowPrefix: '' } };
+  return { child, target: { ...nodeTarget(child, FLOOR, url, 'mock-model'), slowPrefix: '' } };
 }
 
 async function startNginx(
@@ -257,6 +289,7 @@ http {
       pid,
       cpuMs: async () => procCpuMs(pid),
       rssBytes: async () => procRss(pid),
+      ...NOT_NODE,
     },
   };
 }
@@ -270,6 +303,7 @@ function directTarget(fastUrl: string, slowUrl: string): Target {
     pid: null,
     cpuMs: async () => 0,
     rssBytes: async () => 0,
+    ...NOT_NODE,
   };
 }
 
@@ -370,6 +404,7 @@ async function load(
   };
   const workers = Array.from({ length: connections }, worker);
   await new Promise((resolve) => setTimeout(resolve, WARMUP_SECONDS * 1000));
+  await target.resetLoopDelay();
   const cpuBefore = await target.cpuMs();
   measuring = true;
   const started = performance.now();
@@ -378,6 +413,7 @@ async function load(
   const elapsed = (performance.now() - started) / 1000;
   const count = latencies.length;
   const cpuAfter = await target.cpuMs();
+  const loopDelay = await target.loopDelayMs();
   stop = true;
   await Promise.all(workers);
   await pool.close();
@@ -390,6 +426,8 @@ async function load(
     ttfbP50: scenario.stream ? percentile(ttfbs, 50) : null,
     ttfbP99: scenario.stream ? percentile(ttfbs, 99) : null,
     cpuMsPerReq: target.pid === null || count === 0 ? null : (cpuAfter - cpuBefore) / count,
+    loopDelayMaxMs: loopDelay?.max ?? null,
+    loopDelayP99Ms: loopDelay?.p99 ?? null,
     errors,
   };
 }
@@ -472,6 +510,11 @@ function medianCell(runs: readonly Cell[]): Cell {
     ttfbP50: of((c) => c.ttfbP50),
     ttfbP99: of((c) => c.ttfbP99),
     cpuMsPerReq: of((c) => c.cpuMsPerReq),
+    // The worst stall of any round: a stall is what this column is there to show.
+    loopDelayMaxMs: runs.some((c) => c.loopDelayMaxMs !== null)
+      ? Math.max(...runs.map((c) => c.loopDelayMaxMs ?? 0))
+      : null,
+    loopDelayP99Ms: of((c) => c.loopDelayP99Ms),
     errors: runs.reduce((sum, c) => sum + c.errors, 0),
   };
 }
@@ -494,13 +537,17 @@ async function main(): Promise<void> {
   const nginx = await startNginx(fast.url, slow.url);
   const targets: Target[] = [directTarget(fast.url, slow.url)];
   if (nginx !== null) targets.push(nginx.target);
-  targets.push(floor.target, gateway.target, gateway.on, gateway.onRaw);
+  for (const target of [floor.target, gateway.target, gateway.on, gateway.onRaw]) targets.push(target);
+  const measured = targets.filter(
+    (target) =>
+      target.name === FLOOR || TARGET_FILTER.length === 0 || TARGET_FILTER.some((name) => target.name.startsWith(name)),
+  );
   const cells: Cell[] = [];
   try {
     // RSS first, on processes that have served only a short warm-up: after the load phases the heap has
     // room to spare and new streams no longer move RSS.
     const rss = new Map<string, number | null>();
-    for (const target of targets) rss.set(target.name, await rssPerStream(target));
+    for (const target of measured) rss.set(target.name, await rssPerStream(target));
     const chosen = scenarios().filter(
       (scenario) => SCENARIO_FILTER.length === 0 || SCENARIO_FILTER.some((name) => scenario.name.startsWith(name)),
     );
@@ -508,7 +555,7 @@ async function main(): Promise<void> {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const scenario of chosen) {
         for (const connections of CONNECTIONS) {
-          for (const target of targets) {
+          for (const target of measured) {
             const result = await load(target, scenario, connections);
             const key = `${scenario.name}|${connections}|${target.name}`;
             const cell = { scenario: scenario.name, connections, target: target.name, ...result };
@@ -529,15 +576,39 @@ async function main(): Promise<void> {
     if (nginx === null) lines.push('nginx is not installed: ratios to nginx are omitted (apt-get install nginx).');
     lines.push('');
     lines.push(
-      '| scenario | conns | target | req/s | p50 ms | p99 ms | stream TTFB p50 ms | stream TTFB p99 ms | proxy CPU ms/req | req/s vs nginx | p50 vs nginx | p99 vs nginx | TTFB vs nginx | TTFB p99 vs nginx | CPU vs nginx | errors |',
+      '| scenario | conns | target | req/s | p50 ms | p99 ms | stream TTFB p50 ms | stream TTFB p99 ms | proxy CPU ms/req | loop delay max ms | loop delay p99 ms | req/s vs nginx | p50 vs nginx | p99 vs nginx | TTFB vs nginx | TTFB p99 vs nginx | CPU vs nginx | CPU vs floor | errors |',
     );
-    lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const cell of cells) {
       const base = cells.find(
         (c) => c.target === 'nginx' && c.scenario === cell.scenario && c.connections === cell.connections,
       );
+      const floorCell = cells.find(
+        (c) => c.target === FLOOR && c.scenario === cell.scenario && c.connections === cell.connections,
+      );
       lines.push(
-        `| ${cell.scenario} | ${cell.connections} | ${cell.target} | ${fmt(cell.rps, 0)} | ${fmt(cell.p50)} | ${fmt(cell.p99)} | ${fmt(cell.ttfbP50)} | ${fmt(cell.ttfbP99)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.rps, base?.rps)} | ${ratio(cell.p50, base?.p50)} | ${ratio(cell.p99, base?.p99)} | ${ratio(cell.ttfbP50, base?.ttfbP50)} | ${ratio(cell.ttfbP99, base?.ttfbP99)} | ${ratio(cell.cpuMsPerReq, base?.cpuMsPerReq)} | ${cell.errors} |`,
+        `| ${cell.scenario} | ${cell.connections} | ${cell.target} | ${fmt(cell.rps, 0)} | ${fmt(cell.p50)} | ${fmt(cell.p99)} | ${fmt(cell.ttfbP50)} | ${fmt(cell.ttfbP99)} | ${fmt(cell.cpuMsPerReq, 3)} | ${fmt(cell.loopDelayMaxMs, 1)} | ${fmt(cell.loopDelayP99Ms, 1)} | ${ratio(cell.rps, base?.rps)} | ${ratio(cell.p50, base?.p50)} | ${ratio(cell.p99, base?.p99)} | ${ratio(cell.ttfbP50, base?.ttfbP50)} | ${ratio(cell.ttfbP99, base?.ttfbP99)} | ${ratio(cell.cpuMsPerReq, base?.cpuMsPerReq)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${cell.errors} |`,
+      );
+    }
+    lines.push('');
+    lines.push(
+      `Against the floor (${FLOOR}), same rounds: the gateway with recording on, CPU per request as a ratio, stream TTFB p99 as a difference, event-loop delay beside the floor's.`,
+    );
+    lines.push('');
+    lines.push(
+      '| scenario | conns | floor CPU ms/req | gateway CPU ms/req | CPU vs floor | TTFB p99 - floor ms | loop delay max ms (floor) | loop delay max ms (gateway) |',
+    );
+    lines.push('|---|---|---|---|---|---|---|---|');
+    for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
+      const floorCell = cells.find(
+        (c) => c.target === FLOOR && c.scenario === cell.scenario && c.connections === cell.connections,
+      );
+      const ttfbDelta =
+        cell.ttfbP99 === null || floorCell?.ttfbP99 === null || floorCell === undefined
+          ? null
+          : cell.ttfbP99 - floorCell.ttfbP99;
+      lines.push(
+        `| ${cell.scenario} | ${cell.connections} | ${fmt(floorCell?.cpuMsPerReq ?? null, 3)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${fmt(ttfbDelta)} | ${fmt(floorCell?.loopDelayMaxMs ?? null, 1)} | ${fmt(cell.loopDelayMaxMs, 1)} |`,
       );
     }
     lines.push('');
@@ -559,7 +630,7 @@ async function main(): Promise<void> {
     lines.push(`| target | RSS per in-flight stream (KiB, ${RSS_STREAMS} streams) | vs nginx |`);
     lines.push('|---|---|---|');
     const nginxRss = rss.get('nginx') ?? null;
-    for (const target of targets) {
+    for (const target of measured) {
       const value = rss.get(target.name) ?? null;
       lines.push(`| ${target.name} | ${fmt(value === null ? null : value / 1024, 1)} | ${ratio(value, nginxRss)} |`);
     }
@@ -573,6 +644,7 @@ async function main(): Promise<void> {
       nginx.child.kill('SIGTERM');
       rmSync(nginx.dir, { recursive: true, force: true });
     }
+    rmSync(gateway.dir, { recursive: true, force: true });
     fast.child.kill('SIGTERM');
     slow.child.kill('SIGTERM');
   }

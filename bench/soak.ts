@@ -9,22 +9,52 @@
 //
 // Everything runs in this process (gateway, twins, agents), so RSS and heap include the load generator, whose own
 // state is bounded (a fixed set of rollouts and counters). Run with `--expose-gc` (the npm script does).
-// Env: SOAK_MINUTES (default 30), SOAK_SAMPLE_SECONDS (60), SOAK_CONCURRENCY (8), SOAK_KILL_EVERY_S (180),
-// SOAK_OUT (also write the markdown table to this file).
+// The report ends with each series' least-squares slope per minute and whether it is flat (bench/trend.ts); the
+// script exits 1 when anything acknowledged was lost.
+// Flags (or env): --minutes (SOAK_MINUTES, default 30), --sample-seconds (SOAK_SAMPLE_SECONDS, 60),
+// --concurrency (SOAK_CONCURRENCY, 8), --kill-every-s (SOAK_KILL_EVERY_S, 180), --out (SOAK_OUT: also write the
+// report to this file). `npm run bench:soak -- --minutes 30` is the full run.
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
 import { configSchema } from '../config/schema.js';
 import { createGateway, type Gateway } from '../src/app.js';
 import { silentLogger } from '../src/logger.js';
 import { type MockVllm, startEngineTwin } from '../test/servers/mock-vllm.js';
+import { type Trend, trendOf } from './trend.js';
 
-const MINUTES = Number(process.env.SOAK_MINUTES ?? 30);
-const SAMPLE_S = Number(process.env.SOAK_SAMPLE_SECONDS ?? 60);
-const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 8);
-const KILL_EVERY_S = Number(process.env.SOAK_KILL_EVERY_S ?? 180);
+const { values: flags } = parseArgs({
+  options: {
+    minutes: { type: 'string' },
+    'sample-seconds': { type: 'string' },
+    concurrency: { type: 'string' },
+    'kill-every-s': { type: 'string' },
+    out: { type: 'string' },
+  },
+});
+
+/** A flag, else its env variable, else the default; a value that is not a positive number stops the run. */
+function setting(options: { flag: string | undefined; env: string; fallback: number }): number {
+  const raw = options.flag ?? process.env[options.env];
+  if (raw === undefined || raw === '') return options.fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) {
+    process.stderr.write(
+      `bench:soak: ${options.env} / its flag must be a positive number, got ${JSON.stringify(raw)}\n`,
+    );
+    process.exit(2);
+  }
+  return value;
+}
+
+const MINUTES = setting({ flag: flags.minutes, env: 'SOAK_MINUTES', fallback: 30 });
+const SAMPLE_S = setting({ flag: flags['sample-seconds'], env: 'SOAK_SAMPLE_SECONDS', fallback: 60 });
+const CONCURRENCY = setting({ flag: flags.concurrency, env: 'SOAK_CONCURRENCY', fallback: 8 });
+const KILL_EVERY_S = setting({ flag: flags['kill-every-s'], env: 'SOAK_KILL_EVERY_S', fallback: 180 });
+const OUT = flags.out ?? process.env.SOAK_OUT;
 const DOWN_S = 5;
 const ROLLOUTS_PER_WORKER = 4;
 const TWIN = { latencyMs: 5, ttftMs: 5, interTokenMs: 1 };
@@ -44,6 +74,53 @@ interface Tracked {
   readonly aid: string;
   chatsAcked: number;
   readonly spanIds: string[];
+}
+
+/** One sampling window, as numbers, for the trends. */
+interface Sample {
+  readonly minute: number;
+  readonly rssMb: number;
+  readonly heapMb: number;
+  readonly fds: number;
+  readonly chatP50: number;
+  readonly chatP99: number;
+  readonly storeP50: number;
+  readonly storeP99: number;
+  /** Heap after GC per thousand writes stored so far: what the in-memory copy of the store costs. */
+  readonly heapPerKWrites: number;
+}
+
+/** What each series is judged by: how much it may grow over the run and still count as flat. */
+const TREND_SERIES: ReadonlyArray<{
+  readonly key: Exclude<keyof Sample, 'minute'>;
+  readonly label: string;
+  readonly unit: string;
+  readonly relativeTolerance: number;
+  readonly absoluteTolerance: number;
+}> = [
+  { key: 'rssMb', label: 'RSS', unit: 'MB', relativeTolerance: 0.1, absoluteTolerance: 20 },
+  { key: 'heapMb', label: 'heap after GC', unit: 'MB', relativeTolerance: 0.1, absoluteTolerance: 10 },
+  {
+    key: 'heapPerKWrites',
+    label: 'heap per 1k stored writes',
+    unit: 'MB',
+    relativeTolerance: 0.1,
+    absoluteTolerance: 0.05,
+  },
+  { key: 'fds', label: 'open descriptors', unit: 'fds', relativeTolerance: 0.1, absoluteTolerance: 8 },
+  { key: 'chatP50', label: 'chat p50', unit: 'ms', relativeTolerance: 0.25, absoluteTolerance: 5 },
+  { key: 'chatP99', label: 'chat p99', unit: 'ms', relativeTolerance: 0.25, absoluteTolerance: 25 },
+  { key: 'storeP50', label: 'store write p50', unit: 'ms', relativeTolerance: 0.25, absoluteTolerance: 2 },
+  { key: 'storeP99', label: 'store write p99', unit: 'ms', relativeTolerance: 0.25, absoluteTolerance: 10 },
+];
+
+function trendRow(series: (typeof TREND_SERIES)[number], trend: Trend | null): string {
+  if (trend === null) return `| ${series.label} | - | - | - | too few samples |`;
+  const verdict = trend.flat ? 'flat' : 'GROWS';
+  return (
+    `| ${series.label} | ${trend.slopePerMinute.toFixed(3)} ${series.unit}/min | ${trend.start.toFixed(1)} | ` +
+    `${trend.change >= 0 ? '+' : ''}${trend.change.toFixed(1)} | ${verdict} |`
+  );
 }
 
 interface Window {
@@ -127,6 +204,7 @@ async function main(): Promise<void> {
     faults: 0,
   };
   const rows: string[] = [];
+  const samples: Sample[] = [];
   const started = performance.now();
   const endAt = started + MINUTES * 60_000;
   let stopping = false;
@@ -246,21 +324,34 @@ async function main(): Promise<void> {
     window = freshWindow();
     gc();
     const memory = process.memoryUsage();
-    const minute = ((performance.now() - started) / 60_000).toFixed(1);
-    const row = [
+    const minute = (performance.now() - started) / 60_000;
+    const stored = totals.chatsAcked + totals.spansAcked + totals.rolloutsAcked + totals.rewardsAcked;
+    const taken: Sample = {
       minute,
-      (memory.rss / 2 ** 20).toFixed(1),
-      (memory.heapUsed / 2 ** 20).toFixed(1),
-      String(openDescriptors()),
-      percentile(w.chatMs, 50).toFixed(1),
-      percentile(w.chatMs, 99).toFixed(1),
-      percentile(w.storeMs, 50).toFixed(1),
-      percentile(w.storeMs, 99).toFixed(1),
+      rssMb: memory.rss / 2 ** 20,
+      heapMb: memory.heapUsed / 2 ** 20,
+      fds: openDescriptors(),
+      chatP50: percentile(w.chatMs, 50),
+      chatP99: percentile(w.chatMs, 99),
+      storeP50: percentile(w.storeMs, 50),
+      storeP99: percentile(w.storeMs, 99),
+      heapPerKWrites: stored === 0 ? Number.NaN : memory.heapUsed / 2 ** 20 / (stored / 1000),
+    };
+    samples.push(taken);
+    const row = [
+      minute.toFixed(1),
+      taken.rssMb.toFixed(1),
+      taken.heapMb.toFixed(1),
+      String(taken.fds),
+      taken.chatP50.toFixed(1),
+      taken.chatP99.toFixed(1),
+      taken.storeP50.toFixed(1),
+      taken.storeP99.toFixed(1),
       String(w.calls),
       String(w.errors),
-      // The store keeps every rollout and span in memory (SQLite is its durable copy), so heap grows with this
-      // count by design; a leak shows as heap growing faster than it.
-      String(totals.chatsAcked + totals.spansAcked + totals.rolloutsAcked + totals.rewardsAcked),
+      // Whatever the store keeps of these in memory makes heap grow with this count by design; a leak shows as
+      // heap growing faster than it (the "heap per 1k stored writes" trend).
+      String(stored),
     ];
     rows.push(`| ${row.join(' | ')} |`);
     process.stderr.write(`soak: ${rows[rows.length - 1]}\n`);
@@ -315,9 +406,28 @@ async function main(): Promise<void> {
       `agent-visible errors: ${totals.errors} of ${totals.calls} calls.`,
     `Lost after reopening the file: ${lost} (spans ${lostSpans}, chat calls ${lostChats}, rollouts ${lostRollouts}).`,
   ];
-  const table = [...header, ...rows, ...footer].join('\n');
+  const trends = TREND_SERIES.map((series) => ({
+    series,
+    trend: trendOf(
+      samples.map((sample) => ({ minute: sample.minute, value: sample[series.key] })),
+      series,
+    ),
+  }));
+  const growing = trends.filter((t) => t.trend !== null && !t.trend.flat).map((t) => t.series.label);
+  const trendTable = [
+    '',
+    'Trends (least-squares fit over the windows after the first; flat = fitted growth over the run within the tolerance):',
+    '',
+    '| series | slope | fitted start | fitted change over the run | verdict |',
+    '|---|---|---|---|---|',
+    ...trends.map((t) => trendRow(t.series, t.trend)),
+    '',
+    `Verdict: ${lost === 0 ? '0 acknowledged writes lost' : `${lost} ACKNOWLEDGED WRITES LOST`}; ` +
+      (growing.length === 0 ? 'every series flat.' : `growing: ${growing.join(', ')}.`),
+  ];
+  const table = [...header, ...rows, ...footer, ...trendTable].join('\n');
   process.stdout.write(`${table}\n`);
-  if (process.env.SOAK_OUT) writeFileSync(process.env.SOAK_OUT, `${table}\n`);
+  if (OUT !== undefined && OUT !== '') writeFileSync(OUT, `${table}\n`);
   if (lost > 0) process.exitCode = 1;
 }
 

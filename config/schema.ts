@@ -59,6 +59,15 @@ const healthSchema = z
         'A backend ejected because a call timed out (a stalled generation) is not brought back by a passing ' +
           '/health probe for this long: /health answers while the engine loop may be stuck',
       ),
+    progressStallMs: z
+      .number()
+      .min(0)
+      .default(60_000)
+      .describe(
+        "Progress liveness, on the probe's schedule: a vLLM/SGLang backend with calls in flight whose /metrics " +
+          'token and request counters have not moved for this long is marked down (engine_stalled), and comes back ' +
+          'once they move; above the longest prefill and the longest engine pause you expect. 0 disables it',
+      ),
   })
   .strict();
 
@@ -81,14 +90,39 @@ const prefixCacheSchema = z
 const swapSchema = z
   .object({
     mode: z
-      .enum(['drain', 'keep'])
+      .enum(['drain', 'keep', 'abort-resubmit'])
       .default('drain')
       .describe(
         'drain = hold new calls and wait for in-flight generations to finish before loading (the GPUs idle meanwhile); ' +
-          'keep = freeze in-flight generations on every backend (vLLM POST /pause?mode=keep), load, resume them where ' +
-          'they were: nothing is lost, and a generation that spans the swap records per-token versions. A backend ' +
-          'without the dev routes (404) is drained instead',
+          'keep = freeze in-flight generations on every backend (vLLM POST /pause?mode=keep, SGLang ' +
+          '/pause_generation retract), load, resume them where they were: nothing is lost, and a generation that ' +
+          'spans the swap records per-token versions; abort-resubmit = abort in-flight generations (vLLM ' +
+          '/pause?mode=abort, SGLang /pause_generation abort), load, and send each aborted non-stream call again under ' +
+          'the new weights (the agent just waits), continue an aborted completions stream from its tokens so far, ' +
+          'and end an aborted chat or Responses stream with a retryable error. A backend without the pause routes ' +
+          '(404) is drained instead',
       ),
+    adapters: z
+      .enum(['in-place', 'versioned'])
+      .default('in-place')
+      .describe(
+        'LoRA pools: in-place = every version reloads the one adapter named like the upstream model; versioned = ' +
+          'version N is loaded as its own adapter "<upstream model>-v<N>" beside the older ones (the rl plugin keeps ' +
+          'maxStaleness + 1 of them and unloads the rest once nothing uses them), so a swap pauses nothing and no ' +
+          'generation in flight changes weights',
+      ),
+    pinRollouts: z
+      .boolean()
+      .default(false)
+      .describe(
+        'versioned adapters: every call of a rollout goes to the version its first call used while that one is ' +
+          'resident, so a multi-turn rollout finishes on one policy',
+      ),
+    pinIdleS: z
+      .number()
+      .positive()
+      .default(600)
+      .describe('A pinned rollout that made no call for this long no longer keeps its version loaded'),
     verifyVersion: z
       .enum(['auto', 'strict', 'off'])
       .default('auto')
@@ -98,6 +132,31 @@ const swapSchema = z
       ),
   })
   .strict();
+
+/**
+ * vLLM refuses `/reset_prefix_cache` while any request holds cache blocks, and requests frozen by a keep-mode pause
+ * do: every swap would fail at the bump. SGLang backends are frozen by retracting their requests, which frees their
+ * blocks, so a flush works there.
+ */
+function keepNeedsSalt(
+  model: {
+    readonly swap: { readonly mode: string };
+    readonly prefixCache: { readonly strategy: string };
+    readonly backends: ReadonlyArray<{ readonly type: string }>;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  if (model.swap.mode !== 'keep' || model.prefixCache.strategy !== 'reset') return;
+  if (!model.backends.some((b) => b.type === 'vllm')) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['prefixCache', 'strategy'],
+    message:
+      'swap.mode "keep" cannot use prefixCache.strategy "reset" on vLLM backends: vLLM refuses to reset the prefix ' +
+      'cache while the frozen generations hold cache blocks, so every swap would fail. Use "salt" (the default): ' +
+      'each version gets its own cache_salt, and no later request reuses KV of older weights',
+  });
+}
 
 const recordingFailureSchema = z
   .enum(['fail', 'serve'])
@@ -156,13 +215,38 @@ const modelSchema = z
       .prefault({}),
   })
   .strict()
-  .superRefine(faithfulNeedsVllm);
+  .superRefine(faithfulNeedsVllm)
+  .superRefine(keepNeedsSalt);
+
+const retentionSchema = z
+  .object({
+    maxAgeS: z
+      .number()
+      .positive()
+      .nullable()
+      .default(null)
+      .describe('Delete finished rollouts that finished more than this many seconds ago (null: keep)'),
+    maxRollouts: z
+      .int()
+      .positive()
+      .nullable()
+      .default(null)
+      .describe('Keep at most this many rollouts; the oldest finished ones are deleted first (null: no limit)'),
+    afterBatchAck: z
+      .boolean()
+      .default(false)
+      .describe('Delete a finished rollout once the trainer acknowledged the RL batch holding it'),
+    intervalS: z.number().positive().default(60).describe('Seconds between background retention rounds'),
+  })
+  .strict()
+  .describe('What the store deletes, in the background, so it does not grow for ever (docs/store.md)');
 
 const storeSchema = z
   .object({
     kind: z.enum(['memory', 'sqlite', 'postgres']).default('sqlite'),
     path: z.string().default('./data/rollgate.db').describe('SQLite file (kind=sqlite)'),
     url: z.string().optional().describe('postgres:// connection string (kind=postgres)'),
+    retention: retentionSchema.prefault({}),
   })
   .strict();
 
@@ -296,3 +380,4 @@ export type LogprobsMode = ModelConfig['logprobsMode'];
 export type SwapConfig = ModelConfig['swap'];
 export type AlgorithmConfig = z.infer<typeof algorithmSchema>;
 export type StoreConfig = z.infer<typeof storeSchema>;
+export type RetentionConfig = z.infer<typeof retentionSchema>;

@@ -17,8 +17,8 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import { ATTR_ROLLOUT_ID, ATTR_SESSION_ID } from '../src/contracts/span-attributes.js';
 import type { Logger } from '../src/logger.js';
-import { ATTR_ROLLOUT_ID, ATTR_SESSION_ID } from '../src/tracing/attributes.js';
 
 export interface OtlpExportConfig {
   /** The collector's traces endpoint, e.g. http://collector:4318/v1/traces (a bare origin gets /v1/traces). */
@@ -106,7 +106,7 @@ export function createOtlpSpanProcessor(
   const settings = { ...DEFAULTS, ...tuning };
   const url = tracesUrl(config.url);
   // The exporter's transport never closes the keep-alive agent it creates (its shutdown is a no-op), so every
-  // closed gateway would leave a socket to the collector open (pitfall 42): we own the agent and destroy it.
+  // closed gateway would leave a socket to the collector open (docs/failure-classes.md#42): we own the agent and destroy it.
   const agents: HttpAgent[] = [];
   const exporterConfig = {
     url,

@@ -1,12 +1,13 @@
 // Spans into the store. `toStoreSpan` turns an OpenTelemetry ReadableSpan into the store's Span
 // (ids, times in seconds, attributes, events, links, resource, status); `StoreSpanProcessor` writes
 // each ended span that carries a rollout id, with the sequence id allocated when the call arrived, and
-// keeps the pending write so the gateway can await it before the call's last byte (I3, pitfall 29).
-// Writes are not queued or batched away: nothing is dropped under a burst (pitfall 30).
-// A write refused with not_found means the rollout was deleted while the call was in flight (pitfall 50):
+// keeps the pending write so the gateway can await it before the call's last byte (docs/failure-classes.md#29).
+// Writes are not queued or batched away: nothing is dropped under a burst (docs/failure-classes.md#30).
+// A write refused with not_found means the rollout was deleted while the call was in flight (docs/failure-classes.md#50):
 // expected, so it goes to `onOrphanWrite` (forget the pair, count it) instead of the error log.
 import { type HrTime, type Attributes as OtelAttributes, type SpanContext, SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ATTR_ATTEMPT_ID, ATTR_ROLLOUT_ID, ATTR_SPAN_SEQUENCE_ID } from '../src/contracts/span-attributes.js';
 import type { Logger } from '../src/logger.js';
 import { isStoreError, type StoreError } from '../src/store/errors.js';
 import type {
@@ -17,7 +18,6 @@ import type {
   SpanStatus,
   SpanContext as StoreSpanContext,
 } from '../src/store/types.js';
-import { ATTR_ATTEMPT_ID, ATTR_ROLLOUT_ID, ATTR_SPAN_SEQUENCE_ID } from '../src/tracing/attributes.js';
 import type { PendingSpanWrites, SpanWriteOutcome } from '../src/tracing/pending-writes.js';
 
 function hrToSeconds(time: HrTime): number {

@@ -1,4 +1,4 @@
-// Authentication and scopes for every route, decided in one table (pitfall 60). Keys come as
+// Authentication and scopes for every route, decided in one table (docs/failure-classes.md#60). Keys come as
 // `Authorization: Bearer <key>` or `x-api-key: <key>`. With no keys configured every caller is admin
 // (the CLI then binds to 127.0.0.1 only and says so).
 import type { MiddlewareHandler } from 'hono';

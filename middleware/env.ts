@@ -1,4 +1,4 @@
-// Typed Hono context shared by every middleware and route (style.md §1.1).
+// Typed Hono context shared by every middleware and route.
 import type { Principal } from '../src/auth/keys.js';
 import type { Logger } from '../src/logger.js';
 

@@ -1,6 +1,6 @@
-// The one place errors become HTTP responses (style.md §1.3): app.onError and app.notFound both use it.
-// Every error is OpenAI-shaped (Anthropic-shaped for Messages API calls) and carries x-request-id; the caller's
-// mistakes never become a 500.
+// The one place errors become HTTP responses: app.onError and app.notFound both use it. Every error is
+// OpenAI-shaped (Anthropic-shaped for Messages API calls, a google.rpc.Status for OTLP, OpenAI plus v1's `detail`
+// on the agent-lightning v1 surface) and carries x-request-id; the caller's mistakes never become a 500.
 import { IncomingMessage } from 'node:http';
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
@@ -16,6 +16,8 @@ import {
 } from '../src/gateway/headers.js';
 import { silentLogger } from '../src/logger.js';
 import { isStoreError, type StoreErrorCode } from '../src/store/errors.js';
+import { storageFailure } from '../src/store/sqlite-file-guard.js';
+import { aglV1ErrorBody, isAglV1Path } from './agl-v1-errors.js';
 import type { AppEnv } from './env.js';
 import { isOtlpTracesPath, otlpErrorBody } from './otlp-errors.js';
 
@@ -66,6 +68,18 @@ function classify(error: unknown): Rendered {
               ? 'invalid_request'
               : 'internal_error';
     return { code, message: error.message || 'Request rejected', param: null, retryAfterS: undefined, headers: {} };
+  }
+  // A read the failing storage refused (EIO shows as SQLITE_IOERR or SQLITE_CORRUPT) escapes the store as the
+  // driver's own error: still the storage's refusal, retryable, not a bug.
+  const refused = storageFailure(error);
+  if (refused !== null) {
+    return {
+      code: 'store_unavailable',
+      message: `The store cannot be used now: ${refused}`,
+      param: null,
+      retryAfterS: undefined,
+      headers: {},
+    };
   }
   return { code: 'internal_error', message: 'Internal server error', param: null, retryAfterS: undefined, headers: {} };
 }
@@ -119,10 +133,13 @@ export function renderError(c: Context<AppEnv>, error: unknown): Response {
       spec.status as ContentfulStatusCode,
     );
   }
-  return c.json(
-    openAIErrorBody({ message: rendered.message, type: spec.type, param: rendered.param, code: rendered.code }),
-    spec.status as ContentfulStatusCode,
-  );
+  const body = openAIErrorBody({
+    message: rendered.message,
+    type: spec.type,
+    param: rendered.param,
+    code: rendered.code,
+  });
+  return c.json(isAglV1Path(c.req.path) ? aglV1ErrorBody(body) : body, spec.status as ContentfulStatusCode);
 }
 
 export const onError: ErrorHandler<AppEnv> = (error, c) => renderError(c, error);

@@ -1,4 +1,4 @@
-// Operator routes for weight updates and fleet state (contracts.md §7.6, issue "Model pools"):
+// Operator routes for weight updates and fleet state (docs/agl-v1.md, docs/routing.md):
 //   GET  /ready                           200 when every pool has a healthy backend and the store can write
 //                                         (public), else 503 with the reason
 //   POST /admin/pause                     {retry_after_seconds?, reason?} -> pause state
@@ -6,10 +6,13 @@
 //   GET  /admin/state                     -> pause state (inflight drops only when upstream responses close)
 //   POST /admin/drain                     {timeout_seconds?} -> waits until inflight == 0 (or the timeout), state
 //   GET  /admin/pools                     pools with health, in-flight counts and versions
-//   PUT  /admin/pools/:model              {version, backends[], frozen_backends?} -> atomic replace, no window with an
-//                                         empty pool (frozen_backends: engines frozen by a keep-mode weight swap)
+//   PUT  /admin/pools/:model              {version, backends[], frozen_backends?, resident_versions?} -> atomic
+//                                         replace, no window with an empty pool (frozen_backends: engines frozen by a
+//                                         keep-mode weight swap; resident_versions: adapters still loaded)
 //   POST /admin/pools/:model/draining     {url, draining} -> one backend out of (or back into) rotation
 //   POST /admin/pools/:model/drain        {url, timeout_seconds?} -> waits until no call is in flight on that backend
+//   POST /admin/pools/:model/resubmit     -> {marked}: the pool's calls in flight are sent again if their answer comes
+//                                         back aborted (an abort-resubmit weight swap is about to abort them)
 //   POST /admin/agent-tokens              {rollout_id} -> {token} scoped to that rollout
 // Scopes are decided by middleware/auth.ts (everything under /admin needs an admin key; /ready is public).
 import { Hono } from 'hono';
@@ -19,6 +22,7 @@ import type { KeyRing } from '../src/auth/keys.js';
 import { isGatewayError } from '../src/errors.js';
 import type { PoolRegistry } from '../src/gateway/model-pool.js';
 import type { PauseGate } from '../src/gateway/pause-gate.js';
+import type { ResubmitBook } from '../src/gateway/swap-resubmit.js';
 import type { Readiness } from '../src/readiness.js';
 import { parseRequest, readJsonBody } from './request-body.js';
 
@@ -28,6 +32,8 @@ export interface AdminRoutesOptions {
   readonly keys: KeyRing;
   /** The store's write health and shutdown (src/readiness.ts); without it only the pools decide. */
   readonly readiness?: Readiness;
+  /** The calls an abort-resubmit weight swap marks (src/gateway/swap-resubmit.ts); without it the route is 404. */
+  readonly resubmitBook?: ResubmitBook;
 }
 
 const pauseBody = z
@@ -53,6 +59,8 @@ const replaceBody = z
     backends: z.array(backendBody).min(1),
     /** Backends whose engines are frozen (keep-mode pause) during the replace (docs/weight-swaps.md). */
     frozen_backends: z.array(z.string().min(1)).optional(),
+    /** Versioned adapters: the versions the engines still hold (docs/weight-swaps.md). */
+    resident_versions: z.array(z.int().min(0)).optional(),
   })
   .strict();
 
@@ -126,10 +134,11 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   app.get('/admin/pools', (c) => c.json({ pools: pools.snapshot() }));
 
   app.put('/admin/pools/:model', async (c) => {
-    const { frozen_backends, ...body } = parseRequest(replaceBody, await readJsonBody(c));
+    const { frozen_backends, resident_versions, ...body } = parseRequest(replaceBody, await readJsonBody(c));
     const snapshot = await pools.replace(c.req.param('model'), {
       ...body,
       ...(frozen_backends === undefined ? {} : { frozen: frozen_backends }),
+      ...(resident_versions === undefined ? {} : { resident: resident_versions }),
     });
     c.get('logger').info('pool replaced', { model: snapshot.model, version: snapshot.version });
     return c.json(snapshot);
@@ -158,6 +167,16 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
       ?.backends.find((b) => b.url === body.url);
     return c.json({ model, url: body.url, drained, inflight: backend?.inflight ?? 0 });
   });
+
+  const resubmitBook = options.resubmitBook;
+  if (resubmitBook !== undefined) {
+    app.post('/admin/pools/:model/resubmit', (c) => {
+      const model = c.req.param('model');
+      const marked = resubmitBook.mark(model);
+      c.get('logger').info('calls in flight marked for resubmission', { model, marked });
+      return c.json({ model, marked });
+    });
+  }
 
   app.post('/admin/agent-tokens', async (c) => {
     const body = parseRequest(tokenBody, await readJsonBody(c));

@@ -1,6 +1,7 @@
-// Request schemas of the agent-lightning v1 compatibility routes (contracts.md §7.6-7.8).
+// Request schemas of the agent-lightning v1 compatibility routes (docs/agl-v1.md).
 import { z } from 'zod';
 import { V1_STATES } from '../src/agl-v1/rollout-map.js';
+import { V1_LIST_DEFAULT_PAGE } from '../src/store/page-limits.js';
 import { jsonObjectSchema, jsonValueSchema } from './store-api-schemas.js';
 
 const idSchema = z.string().regex(/^[\w.:@+-]{1,256}$/, 'expected 1-256 characters of [A-Za-z0-9_.:@+-]');
@@ -54,7 +55,9 @@ const intQuery = z.preprocess(
 
 export const listQuerySchema = z.object({
   state_in: z.array(z.enum(V1_STATES)).min(1, 'state_in is required'),
-  limit: intQuery.default(500),
+  limit: intQuery.default(V1_LIST_DEFAULT_PAGE),
+  /** Where the previous page stopped (its `x-next-offset` header); rollgate addition, 0 = from the start. */
+  offset: intQuery.default(0),
 });
 
 export const terminalQuerySchema = z.object({

@@ -7,7 +7,9 @@
 // Mounted before the OpenAI routes, whose catch-all refuses unknown paths under the prefix.
 import { type Context, Hono, type Next } from 'hono';
 import { bodyJson } from '../middleware/body-json.js';
-import { type AttributionStore, type KnownPair, rolloutAttempt } from '../middleware/rollout-attempt.js';
+import { rolloutAttempt, type SequenceStore } from '../middleware/rollout-attempt.js';
+import type { RolloutAttribution } from '../src/attribution/rollout-attribution.js';
+import * as A from '../src/contracts/span-attributes.js';
 import { GatewayError } from '../src/errors.js';
 import { countTokens } from '../src/gateway/anthropic/count-tokens.js';
 import { anthropicModelPage } from '../src/gateway/anthropic/models.js';
@@ -15,9 +17,7 @@ import { type TranslatedRequest, translateMessagesRequest } from '../src/gateway
 import { AnthropicSink } from '../src/gateway/anthropic/sink.js';
 import type { Gateway } from '../src/gateway/forward.js';
 import { HEADER_ANTHROPIC_VERSION, HEADER_ROLLOUT_ID } from '../src/gateway/headers.js';
-import { KnownPairs } from '../src/gateway/known-pairs.js';
 import type { ModelRegistry } from '../src/gateway/model-registry.js';
-import * as A from '../src/tracing/attributes.js';
 import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './proxy-call.js';
 
 type AnthropicEnv = ProxyEnv;
@@ -26,10 +26,9 @@ export interface AnthropicRoutesOptions {
   readonly gateway: Gateway;
   /** count_tokens asks the backend that would serve the call. */
   readonly registry: Pick<ModelRegistry, 'resolve'>;
-  readonly store: AttributionStore;
-  readonly autoCreate: boolean;
-  /** Checked (rollout, attempt) pairs, shared with the OpenAI routes (pitfall 50). */
-  readonly knownPairs?: KnownPairs<KnownPair>;
+  readonly store: SequenceStore;
+  /** The one attribution service of the gateway, shared by every entry point. */
+  readonly attribution: RolloutAttribution;
 }
 
 const SPAN_ATTRIBUTES = { [A.ATTR_API]: A.API_VALUE_ANTHROPIC_MESSAGES } as const;
@@ -37,11 +36,7 @@ const SPAN_ATTRIBUTES = { [A.ATTR_API]: A.API_VALUE_ANTHROPIC_MESSAGES } as cons
 export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<AnthropicEnv> {
   const { gateway, registry } = options;
   const app = new Hono<AnthropicEnv>();
-  const attribution = rolloutAttempt({
-    store: options.store,
-    autoCreate: options.autoCreate,
-    knownPairs: options.knownPairs ?? new KnownPairs(),
-  });
+  const attribution = rolloutAttempt({ store: options.store, attribution: options.attribution });
   const json = bodyJson();
   // Each call's translation, from the step before attribution to the handler after it (keyed by the request, so
   // nothing outlives it).

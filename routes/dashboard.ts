@@ -21,6 +21,7 @@ export const DASHBOARD_CLIENT_ROUTES = [
   '/rollouts/:rid/spans/:sid',
   '/resources',
   '/algorithm',
+  '/swaps',
 ] as const;
 
 const ASSETS_PREFIX = '/assets/';

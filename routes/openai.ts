@@ -1,13 +1,13 @@
-// OpenAI-compatible routes (contracts.md §1.1, §1.8): /v1/* un-prefixed (attributed when the
+// OpenAI-compatible routes (docs/gateway.md): /v1/* un-prefixed (attributed when the
 // x-rollout-id / x-attempt-id headers are present) and the same under /rollout/:rid/attempt/:aid with
 // or without /v1. Thin: attribution and body parsing are middleware, forwarding is src/gateway.
 import { type Context, Hono } from 'hono';
 import { bodyJson } from '../middleware/body-json.js';
-import { type AttributionStore, type KnownPair, rolloutAttempt } from '../middleware/rollout-attempt.js';
+import { rolloutAttempt, type SequenceStore } from '../middleware/rollout-attempt.js';
+import type { RolloutAttribution } from '../src/attribution/rollout-attribution.js';
+import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
-import type { Endpoint } from '../src/gateway/call-capture.js';
 import type { Gateway } from '../src/gateway/forward.js';
-import { KnownPairs } from '../src/gateway/known-pairs.js';
 import type { ResponsesMode } from '../src/gateway/responses-via-chat/mode.js';
 import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './proxy-call.js';
 import { refuseResponsesUpgrade, responsesViaChat } from './responses-via-chat.js';
@@ -16,10 +16,9 @@ type OpenAiEnv = ProxyEnv;
 
 export interface OpenAiRoutesOptions {
   readonly gateway: Gateway;
-  readonly store: AttributionStore;
-  readonly autoCreate: boolean;
-  /** Checked (rollout, attempt) pairs; pass one to forget deleted rollouts from outside (pitfall 50). */
-  readonly knownPairs?: KnownPairs<KnownPair>;
+  readonly store: SequenceStore;
+  /** The one attribution service of the gateway, shared by every entry point. */
+  readonly attribution: RolloutAttribution;
   /** The `responses` mode of the pool a call's model reaches (default: every pool relays). */
   readonly responsesMode?: (model: unknown) => ResponsesMode;
 }
@@ -33,11 +32,7 @@ const ENDPOINT_PATHS: ReadonlyArray<readonly [string, Endpoint]> = [
 export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv> {
   const { gateway } = options;
   const app = new Hono<OpenAiEnv>();
-  const attribution = rolloutAttempt({
-    store: options.store,
-    autoCreate: options.autoCreate,
-    knownPairs: options.knownPairs ?? new KnownPairs(),
-  });
+  const attribution = rolloutAttempt({ store: options.store, attribution: options.attribution });
   const json = bodyJson();
 
   const call = (endpoint: Endpoint) =>

@@ -1,4 +1,4 @@
-// OTLP/HTTP trace ingest, `POST /v1/traces` (contracts.md §3.11): agent-side spans into the store.
+// OTLP/HTTP trace ingest, `POST /v1/traces` (docs/observability.md): agent-side spans into the store.
 // Binary protobuf and JSON encodings, gzip request bodies, gzip responses when accepted. Unlike every other route,
 // failures here answer with a google.rpc.Status body in the request's encoding, because that is what OTLP
 // exporters parse (OTLP specification, "Failures"); an OpenAI-shaped error would be noise to them.
@@ -9,10 +9,9 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../middleware/env.js';
 import { GatewayError } from '../src/errors.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../src/json-depth.js';
-import type { Logger } from '../src/logger.js';
 import { isStoreError } from '../src/store/errors.js';
 import { createOtlpCodec, type OtlpCodec } from '../src/tracing/otlp-codec.js';
-import { createOtlpIngester, type OtlpIngester, type OtlpIngestStore } from '../src/tracing/otlp-ingest.js';
+import type { OtlpIngester } from '../src/tracing/otlp-ingest.js';
 import { type OtlpTraceRequest, otlpTraceRequestSchema } from '../src/tracing/otlp-spans.js';
 
 const gunzip = promisify(gunzipCallback);
@@ -25,11 +24,8 @@ const RPC_INVALID_ARGUMENT = 3;
 const RPC_UNAVAILABLE = 14;
 
 export interface OtlpRoutesOptions {
-  /** Either an ingester (to share its counters with /metrics) or what it needs to build one. */
-  readonly ingester?: OtlpIngester;
-  readonly store: OtlpIngestStore;
-  readonly autoCreate: boolean;
-  readonly logger: Logger;
+  /** Built by the composition root, which shares its counters with /metrics. */
+  readonly ingester: OtlpIngester;
   /** Upper bound of a gunzipped body (a small gzip body can expand enormously). */
   readonly maxBodyBytes: number;
   readonly codec?: OtlpCodec;
@@ -100,9 +96,7 @@ function decode(bytes: Uint8Array, encoding: Encoding, codec: OtlpCodec): OtlpTr
 
 export function createOtlpRoutes(options: OtlpRoutesOptions): Hono<AppEnv> {
   const codec = options.codec ?? createOtlpCodec();
-  const ingester =
-    options.ingester ??
-    createOtlpIngester({ store: options.store, autoCreate: options.autoCreate, logger: options.logger });
+  const { ingester } = options;
   const app = new Hono<AppEnv>();
 
   app.post('/v1/traces', async (c) => {

@@ -8,10 +8,10 @@ import type { Attributes } from '@opentelemetry/api';
 import type { Context } from 'hono';
 import type { JsonBodyEnv } from '../middleware/body-json.js';
 import type { AttributedEnv } from '../middleware/rollout-attempt.js';
+import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
 import type { AgentSink } from '../src/gateway/agent-sink.js';
 import type { AgentView } from '../src/gateway/agent-view.js';
-import type { Endpoint } from '../src/gateway/call-capture.js';
 import { parseCallRoleHeader } from '../src/gateway/call-role.js';
 import type { Gateway } from '../src/gateway/forward.js';
 import {

@@ -1,18 +1,28 @@
 // Request bodies and query strings for the JSON control routes: one JSON reading and one zod error mapping,
-// so every route names the offending field the same way (contracts.md §3.8).
+// so every route names the offending field the same way.
 import type { z } from 'zod';
 import { assertJsonDepth } from '../middleware/body-json.js';
 import { GatewayError } from '../src/errors.js';
 
-/** Reads the body as JSON; an empty body is `{}` (every field optional), malformed JSON a 400. */
-export async function readJsonBody(c: { req: { text(): Promise<string> } }): Promise<unknown> {
+/**
+ * Reads the body as JSON; an empty body is `{}` (every field optional) unless `required`, malformed JSON a 400.
+ * The one JSON reading of the control routes (store API, v1, pause), so they refuse bad bodies alike.
+ */
+export async function readJsonBody(
+  c: { req: { text(): Promise<string> } },
+  options: { readonly required?: boolean } = {},
+): Promise<unknown> {
   const text = await c.req.text();
-  if (text.trim() === '') return {};
+  if (text.trim() === '') {
+    if (options.required === true) throw new GatewayError('invalid_json', 'Request body must be a JSON document');
+    return {};
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new GatewayError('invalid_json', 'Invalid JSON in request body', { cause: error });
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new GatewayError('invalid_json', `Malformed JSON body: ${reason}`, { cause: error });
   }
   assertJsonDepth(parsed);
   return parsed;

@@ -5,6 +5,7 @@
 // untranslatable request is refused before a sequence id is spent on it. A WebSocket upgrade on the path (Codex's
 // built-in provider tries one first) is refused with 426, and the client falls back to HTTP.
 import type { Context, MiddlewareHandler, Next } from 'hono';
+import * as A from '../src/contracts/span-attributes.js';
 import { GatewayError } from '../src/errors.js';
 import type { Gateway } from '../src/gateway/forward.js';
 import type { ResponsesMode } from '../src/gateway/responses-via-chat/mode.js';
@@ -13,7 +14,6 @@ import {
   translateResponsesRequest,
 } from '../src/gateway/responses-via-chat/request.js';
 import { responsesSink } from '../src/gateway/responses-via-chat/sink.js';
-import * as A from '../src/tracing/attributes.js';
 import { methodNotAllowed, type ProxyEnv, proxyCall } from './proxy-call.js';
 
 const SPAN_ATTRIBUTES = { [A.ATTR_API]: A.API_VALUE_OPENAI_RESPONSES } as const;

@@ -1,4 +1,4 @@
-// Trainer protocol (issue "RL module"; schema at GET /v1/rl/schema):
+// Trainer protocol (docs/rl.md; schema at GET /v1/rl/schema):
 //   GET  /v1/rl/batches/next?timeout_s=30   long poll: 200 the oldest unacknowledged batch (JSON, or the binary
 //                                            layout with `Accept: application/octet-stream`), 204 on timeout.
 //                                            The same batch comes again until it is acknowledged.

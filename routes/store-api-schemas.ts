@@ -1,4 +1,4 @@
-// zod schemas for the /v1/agl/* request bodies and query strings (contracts.md §3.1, §3.8, §3.9).
+// zod schemas for the /v1/agl/* request bodies and query strings (docs/architecture.md, docs/store.md).
 // Shapes follow agent-lightning v0.3's pydantic models so its Python client works unchanged: search bodies
 // accept explicit nulls for "no filter", update bodies distinguish an absent key (UNSET) from null.
 import { z } from 'zod';
@@ -114,7 +114,7 @@ export const spanQuerySchema = z.object({
   filter_logic: filterLogic,
 });
 
-/** Keys whose explicit null is a 400 (pitfall 37): they can be omitted but never cleared. */
+/** Keys whose explicit null is a 400 (docs/failure-classes.md#37): they can be omitted but never cleared. */
 export const ROLLOUT_UPDATE_NON_NULLABLE = ['status', 'config'] as const;
 /** Every attempt update key: none of them can be cleared over REST. */
 export const ATTEMPT_UPDATE_KEYS = ['status', 'worker_id', 'last_heartbeat_time', 'metadata'] as const;
@@ -197,7 +197,7 @@ const spanContextSchema = z.object({
   trace_state: z.record(z.string(), z.string()).default({}),
 });
 
-/** Extra span fields are allowed and preserved (contracts.md §3.1). */
+/** Extra span fields are allowed and preserved (docs/architecture.md). */
 export const spanBodySchema = z.looseObject({
   rollout_id: z.string().min(1),
   attempt_id: z.string().min(1),
@@ -256,7 +256,7 @@ export const rewardBodySchema = z
   })
   .strict();
 
-/** Sortable fields per model: `sort_by` outside these is a 400 (contracts.md §3.8). */
+/** Sortable fields per model: `sort_by` outside these is a 400 (docs/architecture.md). */
 export const SORT_FIELDS = {
   rollouts: ROLLOUT_FIELDS,
   attempts: ATTEMPT_FIELDS,

@@ -1,13 +1,11 @@
-// /v1/agl/*: agent-lightning v0.3's store REST API (contracts.md §3.9) over any LightningStore.
+// /v1/agl/*: agent-lightning v0.3's store REST API (docs/store.md) over any LightningStore.
 // Thin: read and validate the request, call the store, shape the response. Errors are thrown and rendered by
 // middleware/openai-errors.ts; StoreError('not_found') becomes a 404 naming the id.
-import { randomBytes } from 'node:crypto';
 import { type Context, Hono } from 'hono';
-import { assertJsonDepth } from '../middleware/body-json.js';
 import type { AppEnv } from '../middleware/env.js';
 import { GatewayError } from '../src/errors.js';
 import { HEADER_IDEMPOTENCY_KEY } from '../src/gateway/headers.js';
-import { StoreError } from '../src/store/errors.js';
+import { COMPLETIONS_MAX_PAGE, STORE_API_MAX_PAGE } from '../src/store/page-limits.js';
 import type {
   EnqueueRolloutRequest,
   LightningStore,
@@ -16,9 +14,9 @@ import type {
   SpanInput,
   StartRolloutRequest,
 } from '../src/store/types.js';
-import { PRIMARY_REWARD_NAME, REWARD_SPAN_NAME, rewardNameAttr, rewardValueAttr } from '../src/tracing/attributes.js';
-import { parseRequest } from './request-body.js';
-import { withKeyedId } from './store-api-idempotency.js';
+import { withKeyedId } from '../src/store-api/idempotency.js';
+import { addReward } from '../src/store-api/reward.js';
+import { parseRequest, readJsonBody } from './request-body.js';
 import {
   ATTEMPT_UPDATE_KEYS,
   attemptQuerySchema,
@@ -49,8 +47,6 @@ export interface StoreApiDeps {
   readonly store: LightningStore;
   /** Aborted when the gateway starts closing: pending long polls answer with what has finished so far. */
   readonly shutdown?: AbortSignal;
-  /** Told after a rollout is deleted here, so in-process caches of it are dropped at once (pitfall 50). */
-  readonly onRolloutDeleted?: (rid: string) => void;
 }
 
 const PREFIX = '/v1/agl';
@@ -118,14 +114,17 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
 
   app.get(`${PREFIX}/rollouts/:rid`, async (c) => c.json(await store.getRolloutById(c.req.param('rid'))));
   // Idempotent: `deleted` says whether there was anything to delete.
-  app.delete(`${PREFIX}/rollouts/:rid`, async (c) => {
-    const rid = c.req.param('rid');
-    const deleted = await store.deleteRollout(rid);
-    deps.onRolloutDeleted?.(rid);
-    return c.json({ deleted });
-  });
+  // The store tells in-process caches of the rollout (the attribution service) itself.
+  app.delete(`${PREFIX}/rollouts/:rid`, async (c) =>
+    c.json({ deleted: await store.deleteRollout(c.req.param('rid')) }),
+  );
   app.get(`${PREFIX}/completions`, async (c) => {
     const q = parseRequest(completionsQuerySchema, readQuery(c));
+    if (q.limit != null && q.limit > COMPLETIONS_MAX_PAGE) {
+      throw new GatewayError('invalid_request', `limit must be at most ${COMPLETIONS_MAX_PAGE}; follow next_after`, {
+        param: 'limit',
+      });
+    }
     return c.json(await store.queryCompletions(definedOnly({ after: q.after, limit: q.limit })));
   });
 
@@ -157,30 +156,8 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
 
   app.post(`${PREFIX}/rollouts/:rid/attempts/:aid/reward`, async (c) => {
     const body = parseRequest(rewardBodySchema, await readJson(c));
-    const rolloutId = c.req.param('rid');
-    const attemptId = await resolveAttemptId(store, rolloutId, c.req.param('aid'));
-    const now = Date.now() / 1000;
-    // No sequence_id: the store issues one at arrival, so the reward sorts after the calls it judges.
-    const span: SpanInput = {
-      rollout_id: rolloutId,
-      attempt_id: attemptId,
-      trace_id: randomBytes(16).toString('hex'),
-      span_id: randomBytes(8).toString('hex'),
-      parent_id: null,
-      name: REWARD_SPAN_NAME,
-      status: { status_code: 'OK' },
-      attributes: { [rewardNameAttr(0)]: body.name ?? PRIMARY_REWARD_NAME, [rewardValueAttr(0)]: body.value },
-      events: [],
-      links: [],
-      start_time: now,
-      end_time: now,
-      context: null,
-      parent: null,
-      resource: { attributes: {}, schema_url: '' },
-    };
-    const stored = await store.addSpan(span);
-    if (stored === null) throw new StoreError('conflict', 'Reward span collided with an existing span id');
-    return c.json(stored, 201);
+    const reward = { rolloutId: c.req.param('rid'), attemptId: c.req.param('aid'), name: body.name, value: body.value };
+    return c.json(await addReward(store, reward), 201);
   });
 
   app.post(`${PREFIX}/rollouts/:rid/attempts/:aid`, async (c) => {
@@ -279,7 +256,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
     return c.json(finished);
   });
 
-  // OTLP signals other than traces are not stored (contracts.md §3.9).
+  // OTLP signals other than traces are not stored (docs/store.md).
   for (const path of ['/v1/metrics', '/v1/logs', '/v1/development/profiles']) {
     app.post(path, () => {
       throw new GatewayError('not_implemented', `${path} is not supported; only /v1/traces is ingested`);
@@ -289,21 +266,9 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   return app;
 }
 
-/** Reads a JSON body once. Empty bodies are `{}` where the body is optional. */
-async function readJson(c: Context<AppEnv>, options?: { optional?: boolean }): Promise<unknown> {
-  const text = await c.req.text();
-  if (text.trim() === '') {
-    if (options?.optional) return {};
-    throw new GatewayError('invalid_json', 'Request body must be a JSON document');
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new GatewayError('invalid_json', `Malformed JSON body: ${(error as Error).message}`, { cause: error });
-  }
-  assertJsonDepth(parsed);
-  return parsed;
+/** v0.3 bodies are required unless the route says so; an empty optional body is `{}`. */
+function readJson(c: Context<AppEnv>, options?: { optional?: boolean }): Promise<unknown> {
+  return readJsonBody(c, { required: options?.optional !== true });
 }
 
 function resourcesWriteOptions(c: Context<AppEnv>): { latest: boolean } {
@@ -325,7 +290,7 @@ function readQuery(c: Context<AppEnv>): Record<string, string | string[]> {
   return out;
 }
 
-/** Explicit null on a key that can only be omitted is a 400 (pitfall 37), distinct from schema errors. */
+/** Explicit null on a key that can only be omitted is a 400 (docs/failure-classes.md#37), distinct from schema errors. */
 function rejectNulls(raw: unknown, keys: readonly string[]): void {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return;
   for (const key of keys) {
@@ -341,11 +306,20 @@ function page(
   q: { limit?: number | null; offset?: number | null; sort_by?: string | null; sort_order?: 'asc' | 'desc' | null },
   model: SortFieldsKey,
 ): PageOptions {
-  const limit = q.limit ?? -1;
+  const max = STORE_API_MAX_PAGE[model];
+  const asked = q.limit ?? -1;
   const offset = q.offset ?? 0;
-  if (limit === 0 || limit < -1) {
+  if (asked === 0 || asked < -1) {
     throw new GatewayError('invalid_request', 'limit must be -1 (no limit) or a positive integer', { param: 'limit' });
   }
+  // -1 is what every v0.3 client sends without choosing: it gets the largest page, and the answer's `limit` and
+  // `total` tell it there is more. A larger explicit limit is a client's choice, refused like other bad paging.
+  if (asked > max) {
+    throw new GatewayError('invalid_request', `limit must be at most ${max} for ${model}; follow offset for more`, {
+      param: 'limit',
+    });
+  }
+  const limit = asked === -1 ? max : asked;
   if (offset < 0) throw new GatewayError('invalid_request', 'offset must be >= 0', { param: 'offset' });
   const allowed: readonly string[] = SORT_FIELDS[model];
   if (q.sort_by != null && !allowed.includes(q.sort_by)) {
@@ -376,13 +350,4 @@ function idempotencyKey(c: Context<AppEnv>): string | null {
     });
   }
   return key;
-}
-
-async function resolveAttemptId(store: LightningStore, rolloutId: string, attemptId: string): Promise<string> {
-  if (attemptId !== 'latest') return attemptId;
-  const latest = await store.getLatestAttempt(rolloutId);
-  if (latest === null) {
-    throw new StoreError('not_found', `Rollout ${rolloutId} has no attempt`, { param: 'attempt_id' });
-  }
-  return latest.attempt_id;
 }

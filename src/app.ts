@@ -12,9 +12,9 @@ import type { AppEnv } from '../middleware/env.js';
 import { hostGuard, isLoopbackHost } from '../middleware/host-guard.js';
 import { requireJsonContentType } from '../middleware/json-content-type.js';
 import { notFound, onError } from '../middleware/openai-errors.js';
+import { originGuard } from '../middleware/origin-guard.js';
 import { countRefusals } from '../middleware/refusal-metrics.js';
 import { requestId } from '../middleware/request-id.js';
-import type { KnownPair } from '../middleware/rollout-attempt.js';
 import { createAdminRoutes } from '../routes/admin.js';
 import { createAglV1Routes } from '../routes/agl-v1.js';
 import { createAnthropicRoutes } from '../routes/anthropic.js';
@@ -23,22 +23,25 @@ import { createMetricsRoutes } from '../routes/metrics.js';
 import { createOpenAiRoutes } from '../routes/openai.js';
 import { createOtlpRoutes } from '../routes/otlp.js';
 import { createRlRoutes } from '../routes/rl.js';
+import { createStoreAggregateRoutes } from '../routes/store-aggregates.js';
 import { createStoreApiRoutes } from '../routes/store-api.js';
 import { TrainerHub } from './algorithms/rl/trainer-hub.js';
+import { RolloutAttribution } from './attribution/rollout-attribution.js';
 import { createKeyRing } from './auth/keys.js';
 import { CallObserver } from './gateway/call-observer.js';
 import { gateGateway } from './gateway/gated-gateway.js';
-import { KnownPairs } from './gateway/known-pairs.js';
 import { createPoolRegistry } from './gateway/model-pool.js';
 import { PauseGate } from './gateway/pause-gate.js';
 import { createProxy } from './gateway/proxy.js';
 import { responsesModeLookup } from './gateway/responses-via-chat/mode.js';
+import { ResubmitBook, recordedIdsFromStore, resubmittingGateway } from './gateway/swap-resubmit.js';
 import type { Logger } from './logger.js';
 import { GatewayMetrics } from './metrics.js';
 import { createPinoLogger } from './pino-logger.js';
 import { Readiness } from './readiness.js';
 import { type ListeningServer, listen } from './server.js';
 import { createStore } from './store/create-store.js';
+import { startRetention } from './store/retention-service.js';
 import type { LightningStore } from './store/types.js';
 import { createOtlpIngester } from './tracing/otlp-ingest.js';
 
@@ -102,10 +105,9 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   setMaxListeners(0, shutdown.signal);
   const metrics = new GatewayMetrics();
   const readiness = new Readiness({ store, shuttingDown: () => shutdown.signal.aborted });
-  const knownPairs = new KnownPairs<KnownPair>();
-  const forgetRollout = (rid: string) => {
-    knownPairs.forgetRollout(rid);
-  };
+  // One attribution service for every entry point; it hears the store's deletes itself.
+  const attribution = new RolloutAttribution({ store, autoCreate: config.rollouts.autoCreate });
+  parts.push({ name: 'attribution', close: async () => attribution.close() });
   const otlpExport = createOtlpSpanProcessor(config.tracing.otlp, logger, {
     onDropped: (n) => metrics.spansDropped.inc({ exporter: 'otlp' }, n),
   });
@@ -115,10 +117,10 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     spanWriter: new StoreSpanProcessor({
       store,
       logger,
-      // The rollout was deleted while the call was in flight (pitfall 50): the agent keeps its answer, the
+      // The rollout was deleted while the call was in flight (docs/failure-classes.md#50): the agent keeps its answer, the
       // next call on that rollout is checked again (re-created or 404), and the lost span is counted.
       onOrphanWrite: (rid, aid, error) => {
-        knownPairs.forgetRollout(rid);
+        attribution.forgetRollout(rid);
         metrics.orphanCalls.inc();
         logger.warn('call on a deleted rollout not recorded', { rid, aid, err: error.message });
       },
@@ -154,7 +156,13 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   const keys = createKeyRing(config.auth);
   const rlHub = new TrainerHub();
   parts.push({ name: 'rl-hub', close: async () => rlHub.close() });
-  const ingester = createOtlpIngester({ store, autoCreate: config.rollouts.autoCreate, logger });
+  rlHub.swapStats.onSwap((model, report) => {
+    metrics.weightSwapPause.observe({ model, mode: report.mode, phase: 'pause' }, report.pause_ms / 1000);
+    metrics.weightSwapPause.observe({ model, mode: report.mode, phase: 'drain' }, report.drain_ms / 1000);
+  });
+  const retention = startRetention({ store, config: config.store.retention, acknowledgements: rlHub, logger });
+  if (retention !== null) parts.push({ name: 'retention', close: () => retention.close() });
+  const ingester = createOtlpIngester({ store, pairs: attribution, logger });
   metrics.bind({
     pools: () =>
       pools.snapshot().map((pool) => ({
@@ -176,6 +184,17 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     weightSwaps: () => rlHub.swapStats.snapshot(),
   });
 
+  // Pools whose weight swaps abort generations: their aborted calls are sent again (src/gateway/swap-resubmit.ts).
+  const resubmitBook = new ResubmitBook();
+  const resubmitPools = new Set(config.models.filter((m) => m.swap.mode === 'abort-resubmit').map((m) => m.name));
+  const routesGateway = () =>
+    resubmittingGateway(gateGateway(proxy.gateway, gate), {
+      book: resubmitBook,
+      resubmits: (model) => resubmitPools.has(model),
+      nextSequenceId: ({ rid, aid }) => store.nextSequenceId(rid, aid),
+      recordedIds: recordedIdsFromStore(store),
+    });
+
   const app = new Hono<AppEnv>();
   app.onError(onError);
   app.notFound(notFound);
@@ -191,6 +210,9 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   if (!keys.enabled && isLoopbackHost(config.server.host)) {
     app.use(hostGuard({ allowedHosts: config.server.allowedHosts }));
   }
+  // Without keys a web page could also POST here without a preflight (a form, a body-less no-cors fetch): only
+  // the gateway's own origin, loopback pages and server.corsOrigins may change state (middleware/origin-guard.ts).
+  if (!keys.enabled) app.use(originGuard({ allowedOrigins: config.server.corsOrigins }));
   // Before auth: a browser's preflight carries no key, and a 401 must still be readable cross-origin.
   if (config.server.corsOrigins.length > 0) {
     const origins = config.server.corsOrigins;
@@ -206,50 +228,40 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   // ---- Route modules: one mount line each. -------------------------------------------------------------------
-  app.route('/', createStoreApiRoutes({ store, shutdown: shutdown.signal, onRolloutDeleted: forgetRollout }));
-  app.route(
-    '/',
-    createOtlpRoutes({
-      ingester,
-      store,
-      autoCreate: config.rollouts.autoCreate,
-      logger,
-      maxBodyBytes: config.server.bodyLimitBytes,
-    }),
-  );
+  app.route('/', createStoreApiRoutes({ store, shutdown: shutdown.signal }));
+  app.route('/', createStoreAggregateRoutes({ store }));
+  app.route('/', createOtlpRoutes({ ingester, maxBodyBytes: config.server.bodyLimitBytes }));
   // Before the OpenAI routes: their catch-all refuses unknown paths under the prefix, and /v1/models falls through
   // to them unless the caller is an Anthropic client.
   app.route(
     '/',
     createAnthropicRoutes({
-      gateway: gateGateway(proxy.gateway, gate),
+      gateway: routesGateway(),
       registry: pools,
       store,
-      autoCreate: config.rollouts.autoCreate,
-      knownPairs,
+      attribution,
     }),
   );
   app.route(
     '/',
     createOpenAiRoutes({
-      gateway: gateGateway(proxy.gateway, gate),
+      gateway: routesGateway(),
       store,
-      autoCreate: config.rollouts.autoCreate,
-      knownPairs,
+      attribution,
       responsesMode: responsesModeLookup(config.models),
     }),
   );
-  app.route('/', createAdminRoutes({ pools, gate, keys, readiness }));
+  app.route('/', createAdminRoutes({ pools, gate, keys, readiness, resubmitBook }));
   app.route(
     '/',
     createAglV1Routes({
       store,
-      gateway: gateGateway(proxy.gateway, gate),
+      gateway: routesGateway(),
       gate,
       pools,
       trainTemperature: config.aglV1.trainTemperature,
       valTemperature: config.aglV1.valTemperature,
-      onRolloutDeleted: forgetRollout,
+      attribution,
     }),
   );
   app.route('/', createMetricsRoutes({ metrics }));

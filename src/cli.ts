@@ -7,6 +7,7 @@ import { registerAlgorithmCommand } from './commands/algorithm.js';
 import { registerExportCommand } from './commands/export.js';
 import { registerRunnerCommand } from './commands/runner.js';
 import { registerServeCommand } from './commands/serve.js';
+import { registerStoreCommand } from './commands/store.js';
 
 export function buildProgram(): Command {
   const program = new Command('rollgate')
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerRunnerCommand(program);
   registerAlgorithmCommand(program);
   registerExportCommand(program);
+  registerStoreCommand(program);
   // ----------------------------------------------
 
   return program;

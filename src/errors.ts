@@ -1,4 +1,4 @@
-// Gateway-originated error codes (contracts.md §1.4). One row per code; HTTP rendering lives in
+// Gateway-originated error codes (docs/gateway.md). One row per code; HTTP rendering lives in
 // middleware/openai-errors.ts. `satisfies Record<ErrorCode, ErrorSpec>` makes a new code fail to
 // compile until its status and type are decided.
 
@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'invalid_api_key'
   | 'permission_denied'
   | 'host_not_allowed'
+  | 'origin_not_allowed'
   | 'conflict'
   | 'validation_error'
   | 'gateway_paused'
@@ -61,6 +62,7 @@ export const ERROR_SPECS = {
   invalid_api_key: { status: 401, type: 'authentication_error', shouldRetry: false, level: 'info' },
   permission_denied: { status: 403, type: 'permission_error', shouldRetry: false, level: 'info' },
   host_not_allowed: { status: 403, type: 'permission_error', shouldRetry: false, level: 'info' },
+  origin_not_allowed: { status: 403, type: 'permission_error', shouldRetry: false, level: 'info' },
   conflict: { status: 409, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   validation_error: { status: 422, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   gateway_paused: { status: 429, type: 'rate_limit_error', retryAfterS: 1, level: 'debug' },

@@ -14,7 +14,7 @@ export interface MetricsSources {
   storeStatistics?: () => Promise<{ total_rollouts: number; total_attempts: number; total_spans: number }>;
   pools?: () => readonly PoolSnapshotForMetrics[];
   paused?: () => boolean;
-  /** Epoch seconds when the current pause began, null while running (pitfall 47: alert on long pauses). */
+  /** Epoch seconds when the current pause began, null while running (docs/failure-classes.md#47: alert on long pauses). */
   pausedSince?: () => number | null;
   /** Whether the current pause has outlived `pause.alertAfterS`. */
   pauseOverdue?: () => boolean;
@@ -31,6 +31,8 @@ export interface MetricsSources {
 }
 
 const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** A swap pauses for the load (a LoRA adapter: well under a second) up to a drain of the longest generation. */
+const SWAP_BUCKETS_S = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 const FAST_BUCKETS_S = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
 export class GatewayMetrics {
@@ -51,6 +53,8 @@ export class GatewayMetrics {
   readonly orphanCalls: Counter;
   readonly unrecordedCalls: Counter<'model' | 'action'>;
   readonly algorithmProgress: Gauge<'algorithm' | 'metric'>;
+  /** Per swap: how long new calls were held (`pause`) and how much of it waited for generations (`drain`). */
+  readonly weightSwapPause: Histogram<'model' | 'mode' | 'phase'>;
   #sources: MetricsSources = {};
 
   constructor(options: { defaultMetrics?: boolean; prefix?: string } = {}) {
@@ -251,7 +255,7 @@ export class GatewayMetrics {
     });
     new Counter({
       name: `${p}weight_swaps_total`,
-      help: 'Weight swaps completed, by pool and mode (drain, keep)',
+      help: 'Weight swaps completed, by pool and mode (drain, keep, abort-resubmit)',
       labelNames: ['model', 'mode'],
       registers,
       collect() {
@@ -272,6 +276,15 @@ export class GatewayMetrics {
         this.reset();
         for (const row of stats.fallbacks) this.inc({ model: row.model, backend: row.backend }, row.count);
       },
+    });
+    this.weightSwapPause = new Histogram({
+      name: `${p}weight_swap_pause_seconds`,
+      help:
+        'Pause window of each weight swap by pool and mode: phase pause = how long new calls were held, ' +
+        'phase drain = how much of it waited for in-flight generations to finish',
+      labelNames: ['model', 'mode', 'phase'],
+      buckets: SWAP_BUCKETS_S,
+      registers,
     });
     new Gauge({
       name: `${p}weight_swap_last_pause_seconds`,

@@ -1,5 +1,5 @@
-// The node HTTP listener for a fetch-style app: keep-alive tuned for long-lived clients (pitfall 23), a clear
-// error for an occupied port (pitfall 63), a bounded graceful close, and the per-connection guards (stalled
+// The node HTTP listener for a fetch-style app: keep-alive tuned for long-lived clients (docs/failure-classes.md#23), a clear
+// error for an occupied port (docs/failure-classes.md#63), a bounded graceful close, and the per-connection guards (stalled
 // clients cut, connections bounded, parser errors answered: connection-guards.ts).
 
 import type { IncomingMessage, Server } from 'node:http';

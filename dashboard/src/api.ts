@@ -1,6 +1,7 @@
-// Client of the public store API (/v1/agl/*, contracts.md §3.9), plus the gateway's history rates
-// (/metrics/history). The dashboard reads nothing else.
+// Client of the public store API (/v1/agl/*, docs/store.md), plus the gateway's history rates
+// (/metrics/history) and the RL trainer hub's state (/v1/rl/state). The dashboard reads nothing else.
 import type { ModelHistoryStats } from '../../src/history-stats.js';
+import type { RolloutReward, StoreSummary } from '../../src/store/store-summary.js';
 import type {
   Attempt,
   AttemptedRollout,
@@ -64,6 +65,12 @@ export interface StoreApi {
   statistics(signal?: AbortSignal): Promise<StoreStatistics>;
   /** Faithful history's fork and heal rates per model (the gateway's counters; empty without such pools). */
   historyStats(signal?: AbortSignal): Promise<readonly ModelHistoryStats[]>;
+  /** Final rewards of up to 1000 rollouts in one request (a table page); absent ids are left out. */
+  rewards(rolloutIds: readonly string[], signal?: AbortSignal): Promise<ReadonlyArray<RolloutReward>>;
+  /** Statistics, rollouts per status and the newest finished rollouts with rewards, in one request. */
+  summary(recent: number, signal?: AbortSignal): Promise<StoreSummary>;
+  /** The RL trainer hub's state (GET /v1/rl/state: version, weight swaps); null when the gateway has none (404). */
+  rlState(signal?: AbortSignal): Promise<unknown>;
 }
 
 function buildUrl(path: string, query: Query): string {
@@ -182,6 +189,28 @@ export function createStoreApi(options: { keys: KeyStore; fetch?: typeof fetch }
     },
     async statistics(signal) {
       return (await get('/v1/agl/statistics', {}, signal)) as StoreStatistics;
+    },
+    async rewards(rolloutIds, signal) {
+      if (rolloutIds.length === 0) return [];
+      const body = await get('/v1/agl/rewards', { rollout_id_in: rolloutIds }, signal);
+      const items = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).items : null;
+      if (!Array.isArray(items)) throw new ApiError(502, 'Unexpected answer from /v1/agl/rewards');
+      return items as RolloutReward[];
+    },
+    async summary(recent, signal) {
+      const body = await get('/v1/agl/summary', { recent }, signal);
+      if (typeof body !== 'object' || body === null || !Array.isArray((body as Record<string, unknown>).recent)) {
+        throw new ApiError(502, 'Unexpected answer from /v1/agl/summary');
+      }
+      return body as StoreSummary;
+    },
+    async rlState(signal) {
+      try {
+        return await get('/v1/rl/state', {}, signal);
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) return null;
+        throw error;
+      }
     },
     async historyStats(signal) {
       const body = await get('/metrics/history', {}, signal);

@@ -1,5 +1,5 @@
 // The dashboard shell: navigation, client-side routing, the key prompt, and error display.
-// It reads only the public store API (/v1/agl/*) with the key the user typed.
+// It reads the public store API (/v1/agl/*) and the RL hub's state (/v1/rl/state) with the key the user typed.
 import './styles.css';
 import { ApiError, createStoreApi, isAbortError, isAuthError } from './api.js';
 import { createKeyStore } from './api-key.js';
@@ -11,6 +11,7 @@ import { callPage } from './pages/call.js';
 import { resourcesPage } from './pages/resources.js';
 import { rolloutDetailPage } from './pages/rollout-detail.js';
 import { rolloutsPage } from './pages/rollouts.js';
+import { swapsPage } from './pages/swaps.js';
 import { createRewardCache } from './reward-cache.js';
 import { matchRoute, paths, type RouteName } from './router.js';
 
@@ -28,6 +29,7 @@ const PAGES: Record<RouteName, Page> = {
   call: callPage,
   resources: resourcesPage,
   algorithm: algorithmPage,
+  swaps: swapsPage,
   'not-found': notFoundPage,
 };
 
@@ -35,6 +37,7 @@ const NAV: ReadonlyArray<{ label: string; href: string; routes: readonly RouteNa
   { label: 'Rollouts', href: paths.rollouts(), routes: ['rollouts', 'rollout', 'call'] },
   { label: 'Resources', href: paths.resources(), routes: ['resources'] },
   { label: 'Algorithm', href: paths.algorithm(), routes: ['algorithm'] },
+  { label: 'Swaps', href: paths.swaps(), routes: ['swaps'] },
 ];
 
 function start(): void {

@@ -1,31 +1,43 @@
-// Final rewards per rollout. The store API has no cross-rollout span query, so each rollout costs one
-// small request (reward spans only); finished rollouts are cached because their reward no longer changes.
+// Final rewards per rollout, asked for a whole table page in one request (GET /v1/agl/rewards); finished
+// rollouts are cached because their reward no longer changes, so a revisited page asks only for the rest.
 import type { Rollout } from '../../src/store/types.js';
 import type { StoreApi } from './api.js';
-import { finalReward, REWARD_SPAN_NAME_FRAGMENT } from './spans.js';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const MAX_CACHED = 5000;
 
 export interface RewardCache {
-  finalReward(rollout: Pick<Rollout, 'rollout_id' | 'status'>, signal?: AbortSignal): Promise<number | null>;
+  /** Rewards by rollout id; rollouts the gateway does not know are absent. */
+  finalRewards(
+    rollouts: ReadonlyArray<Pick<Rollout, 'rollout_id' | 'status'>>,
+    signal?: AbortSignal,
+  ): Promise<ReadonlyMap<string, number | null>>;
 }
 
 export function createRewardCache(api: StoreApi): RewardCache {
   const cache = new Map<string, number | null>();
+  const remember = (id: string, reward: number | null): void => {
+    if (cache.size >= MAX_CACHED) {
+      const oldest = cache.keys().next().value;
+      if (oldest !== undefined) cache.delete(oldest);
+    }
+    cache.set(id, reward);
+  };
   return {
-    async finalReward(rollout, signal) {
-      if (cache.has(rollout.rollout_id)) return cache.get(rollout.rollout_id) ?? null;
-      const page = await api.spans(rollout.rollout_id, { nameContains: REWARD_SPAN_NAME_FRAGMENT }, signal);
-      const reward = finalReward(page.items);
-      if (TERMINAL.has(rollout.status)) {
-        if (cache.size >= MAX_CACHED) {
-          const oldest = cache.keys().next().value;
-          if (oldest !== undefined) cache.delete(oldest);
-        }
-        cache.set(rollout.rollout_id, reward);
+    async finalRewards(rollouts, signal) {
+      const out = new Map<string, number | null>();
+      const missing = rollouts.filter((r) => {
+        if (!cache.has(r.rollout_id)) return true;
+        out.set(r.rollout_id, cache.get(r.rollout_id) ?? null);
+        return false;
+      });
+      if (missing.length === 0) return out;
+      const statuses = new Map(missing.map((r) => [r.rollout_id, r.status]));
+      for (const { rollout_id, reward } of await api.rewards([...statuses.keys()], signal)) {
+        out.set(rollout_id, reward);
+        if (TERMINAL.has(statuses.get(rollout_id) ?? '')) remember(rollout_id, reward);
       }
-      return reward;
+      return out;
     },
   };
 }

@@ -15,7 +15,7 @@ export interface RewardGroup {
   readonly label: string;
   readonly mode: string;
   readonly count: number;
-  /** Null rewards count as 0, as APO scores them (contracts.md §6.3). */
+  /** Null rewards count as 0, as APO scores them (docs/algorithms.md). */
   readonly mean: number;
   readonly withReward: number;
 }

@@ -1,7 +1,7 @@
 // Client-side routes. The server answers each of these paths with index.html (routes/dashboard.ts
 // keeps the same list), so deep links and reloads work.
 
-export type RouteName = 'rollouts' | 'rollout' | 'call' | 'resources' | 'algorithm' | 'not-found';
+export type RouteName = 'rollouts' | 'rollout' | 'call' | 'resources' | 'algorithm' | 'swaps' | 'not-found';
 
 export interface Route {
   readonly name: RouteName;
@@ -32,6 +32,7 @@ export function matchRoute(pathname: string, search: string): Route {
   }
   if (parts.length === 1 && parts[0] === 'resources') return { name: 'resources', params: {}, query };
   if (parts.length === 1 && parts[0] === 'algorithm') return { name: 'algorithm', params: {}, query };
+  if (parts.length === 1 && parts[0] === 'swaps') return { name: 'swaps', params: {}, query };
   return { name: 'not-found', params: {}, query };
 }
 
@@ -48,4 +49,5 @@ export const paths = {
     }`,
   resources: (): string => '/resources',
   algorithm: (): string => '/algorithm',
+  swaps: (): string => '/swaps',
 };

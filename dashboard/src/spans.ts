@@ -1,5 +1,5 @@
-// Reads what the dashboard shows out of stored spans: rewards (every format of contracts.md §4.4)
-// and LLM calls (the canonical attributes of §4.3 plus the GenAI message JSON of §4.2).
+// Reads what the dashboard shows out of stored spans: rewards (every format of docs/architecture.md)
+// and LLM calls (the canonical attributes of docs/architecture.md plus the GenAI message JSON of docs/architecture.md).
 import { readLlmCall, readTokenIds } from '../../src/adapters/llm-call.js';
 import { spanToConversation } from '../../src/adapters/messages.js';
 import {
@@ -9,7 +9,6 @@ import {
   readRewardDimensions,
 } from '../../src/adapters/reward.js';
 import { sortSpansBySequence } from '../../src/adapters/span-order.js';
-import type { Attributes, AttributeValue, Span } from '../../src/store/types.js';
 import {
   ATTR_GEN_AI_INPUT_MESSAGES,
   ATTR_GEN_AI_OPERATION_NAME,
@@ -29,7 +28,8 @@ import {
   ATTR_TOKEN_IDS_STATUS,
   LEGACY_LITELLM_REQUEST_SPAN,
   LEGACY_RAW_GEN_AI_REQUEST_SPAN,
-} from '../../src/tracing/attributes.js';
+} from '../../src/contracts/span-attributes.js';
+import type { Attributes, AttributeValue, Span } from '../../src/store/types.js';
 
 export type { RewardDimension };
 
@@ -52,7 +52,7 @@ function asNumber(value: unknown): number | null {
 
 /**
  * All reward dimensions of a span, primary first; empty when the span is not a reward. Detection is
- * the adapters' (every format of contracts.md §4.4); named dimensions only exist in the v0.3 format.
+ * the adapters' (every format of docs/architecture.md); named dimensions only exist in the v0.3 format.
  */
 export function rewardsOf(span: Span): RewardDimension[] {
   const primary = getRewardValue(span);
@@ -65,9 +65,6 @@ export function rewardsOf(span: Span): RewardDimension[] {
 export function finalReward(spans: readonly Span[]): number | null {
   return findFinalReward(sortSpansBySequence(spans));
 }
-
-/** Span names that can carry rewards; the table asks the API only for these to stay light. */
-export const REWARD_SPAN_NAME_FRAGMENT = 'agentlightning';
 
 export interface TopLogprob {
   readonly token: string;

@@ -2,8 +2,7 @@
 // (the engine's abort finish reason, incomplete ids with a reason, a version change under the call); spans
 // written before those marks existed, or by other producers, are judged from the same facts where the span
 // still has them (finish reasons, usage).
-import { readVersionSegments } from '../gateway/version-segments.js';
-import type { Attributes } from '../store/types.js';
+
 import {
   ATTR_CALL_OUTCOME,
   ATTR_CALL_ROLE,
@@ -21,7 +20,9 @@ import {
   FINISH_REASON_VALUE_ABORT,
   TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH,
   TOKEN_IDS_STATUS_VALUE_OK,
-} from '../tracing/attributes.js';
+} from '../contracts/span-attributes.js';
+import { readVersionSegments } from '../gateway/version-segments.js';
+import type { Attributes } from '../store/types.js';
 
 /** Why a call is never a training sample (error calls are told apart by `LlmCall.isError`). */
 export type CallDropReason =

@@ -1,7 +1,7 @@
-// Reads one LLM call's token-level record from a span: the canonical attributes of contracts.md §4.3
-// first, then the legacy shapes of §4.1 (LiteLLM proxy, agent-side instrumentation, Weave), which may
+// Reads one LLM call's token-level record from a span: the canonical attributes of docs/architecture.md
+// first, then the legacy shapes of docs/architecture.md (LiteLLM proxy, agent-side instrumentation, Weave), which may
 // hold stringified lists or lists of lists.
-import type { Attributes, Span } from '../store/types.js';
+
 import {
   ATTR_CLIENT_RETRY_COUNT,
   ATTR_GEN_AI_RESPONSE_ID,
@@ -18,11 +18,12 @@ import {
   ATTR_UPSTREAM_STATUS_CODE,
   LOGPROB_FLOOR,
   STREAM_STATUS_VALUE_OK,
-} from '../tracing/attributes.js';
+} from '../contracts/span-attributes.js';
+import type { Attributes, Span } from '../store/types.js';
 import { type CallDropReason, callDropReason, tokenDropReason } from './call-trainability.js';
 import { maybeParseLiteral } from './literal.js';
 
-/** Weave-instrumented agents (contracts.md §4.1) nest the record under this prefix. */
+/** Weave-instrumented agents (docs/architecture.md) nest the record under this prefix. */
 const WEAVE_OUTPUT_PREFIX = 'agentlightning.operation.output.';
 
 export interface LlmCall {
@@ -43,7 +44,7 @@ export interface LlmCall {
   readonly isError: boolean;
 }
 
-/** A list of integers, native or stringified; anything else is empty (contracts.md §5.1 rule 2). */
+/** A list of integers, native or stringified; anything else is empty (docs/training-data.md). */
 export function readTokenIds(value: unknown): number[] {
   const parsed = maybeParseLiteral(value);
   if (!Array.isArray(parsed)) return [];

@@ -1,14 +1,15 @@
-// Spans -> OpenAI chat messages (contracts.md §5.2, the `TraceToMessages` behaviour APO consumes).
+// Spans -> OpenAI chat messages (docs/training-data.md, the `TraceToMessages` behaviour APO consumes).
 // The current GenAI semconv JSON attributes are read first; the deprecated flattened
 // `gen_ai.prompt.<i>.*` / `gen_ai.completion.<i>.*` form is the fallback. Spans that carry no messages
-// (only request/response metadata) yield nothing (pitfalls.md 54).
-import type { Attributes, Span } from '../store/types.js';
+// (only request/response metadata) yield nothing (docs/failure-classes.md#54).
+
 import {
   ATTR_GEN_AI_INPUT_MESSAGES,
   ATTR_GEN_AI_OUTPUT_MESSAGES,
   ATTR_GEN_AI_SYSTEM_INSTRUCTIONS,
   ATTR_GEN_AI_TOOL_DEFINITIONS,
-} from '../tracing/attributes.js';
+} from '../contracts/span-attributes.js';
+import type { Attributes, Span } from '../store/types.js';
 import { maybeParseLiteral, parseLiteral } from './literal.js';
 import { sortSpansBySequence } from './span-order.js';
 

@@ -1,6 +1,6 @@
-// Reward detection across every format seen in the wild (contracts.md §4.4, pitfalls.md 51).
+// Reward detection across every format seen in the wild (docs/architecture.md, docs/failure-classes.md#51).
 // Readers accept all of them; rollgate itself only ever emits format 1 (see `rewardAttributes`).
-import type { Attributes, Span } from '../store/types.js';
+
 import {
   ATTR_AGENTOPS_ENTITY_OUTPUT,
   ATTR_AGENTOPS_TASK_OUTPUT,
@@ -11,7 +11,8 @@ import {
   REWARD_SPAN_NAME,
   rewardNameAttr,
   rewardValueAttr,
-} from '../tracing/attributes.js';
+} from '../contracts/span-attributes.js';
+import type { Attributes, Span } from '../store/types.js';
 import { maybeParseLiteral } from './literal.js';
 
 export interface RewardDimension {

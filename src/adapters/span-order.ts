@@ -2,7 +2,7 @@ import type { Span } from '../store/types.js';
 
 /**
  * Spans in sequence order. Timestamps never order calls: proxies on different machines have
- * unsynchronised clocks (pitfalls.md 52), so the store-issued sequence id is the only key. Within one
+ * unsynchronised clocks (docs/failure-classes.md#52), so the store-issued sequence id is the only key. Within one
  * sequence id, spans without a start time go last; otherwise the input order is kept (stable sort).
  */
 export function sortSpansBySequence(spans: readonly Span[]): Span[] {

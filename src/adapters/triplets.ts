@@ -1,10 +1,11 @@
-// Spans -> RL triplets (contracts.md §5.1, the `LlmProxyTraceToTriplet` behaviours) with rollgate's
+// Spans -> RL triplets (docs/training-data.md, the `LlmProxyTraceToTriplet` behaviours) with rollgate's
 // decisions: sequence id is the only order, LLM calls are found by attributes (never by span name),
 // client retries collapse to the call the agent consumed, rewards are keyed by call index, and calls that
 // cannot be trained on (aborted, incomplete token ids) never become triplets.
+
+import { ATTR_MODEL_VERSION_SEGMENTS, ATTR_RESUBMIT_OF } from '../contracts/span-attributes.js';
 import { readVersionSegments } from '../gateway/version-segments.js';
 import type { Span, Triplet } from '../store/types.js';
-import { ATTR_MODEL_VERSION_SEGMENTS } from '../tracing/attributes.js';
 import type { CallDropReason } from './call-trainability.js';
 import { type LlmCall, readLlmCall } from './llm-call.js';
 import { getRewardValue } from './reward.js';
@@ -64,7 +65,7 @@ function sameIds(a: readonly number[], b: readonly number[]): boolean {
  * - a response id seen before is skipped, the first occurrence wins; calls without an id are kept;
  * - a call sent with `X-Stainless-Retry-Count > 0` replaces the latest earlier call of the same attempt
  *   with identical prompt ids: the SDK only retries when it did not get (or use) the earlier answer
- *   (pitfalls.md 20). Identical prompts with retry count 0 are legitimate repeats and both stay (21).
+ *   (docs/failure-classes.md#20). Identical prompts with retry count 0 are legitimate repeats and both stay (21).
  * - an aborted call whose prompt ids come again later in the same attempt was re-sent, not built upon:
  *   it is left out silently. Only an aborted answer the rollout may have continued from is told.
  */
@@ -82,6 +83,14 @@ export function collectLlmCalls(sortedSpans: readonly Span[], options: TripletOp
     if (call.promptIds.length > 0 && abortedPending.length > 0) {
       abortedPending = abortedPending.filter(
         (a) => a.span.attempt_id !== span.attempt_id || !sameIds(a.promptIds, call.promptIds),
+      );
+    }
+    // The gateway's own resubmission of a call a weight swap aborted (a stream continued from its tokens so far):
+    // the aborted try was replaced, not built upon.
+    const resubmitOf = span.attributes[ATTR_RESUBMIT_OF];
+    if (typeof resubmitOf === 'number' && abortedPending.length > 0) {
+      abortedPending = abortedPending.filter(
+        (a) => a.span.attempt_id !== span.attempt_id || a.span.sequence_id !== resubmitOf,
       );
     }
     if (call.clientRetryCount > 0) {
@@ -110,7 +119,7 @@ export function collectLlmCalls(sortedSpans: readonly Span[], options: TripletOp
 /**
  * Each reward (ascending sequence) goes to the latest still-unmatched call with a strictly smaller
  * sequence id; a reward with no such call is dropped. Keyed by call index because span ids can repeat
- * across attempts (pitfalls.md 53).
+ * across attempts (docs/failure-classes.md#53).
  */
 export function assignRewards(calls: readonly LlmCall[], sortedSpans: readonly Span[]): Array<number | null> {
   const assigned: Array<number | null> = calls.map(() => null);

@@ -1,4 +1,4 @@
-// agent-lightning v1 events (contracts.md §7.7-7.8) as views of rollgate spans, and posted events as spans.
+// agent-lightning v1 events (docs/agl-v1.md) as views of rollgate spans, and posted events as spans.
 // A v1 event has no id; its position is its identity, so events are listed in span sequence order.
 // `model_request` events are projected from the gateway's LLM-call spans: rollgate records the call's
 // canonical token-level record, not the verbatim bodies, so `request` and `response` are rebuilt from it
@@ -6,8 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { callDropReason } from '../adapters/call-trainability.js';
 import { getRewardValue, rewardAttributes } from '../adapters/reward.js';
+import * as A from '../contracts/span-attributes.js';
 import type { Attributes, AttributeValue, JsonObject, JsonValue, Span, SpanInput } from '../store/types.js';
-import * as A from '../tracing/attributes.js';
 
 export interface V1Event {
   event_type: string;
@@ -93,7 +93,7 @@ export function eventSpan(options: {
   };
 }
 
-/** A finite number; booleans and anything else are not rewards (contracts.md §7.9 trainer side). */
+/** A finite number; booleans and anything else are not rewards (docs/agl-v1.md trainer side). */
 function rewardValueOf(data: JsonObject): number | null {
   const value = data.value;
   return typeof value === 'number' && Number.isFinite(value) ? value : null;

@@ -1,4 +1,4 @@
-// agent-lightning v1 rollouts (contracts.md §7.8) projected from and onto rollgate's store rollouts.
+// agent-lightning v1 rollouts (docs/agl-v1.md) projected from and onto rollgate's store rollouts.
 // v1 has four states and no attempts of its own; rollgate's statuses map onto them (queuing/requeuing ->
 // queuing, preparing/running -> running, succeeded, failed/cancelled -> failed). The v1-only fields live in the
 // store rollout's metadata under one key, `agl_v1`; the rest of the metadata is v1's own `metadata`.

@@ -1,8 +1,9 @@
-// v1's `format=triplet` view of a rollout's events (contracts.md §7.9). Never throws on odd data: a value that
+// v1's `format=triplet` view of a rollout's events (docs/agl-v1.md). Never throws on odd data: a value that
 // cannot be read becomes null or empty, as in v1. A call that must not be trained on keeps its place (so the
 // dedupe still sees it) with empty response ids, which v1 trainers skip, and says why in `untrainable`.
+
+import { FINISH_REASON_VALUE_ABORT, LOGPROB_FLOOR } from '../contracts/span-attributes.js';
 import type { JsonObject, JsonValue } from '../store/types.js';
-import { FINISH_REASON_VALUE_ABORT, LOGPROB_FLOOR } from '../tracing/attributes.js';
 import { MODEL_REQUEST_EVENT, REWARD_EVENT, UNTRAINABLE_KEY, type V1Event } from './events.js';
 
 /** Set on every other call of a rollout whose surviving calls include an aborted one. */

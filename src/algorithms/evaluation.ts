@@ -1,5 +1,5 @@
 // Runs tasks as rollouts under one resources snapshot and scores them: the engine behind `evaluate` and
-// every APO evaluation (contracts.md §6.3, with the fixes of §6.5 / pitfalls.md 56):
+// every APO evaluation (docs/algorithms.md, with the fixes of docs/algorithms.md / docs/failure-classes.md#56):
 // - rollouts are enqueued in one call, each WITH an explicit resources_id (never "latest");
 // - completion is awaited with the store's event-driven wait (no polling);
 // - rollouts unfinished at the deadline are cancelled and counted (as 0 by default), never silently dropped;

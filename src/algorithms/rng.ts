@@ -1,4 +1,4 @@
-// A seedable random source so an APO run can be replayed (contracts.md §6.5: no seed control upstream).
+// A seedable random source so an APO run can be replayed (docs/algorithms.md: no seed control upstream).
 // mulberry32: tiny, fast, good enough for sampling and shuffling; not for anything secret.
 
 export interface Rng {

@@ -1,4 +1,4 @@
-// The algorithm plugin contract (architecture.md §7). A plugin module exports
+// The algorithm plugin contract (docs/architecture.md). A plugin module exports
 // `createAlgorithm(options)` returning `{ name, run(ctx) }`; everything it may touch arrives in `ctx`, so
 // the same plugin runs inside `rollgate serve` (embedded store) or alone against a gateway's store API.
 import type { Logger } from '../logger.js';
@@ -6,17 +6,34 @@ import type { JsonObject, JsonValue, LightningStore } from '../store/types.js';
 import type { TrainerHub } from './rl/trainer-hub.js';
 
 /** A served model pool as the gateway sees it. */
+/** What serves a backend: it decides which control routes a weight swap drives there. */
+export type BackendKind = 'vllm' | 'sglang' | 'openai';
+
 export interface ModelPoolInfo {
   readonly name: string;
   /** Stamped on every span of calls served by this pool (`rollgate.model_version`). */
   readonly version: number;
   readonly backends: readonly string[];
+  /** The kind of each backend by URL; a backend missing here (an older gateway) is taken for vLLM. */
+  readonly backendKinds?: Readonly<Record<string, BackendKind>>;
   /** What the pool's logprobs mean as its config declares it; absent (an older gateway): assume raw. */
   readonly logprobsMode?: 'raw' | 'processed';
   /** How a weight update treats in-flight generations (docs/weight-swaps.md); absent (an older gateway): drain. */
-  readonly swapMode?: 'drain' | 'keep';
+  readonly swapMode?: 'drain' | 'keep' | 'abort-resubmit';
   /** Whether a swap checks the version a backend reports after the load; absent: auto. */
   readonly verifyVersion?: 'auto' | 'strict' | 'off';
+  /** Versioned LoRA adapters (docs/weight-swaps.md): the name base, resident versions and what uses each. */
+  readonly adapterVersions?: AdapterVersionsInfo;
+}
+
+export interface AdapterVersionsInfo {
+  /** Version N is loaded as `<base>-v<N>`. */
+  readonly base: string;
+  readonly resident: readonly number[];
+  /** Per version (as a string): rollouts pinned to it that called recently. */
+  readonly pinned: Readonly<Record<string, number>>;
+  /** Per version (as a string): calls in flight on it. */
+  readonly inflight: Readonly<Record<string, number>>;
 }
 
 /**
@@ -36,6 +53,12 @@ export interface GatewayControl {
   /** Resolves true once no call of `model` is in flight on the backend `url`, false after `timeoutS`. */
   drainBackend?(options: { model: string; url: string; timeoutS: number }): Promise<boolean>;
   resume?(): Promise<void>;
+  /**
+   * Marks every call of `model` in flight now for resubmission (an abort-resubmit swap is about to abort their
+   * generations): an aborted answer of a marked call is not passed on; the call is sent again after the swap.
+   * Resolves with how many calls were marked.
+   */
+  markForResubmit?(options: { readonly model: string }): Promise<number>;
   /** Sets the version stamped on spans of `model`'s pool (after a weight update). */
   setModelVersion?(model: string, version: number): Promise<void>;
   /**
@@ -46,6 +69,12 @@ export interface GatewayControl {
     readonly model: string;
     readonly version: number;
     readonly frozenBackends: readonly string[];
+  }): Promise<void>;
+  /** setModelVersion for versioned adapters: `resident` = the versions the engines still hold after it. */
+  setResidentModelVersion?(options: {
+    readonly model: string;
+    readonly version: number;
+    readonly resident: readonly number[];
   }): Promise<void>;
   /** Where the `rl` plugin hands batches to a trainer (the gateway serves it at /v1/rl/*). */
   readonly trainerHub?: TrainerHub;

@@ -1,4 +1,4 @@
-// API keys and their scopes (contracts.md §7.1, pitfall 60).
+// API keys and their scopes (docs/agl-v1.md, docs/failure-classes.md#60).
 // - admin keys: every route.
 // - agent keys (configured): proxy routes and rollout writes (rewards, spans, OTLP ingest) for any rollout.
 // - agent tokens (minted per rollout by an admin, e.g. for the runner's agent processes): proxy routes and the

@@ -13,12 +13,12 @@ import { findFinalReward } from '../adapters/reward.js';
 import { sortSpansBySequence } from '../adapters/span-order.js';
 import { tripletsToTrajectories } from '../adapters/trajectories.js';
 import { spansToTriplets, type TrainingDrop, type TrainingDropReason } from '../adapters/triplets.js';
+import { ATTR_MODEL_VERSION } from '../contracts/span-attributes.js';
 import { silentLogger } from '../logger.js';
 import { normalizeGatewayUrl } from '../runner/attempt-urls.js';
 import { createStore } from '../store/create-store.js';
 import { HttpStore } from '../store/http.js';
 import type { LightningStore, Rollout, RolloutStatus, Span } from '../store/types.js';
-import { ATTR_MODEL_VERSION } from '../tracing/attributes.js';
 
 export const EXIT_EXPORT_ERROR = 1;
 export const EXIT_USAGE_ERROR = 2;

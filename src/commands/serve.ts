@@ -33,7 +33,7 @@ export function registerServeCommand(program: Command): void {
     .option('--host <host>', 'address to bind')
     .option('--store <spec>', 'store: memory | sqlite:PATH | postgres://URL')
     .option('--backend <url>', 'quick start: one vLLM backend (e.g. http://127.0.0.1:8000/v1), no config file needed')
-    .option('--model <name>', 'model name agents use for --backend (default: agents\' names pass through unchanged)')
+    .option('--model <name>', "model name agents use for --backend (default: agents' names pass through unchanged)")
     .action(async (options: ServeOptions) => {
       process.exitCode = await serve(options);
     });

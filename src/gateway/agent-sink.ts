@@ -11,4 +11,10 @@ export interface AgentSink {
   removeListener(event: 'close', listener: () => void): unknown;
   destroy(): unknown;
   readonly headersSent: boolean;
+  /**
+   * One chat or completions stream chunk the relay has already parsed, in place of its event's bytes. Only a sink
+   * that reads chunks rather than bytes (a translating sink) has it: it would otherwise split and parse every event
+   * again. Returns false when the producer should pause, as write() does.
+   */
+  writeChunk?(chunk: Readonly<Record<string, unknown>>): boolean;
 }

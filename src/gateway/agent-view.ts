@@ -1,5 +1,5 @@
 // The agent's view of an answer: what the backend would have sent for the agent's own request, not for the
-// rewritten one (architecture §3). The gateway asks vLLM for token ids and logprobs to record them; an agent that
+// rewritten one (docs/architecture.md). The gateway asks vLLM for token ids and logprobs to record them; an agent that
 // did not ask must not get them, or a recorded agent behaves differently from an unrecorded one (frameworks such
 // as LangChain and the AI SDK expose logprobs whenever present; a logprobs answer is many times larger).
 //
@@ -17,8 +17,9 @@
 // - vLLM's Responses API: `enable_response_messages` adds `input_messages` / `output_messages` (null when not
 //   asked), the logprobs include fills `logprobs` on output_text parts (null when not asked).
 // The span records the full upstream data: stripping happens after the capture has read the chunk.
+
+import type { Endpoint } from '../contracts/call-record.js';
 import { type BackendType, RESPONSES_MESSAGES_KEY } from './body-rewrite.js';
-import type { Endpoint } from './call-capture.js';
 import { type MemberCount, memberPattern, nullMembers } from './json-null-members.js';
 
 /** `requested`: the agent gets what it asked for; `raw`: it also gets what the gateway injected. */

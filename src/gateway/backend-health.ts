@@ -12,10 +12,15 @@ export interface BackendHealthOptions {
   recoverAfterMs: number;
   /** After a stall (a timeout of a real call), probes cannot bring the backend back for this long; 0: at once. */
   stallHoldMs?: number;
-  probe: (backendId: string, signal: AbortSignal) => Promise<boolean>;
+  /** true: healthy; false: failed; `{ failed }`: failed for a reason the probe names (e.g. `engine_stalled`). */
+  probe: (backendId: string, signal: AbortSignal) => Promise<ProbeOutcome>;
   now?: () => number;
   onChange?: (backendId: string, healthy: boolean) => void;
+  /** A healthy backend was just ejected, and the failure that did it (e.g. `HTTP 503`, a timeout's code). */
+  onEjected?: (backendId: string, reason: string) => void;
 }
+
+export type ProbeOutcome = boolean | { readonly failed: string };
 
 export interface BackendHealthSnapshot {
   id: string;
@@ -96,7 +101,10 @@ export class BackendHealth {
     if (entry.consecutiveFailures >= this.#options.ejectAfterFailures) {
       const wasHealthy = entry.ejectedAt === null;
       entry.ejectedAt = this.#now();
-      if (wasHealthy) this.#options.onChange?.(id, false);
+      if (wasHealthy) {
+        this.#options.onChange?.(id, false);
+        this.#options.onEjected?.(id, reason);
+      }
     }
   }
 
@@ -119,7 +127,9 @@ export class BackendHealth {
         let ok = false;
         let reason = 'health probe failed';
         try {
-          ok = await this.#options.probe(id, controller.signal);
+          const outcome = await this.#options.probe(id, controller.signal);
+          if (typeof outcome === 'boolean') ok = outcome;
+          else reason = outcome.failed;
         } catch (error) {
           reason = error instanceof Error ? error.message : String(error);
         }

@@ -1,14 +1,15 @@
-// The upstream body: the client's body with keys added or overridden, never removed (architecture §3,
-// pitfall 11). The client's original value of every key we change goes into `overrides`, which the
-// span records as `rollgate.request.overrides` (pitfall 12). What each engine is asked for, per route, is in
+// The upstream body: the client's body with keys added or overridden, never removed (docs/architecture.md,
+// docs/failure-classes.md#11). The client's original value of every key we change goes into `overrides`, which the
+// span records as `rollgate.request.overrides` (docs/failure-classes.md#12). What each engine is asked for, per route, is in
 // docs/real-engines.md ("What is captured, per route").
+
+import type { Endpoint } from '../contracts/call-record.js';
 import {
   TOKEN_IDS_REASON_VALUE_BACKGROUND,
   TOKEN_IDS_REASON_VALUE_STREAM_UNSUPPORTED,
   type TokenIdsUnavailableReason,
-} from '../tracing/attributes.js';
+} from '../contracts/span-attributes.js';
 import { clientCacheSalt } from './cache-salt.js';
-import type { Endpoint } from './call-capture.js';
 
 /** `vllm` and `sglang` are asked for token ids (each its own way); `openai` never is. */
 export type BackendType = 'vllm' | 'sglang' | 'openai';
@@ -97,7 +98,7 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
   }
 
   if (options.endpoint === 'chat') {
-    // top_logprobs without logprobs:true is a 400 on vLLM and OpenAI alike (pitfall 13).
+    // top_logprobs without logprobs:true is a 400 on vLLM and OpenAI alike (docs/failure-classes.md#13).
     const needsForTop = body.top_logprobs !== undefined && body.top_logprobs !== null;
     if (needsForTop || wantLogprobs) set('logprobs', true);
   } else if (options.endpoint === 'completions' && wantLogprobs) {
@@ -131,7 +132,7 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
   if (isStream && !responses) {
     const clientOptions = isRecord(client.stream_options) ? client.stream_options : null;
     clientAskedUsage = clientOptions?.include_usage === true;
-    // vLLM rejects stream_options on non-streams, so it is only ever added here (contracts.md §1.3).
+    // vLLM rejects stream_options on non-streams, so it is only ever added here (docs/agent-view.md).
     if (!clientAskedUsage) {
       overrides.stream_options = 'stream_options' in client ? client.stream_options : null;
       body.stream_options = { ...clientOptions, include_usage: true };

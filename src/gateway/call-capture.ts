@@ -1,67 +1,17 @@
 // Assembles what a call produced, from a non-stream body or from stream chunks, into one record per
-// call (contracts.md §2.2-2.4): per choice the content, reasoning, tool calls (assembled from their
+// call (docs/real-engines.md): per choice the content, reasoning, tool calls (assembled from their
 // argument fragments), finish reason, token ids and logprobs; the prompt ids; the usage. Both paths
-// fill the same structure, so stream and non-stream record identical ids and logprobs (pitfall A.1).
+// fill the same structure, so stream and non-stream record identical ids and logprobs (docs/failure-classes.md#1).
 // Upstream JSON is `unknown`: every field is narrowed where it is read, and wrong shapes are skipped.
 // The Responses API's objects and named events are read by responses-capture.ts into the same structure.
-import { LOGPROB_FLOOR } from '../tracing/attributes.js';
+import type { CapturedCall, CapturedChoice, CapturedUsage, Endpoint, LogprobEntry } from '../contracts/call-record.js';
+import { LOGPROB_FLOOR } from '../contracts/span-attributes.js';
 import {
   RESPONSES_TERMINAL_EVENTS,
   ResponsesDeltas,
   readResponseObject,
   readResponseTokens,
 } from './responses-capture.js';
-
-export type Endpoint = 'chat' | 'completions' | 'responses';
-
-/** One chosen token, in the chat `logprobs.content` shape (completions are converted to it). */
-export interface LogprobEntry {
-  token: string;
-  logprob: unknown;
-  bytes?: unknown;
-  top_logprobs: unknown[];
-}
-
-export interface CapturedToolCall {
-  id: string | null;
-  type: string;
-  name: string;
-  arguments: string;
-}
-
-export interface CapturedChoice {
-  readonly index: number;
-  role: string;
-  content: string | null;
-  reasoning: string | null;
-  refusal: string | null;
-  toolCalls: CapturedToolCall[];
-  finishReason: string | null;
-  /**
-   * Completions put prompt ids on each choice; with several prompts (`prompt: [a, b]`) choice
-   * `i = output_index + prompt_index * n` carries its own prompt's ids.
-   */
-  promptTokenIds: number[] | null;
-  tokenIds: number[] | null;
-  /** Set when some chunk of this choice carried text but no token ids (ids cannot be trusted whole). */
-  tokenIdsGap: boolean;
-  logprobs: LogprobEntry[] | null;
-}
-
-export interface CapturedUsage {
-  inputTokens: number | null;
-  outputTokens: number | null;
-  cacheReadInputTokens: number | null;
-  reasoningOutputTokens: number | null;
-}
-
-export interface CapturedCall {
-  responseId: string | null;
-  responseModel: string | null;
-  promptTokenIds: number[] | null;
-  choices: CapturedChoice[];
-  usage: CapturedUsage | null;
-}
 
 type Obj = Record<string, unknown>;
 
@@ -215,7 +165,7 @@ export class CallCapture {
 
   #tokenIds(choice: CapturedChoice, raw: Obj, hasText: boolean): void {
     let ids = intArray(raw.token_ids);
-    // New vLLM with the new OpenAI SDK nests them (contracts.md §2.5).
+    // New vLLM with the new OpenAI SDK nests them (docs/real-engines.md).
     if (ids === null && isObj(raw.provider_specific_fields)) ids = intArray(raw.provider_specific_fields.token_ids);
     if (ids === null) {
       if (hasText) choice.tokenIdsGap = true;

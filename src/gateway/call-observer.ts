@@ -1,13 +1,13 @@
-// Per-call metrics and the one info log line per call (issue 7.5), taken from the call span when it ends:
+// Per-call metrics and the one info log line per call, taken from the call span when it ends:
 // every number the forward path knows is already on the span, so the hot path does no extra work. The span
-// ends before the answer's last byte is written (I3), so the log line is written on the next turn of the
+// ends before the answer's last byte is written, so the log line is written on the next turn of the
 // event loop, after the response has finished.
 import type { Context } from '@opentelemetry/api';
 import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import * as A from '../contracts/span-attributes.js';
 import { ERROR_SPECS } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { GatewayMetrics } from '../metrics.js';
-import * as A from '../tracing/attributes.js';
 
 function text(value: unknown): string | null {
   return typeof value === 'string' ? value : null;

@@ -16,8 +16,8 @@
 // Responses-via-chat routes translate to), completions, or a relayed Responses body.
 import type { Attributes } from '@opentelemetry/api';
 import type { CallRoleRules } from '../../config/call-roles-schema.js';
+import * as A from '../contracts/span-attributes.js';
 import { GatewayError } from '../errors.js';
-import * as A from '../tracing/attributes.js';
 import { type CallRoleFacts, configuredRole } from './call-role-rules.js';
 import { HEADER_ROLLGATE_CALL_ROLE } from './headers.js';
 

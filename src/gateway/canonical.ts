@@ -1,6 +1,15 @@
-// The one canonical token-level record of a call (contracts.md §2.4, I4): prompt ids, response ids
+// The one canonical token-level record of a call (docs/real-engines.md): prompt ids, response ids
 // and chosen-token logprobs per choice, a status saying whether the call is trainable, and usage
-// (derived from the ids when the usage chunk never came, contracts.md §1.3 rule 3).
+// (derived from the ids when the usage chunk never came, docs/agent-view.md).
+
+import type {
+  CanonicalChoice,
+  CanonicalRecord,
+  CanonicalUsage,
+  CapturedCall,
+  CapturedChoice,
+  LogprobEntry,
+} from '../contracts/call-record.js';
 import {
   FINISH_REASON_VALUE_ABORT,
   LOGPROB_FLOOR,
@@ -20,35 +29,7 @@ import {
   type TokenIdsReason,
   type TokenIdsStatus,
   type TokenIdsUnavailableReason,
-} from '../tracing/attributes.js';
-import type { CapturedCall, CapturedChoice, CapturedUsage, LogprobEntry } from './call-capture.js';
-
-export interface CanonicalChoice {
-  readonly index: number;
-  /** This choice's prompt: its own ids (completions, one per prompt), else the call's. */
-  readonly promptTokenIds: readonly number[] | null;
-  readonly tokenIds: readonly number[] | null;
-  /** Same length as tokenIds, all finite and above the -9999 floor, else null (never padded). */
-  readonly logprobs: readonly number[] | null;
-  /** Why logprobs the engine sent were left out; null when kept or when none came. */
-  readonly logprobsDropped: LogprobsDropReason | null;
-}
-
-export interface CanonicalUsage extends CapturedUsage {
-  readonly derived: boolean;
-}
-
-export interface CanonicalRecord {
-  /** The first choice's prompt (chat: the call's one prompt). */
-  readonly promptTokenIds: readonly number[] | null;
-  readonly choices: readonly CanonicalChoice[];
-  readonly status: TokenIdsStatus;
-  /** Why the status is not ok; null when it is. */
-  readonly reason: TokenIdsReason | null;
-  /** Some choice ended with the engine's abort finish reason: a truncated answer that looks complete. */
-  readonly aborted: boolean;
-  readonly usage: CanonicalUsage | null;
-}
+} from '../contracts/span-attributes.js';
 
 const TOKEN_ID_PREFIX = 'token_id:';
 

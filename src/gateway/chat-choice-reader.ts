@@ -5,7 +5,7 @@
 // events are due (with the first chunk, or at the end of a stream that had none). The translator turns each piece
 // into its own events; this file only says, once, how a chunk is taken apart.
 
-import { FINISH_REASON_VALUE_ABORT } from '../tracing/attributes.js';
+import { FINISH_REASON_VALUE_ABORT } from '../contracts/span-attributes.js';
 import { isObj, type Obj } from './history/narrow.js';
 
 /** The engine ended the generation before the model did (a pause or weight update aborted it): not an answer. */

@@ -1,23 +1,24 @@
 // The forward path of one OpenAI call: choose the backend, rewrite the body, send it on the backend's
-// keep-alive pool, relay the answer and record the call as one span (architecture §3, §6).
+// keep-alive pool, relay the answer and record the call as one span (docs/architecture.md).
 // Upstream HTTP errors are data: they go back to the agent with their status. Only transport failures
 // and our own refusals throw (GatewayError), before any byte went out. Once headers are out, a
 // failure becomes an SSE error event. In every case the span is ended and, for attributed calls,
-// stored before the last byte reaches the agent (I3).
+// stored before the last byte reaches the agent.
 
 import { EventEmitter } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { type Attributes, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import type { Endpoint } from '../contracts/call-record.js';
+import * as A from '../contracts/span-attributes.js';
 import { GatewayError, isGatewayError, type OpenAIErrorBody } from '../errors.js';
 import type { Logger } from '../logger.js';
-import * as A from '../tracing/attributes.js';
 import { requestAttributes, responseAttributes, spanName } from '../tracing/call-attributes.js';
 import type { PendingSpanWrites, SpanWriteOutcome } from '../tracing/pending-writes.js';
 import type { AgentSink } from './agent-sink.js';
 import { type AgentView, type AgentViewStrip, agentViewStrip, viewJsonBody } from './agent-view.js';
 import { type BackendType, type RewrittenBody, type RolloutModeHint, rewriteBody } from './body-rewrite.js';
-import { CallCapture, type Endpoint } from './call-capture.js';
+import { CallCapture } from './call-capture.js';
 import { type CallRoleHints, callRoleAttributes } from './call-role.js';
 import type { CallRolesLookup } from './call-role-rules.js';
 import { canonicalRecord } from './canonical.js';
@@ -56,6 +57,7 @@ import {
   shouldUseResponseCache,
 } from './response-cache.js';
 import { StreamRelay, sseErrorEvent } from './stream-relay.js';
+import { BACKEND_DOWN_CODE } from './try-liveness.js';
 import { errorTypeOf, normaliseErrorJson } from './upstream-error.js';
 import { upstreamPayload } from './upstream-payload.js';
 import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from './upstream-tries.js';
@@ -176,6 +178,12 @@ function transportError(error: unknown): GatewayError {
   const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new GatewayError('upstream_timeout', 'The upstream model server timed out', { cause: error });
+  }
+  // Its backend was marked down mid-try and no other could take the call: retryable, later calls go elsewhere.
+  if (code === BACKEND_DOWN_CODE) {
+    return new GatewayError('no_backend', error instanceof Error ? error.message : 'The backend went down', {
+      cause: error,
+    });
   }
   return new GatewayError('upstream_unreachable', 'The upstream model server could not be reached', {
     cause: error,
@@ -443,7 +451,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (status >= 400) {
       outcome = A.STREAM_STATUS_VALUE_ERROR;
       errorType = String(status);
-      // The gateway already spent the retry budget; the SDK retrying too would multiply GPU work (pitfall 19).
+      // The gateway already spent the retry budget; the SDK retrying too would multiply GPU work (docs/failure-classes.md#19).
       if (run.retries > 0) headers[HEADER_SHOULD_RETRY] = 'false';
       for (const name of [HEADER_RETRY_AFTER, HEADER_RETRY_AFTER_MS]) {
         const value = headerString(response.headers[name]);
@@ -716,7 +724,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     run.model = route.model.name;
     run.idsUnavailable = rewritten.idsUnavailable;
     run.onRecordingFailure = route.model.recordingOnFailure ?? recording.onFailure;
-    // Every exit from here on frees the backend's in-flight slot, our own failures included (pitfall 46).
+    // Every exit from here on frees the backend's in-flight slot, our own failures included (docs/failure-classes.md#46).
     try {
       const { backend, model } = route;
       run.retries = sent.retries;

@@ -1,4 +1,4 @@
-// Puts the pause gate (pitfalls 46-47) in front of the forward path: a call takes an in-flight slot before it is
+// Puts the pause gate (docs/failure-classes.md (46-47)) in front of the forward path: a call takes an in-flight slot before it is
 // forwarded and gives it back only once forward() has returned, i.e. after the upstream response has closed, so
 // `inflight == 0` really means no backend is still generating for us. While paused, calls are refused (429 +
 // Retry-After + X-Agl-Paused) or held, by config, and nothing is recorded for them.

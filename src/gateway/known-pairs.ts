@@ -1,7 +1,7 @@
 // The (rollout, attempt) pairs the attribution step has already checked or registered, so a known pair costs
 // no store round trip. The store can drop a rollout behind the cache's back (a delete here, on another
 // replica, or by the watchdog); whoever learns of it calls `forgetRollout`, and the next call on that rollout
-// is checked again: re-registered when auto-create is on, else refused (pitfall 50).
+// is checked again: re-registered when auto-create is on, else refused (docs/failure-classes.md#50).
 // Bounded: when full it is cleared, which only costs one re-check per live pair.
 
 export interface KnownPairsOptions {

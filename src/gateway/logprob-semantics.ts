@@ -3,7 +3,7 @@
 // every one of those is neutral; otherwise the behaviour policy's logprobs need the server flag
 // `--logprobs-mode processed_logprobs` (declared per pool as `logprobsMode: processed`).
 import type { Attributes } from '@opentelemetry/api';
-import * as A from '../tracing/attributes.js';
+import * as A from '../contracts/span-attributes.js';
 import type { ResolvedRoute } from './model-registry.js';
 
 function isNumber(value: unknown): value is number {

@@ -1,4 +1,4 @@
-// Model pools for real GPU fleets (contracts.md §7.4, pitfalls 46-49): each model has a set of backends that
+// Model pools for real GPU fleets (docs/agl-v1.md, docs/failure-classes.md (46-49)): each model has a set of backends that
 // can be replaced atomically with a new model version, health (passive ejection + active /health probes),
 // per-backend in-flight counts and draining. Implements the forward path's `ModelRegistry`:
 // - a rollout's calls are placed by the pool's routing policy (rollout-router.ts, docs/routing.md) over the
@@ -9,7 +9,8 @@
 import type { BackendConfig, LogprobsMode, ModelConfig, PrefixCacheStrategy, SwapConfig } from '../../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { BackendHealth, type BackendHealthSnapshot } from './backend-health.js';
+import { AdapterVersions, type AdapterVersionsSnapshot } from './adapter-versions.js';
+import { BackendHealth, type BackendHealthSnapshot, type ProbeOutcome } from './backend-health.js';
 import type {
   Backend,
   ModelListing,
@@ -21,11 +22,14 @@ import type {
 } from './model-registry.js';
 import { createBackend, modelPolicy } from './model-registry.js';
 import { resetPrefixCaches } from './prefix-cache-reset.js';
+import { createProgressProbe, type ProgressProbe } from './progress-probe.js';
 import { createRetryPolicy, type RetryPolicy } from './retry-policy.js';
 import { RolloutRouter, type RoutingChoice } from './rollout-router.js';
 
 /** A probe that has not answered by then counts as failed. */
 const PROBE_TIMEOUT_MS = 2_000;
+/** How passive health names an error status a backend answered with (upstream-tries.ts). */
+const ANSWERED_ERROR = /^HTTP \d+$/;
 
 export interface PoolBackendSnapshot {
   readonly url: string;
@@ -52,7 +56,13 @@ export interface PoolSnapshot {
   /** What the backends' logprobs mean, as configured: an RL trainer checks it against its sampling. */
   readonly logprobs_mode: LogprobsMode;
   /** How a weight update treats in-flight generations (docs/weight-swaps.md). */
-  readonly swap: { readonly mode: SwapConfig['mode']; readonly verify_version: SwapConfig['verifyVersion'] };
+  readonly swap: {
+    readonly mode: SwapConfig['mode'];
+    readonly verify_version: SwapConfig['verifyVersion'];
+    readonly adapters: SwapConfig['adapters'];
+  };
+  /** Versioned adapters only: the name base, the versions resident, and what uses each (adapter-versions.ts). */
+  readonly adapter_versions?: AdapterVersionsSnapshot & { readonly base: string };
   readonly backends: readonly PoolBackendSnapshot[];
   /** Backends replaced by a newer version that still carry calls. */
   readonly retiring: readonly PoolBackendSnapshot[];
@@ -68,6 +78,11 @@ export interface ReplacePoolRequest {
    * are only marked `changed_in_flight`.
    */
   readonly frozen?: readonly string[];
+  /**
+   * Versioned adapters: the versions the engines still hold (the new one is always among them). Absent: the new
+   * version is added to those resident.
+   */
+  readonly resident?: readonly number[];
 }
 
 export interface PoolRegistry extends ModelRegistry {
@@ -104,6 +119,8 @@ interface PoolMember {
   readonly backend: Backend;
   readonly version: number;
   inflight: number;
+  /** Since when `inflight` has been above 0 without a break (progress liveness); null while idle. */
+  busySince: number | null;
   draining: boolean;
   retired: boolean;
 }
@@ -112,9 +129,13 @@ interface PoolEntry {
   readonly config: ModelConfig;
   readonly retry: RetryPolicy;
   policy: ModelPolicy;
+  /** Versioned adapters: the resident versions, pins and their policies; null for in-place pools. */
+  readonly adapters: { readonly versions: AdapterVersions; readonly policies: Map<number, ModelPolicy> } | null;
   members: readonly PoolMember[];
   readonly retiring: Set<PoolMember>;
   readonly health: BackendHealth;
+  /** Reads /metrics on the probe's schedule to find engines whose loop hangs while /health passes. */
+  readonly progress: ProgressProbe;
   readonly byBackend: Map<Backend, PoolMember>;
   readonly router: RolloutRouter;
   /** The last update of this pool; the next one starts after it settles. */
@@ -122,9 +143,11 @@ interface PoolEntry {
   readonly watchers: Set<VersionWatcher>;
   /** Per backend URL: resolvers of waitForIdle. */
   readonly idleWaiters: Map<string, Set<() => void>>;
+  /** Per backend URL: tries in flight that end at once when it is marked down (watchDown). */
+  readonly downWatchers: Map<string, Set<() => void>>;
 }
 
-/** The order contracts.md §7.4 hashes over: endpoint strings sorted by code unit, like Python's sorted(). */
+/** The order docs/agl-v1.md hashes over: endpoint strings sorted by code unit, like Python's sorted(). */
 function sortedByUrl(members: PoolMember[]): PoolMember[] {
   return members.sort((a, b) => (a.backend.url < b.backend.url ? -1 : a.backend.url > b.backend.url ? 1 : 0));
 }
@@ -144,7 +167,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
   let closing: Promise<void> | null = null;
 
   function probeFor(modelName: string) {
-    return async (url: string, signal: AbortSignal): Promise<boolean> => {
+    return async (url: string, signal: AbortSignal): Promise<ProbeOutcome> => {
       const entry = entries.get(modelName);
       if (entry === undefined) return false;
       const member = [...entry.members, ...entry.retiring].find((m) => m.backend.url === url);
@@ -157,7 +180,15 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
         signal: AbortSignal.any([signal, timeout]),
       });
       await response.body.dump();
-      return response.statusCode === 200;
+      if (response.statusCode !== 200) return false;
+      const stalled = await entry.progress.check({
+        backend: member.backend,
+        busySince: busySince(entry, url),
+        // Non-stream tries waiting for their answer's headers are what watchDown tracks.
+        awaiting: (entry.downWatchers.get(url)?.size ?? 0) > 0,
+        signal,
+      });
+      return stalled ?? true;
     };
   }
 
@@ -167,10 +198,12 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
         backend: createBackend(config, model),
         version: model.version,
         inflight: 0,
+        busySince: null,
         draining: false,
         retired: false,
       })),
     );
+    const downWatchers = new Map<string, Set<() => void>>();
     const health = new BackendHealth(
       members.map((m) => m.backend.url),
       {
@@ -184,20 +217,45 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
             model: model.name,
             backend: url,
           }),
+        onEjected: (url, reason) => {
+          // An error the backend answered (a 5xx) says it is alive: its other generations are left to finish.
+          // A failed probe, a stall or a lost connection says they will not.
+          if (ANSWERED_ERROR.test(reason)) return;
+          for (const listener of [...(downWatchers.get(url) ?? [])]) listener();
+        },
       },
     );
     const entry: PoolEntry = {
       config: model,
       retry: createRetryPolicy(model.retry),
       policy: modelPolicy(model, model.version),
+      adapters:
+        model.swap.adapters === 'versioned'
+          ? {
+              versions: new AdapterVersions({
+                version: model.version,
+                pinRollouts: model.swap.pinRollouts,
+                pinIdleMs: model.swap.pinIdleS * 1000,
+              }),
+              policies: new Map(),
+            }
+          : null,
       members,
       retiring: new Set(),
       byBackend: new Map(members.map((m) => [m.backend, m])),
       health,
+      progress: createProgressProbe({
+        model: model.name,
+        stallMs: model.health.progressStallMs,
+        intervalMs: model.health.intervalMs,
+        timeoutMs: PROBE_TIMEOUT_MS,
+        logger,
+      }),
       router: new RolloutRouter({ config: model.routing }),
       updating: Promise.resolve(),
       watchers: new Set(),
       idleWaiters: new Map(),
+      downWatchers,
     };
     entries.set(model.name, entry);
   }
@@ -236,6 +294,20 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     return entry.router.choose({ candidates, rolloutId: context.rolloutId });
   }
 
+  /** The policy of the version a call goes to: the current one, or its rollout's pinned adapter version. */
+  function policyFor(entry: PoolEntry, rolloutId: string | null): ModelPolicy {
+    const adapters = entry.adapters;
+    if (adapters === null) return entry.policy;
+    const version = adapters.versions.versionFor(rolloutId, entry.policy.version);
+    if (version === entry.policy.version) return entry.policy;
+    let policy = adapters.policies.get(version);
+    if (policy === undefined) {
+      policy = modelPolicy(entry.config, version);
+      adapters.policies.set(version, policy);
+    }
+    return policy;
+  }
+
   function memberSnapshot(member: PoolMember, health: Map<string, BackendHealthSnapshot>): PoolBackendSnapshot {
     const h = health.get(member.backend.url);
     return {
@@ -263,7 +335,19 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       },
       prefix_cache: entry.policy.prefixCache,
       logprobs_mode: entry.policy.logprobsMode,
-      swap: { mode: entry.config.swap.mode, verify_version: entry.config.swap.verifyVersion },
+      swap: {
+        mode: entry.config.swap.mode,
+        verify_version: entry.config.swap.verifyVersion,
+        adapters: entry.config.swap.adapters,
+      },
+      ...(entry.adapters === null
+        ? {}
+        : {
+            adapter_versions: {
+              base: entry.config.upstreamModel ?? entry.config.name,
+              ...entry.adapters.versions.snapshot(),
+            },
+          }),
       backends: entry.members.map((m) => memberSnapshot(m, health)),
       retiring: [...entry.retiring].map((m) => memberSnapshot(m, health)),
     };
@@ -274,7 +358,10 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     entry.retiring.delete(member);
     entry.byBackend.delete(member.backend);
     const stillUsed = entry.members.some((m) => m.backend.url === member.backend.url);
-    if (!stillUsed) entry.health.remove(member.backend.url);
+    if (!stillUsed) {
+      entry.health.remove(member.backend.url);
+      entry.progress.remove(member.backend.url);
+    }
     member.backend.pool.close().catch((error: unknown) => {
       logger.warn('closing a retired backend failed', { backend: member.backend.url, err: String(error) });
     });
@@ -289,6 +376,16 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       watcher.version = now;
       watcher.listener({ version: now, known: frozen.has(watcher.url) });
     }
+  }
+
+  /** The earliest `busySince` of the busy members serving `url` (a kept backend may be current and retiring). */
+  function busySince(entry: PoolEntry, url: string): number | null {
+    let since: number | null = null;
+    for (const m of [...entry.members, ...entry.retiring]) {
+      if (m.backend.url !== url || m.busySince === null) continue;
+      if (since === null || m.busySince < since) since = m.busySince;
+    }
+    return since;
   }
 
   function inflightOn(entry: PoolEntry, url: string): number {
@@ -311,6 +408,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
         backend: createBackend(config, entry.config),
         version: request.version,
         inflight: 0,
+        busySince: null,
         draining: false,
         retired: false,
       })),
@@ -340,12 +438,20 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     // The one step agents can observe: before it every call gets an old backend, after it a new one.
     entry.members = members;
     entry.policy = modelPolicy(entry.config, request.version);
+    if (entry.adapters !== null) {
+      const versions = entry.adapters.versions;
+      if (request.resident === undefined) versions.added(request.version);
+      else versions.setResident(request.resident, request.version);
+      const resident = new Set(versions.snapshot().resident);
+      for (const v of entry.adapters.policies.keys()) if (!resident.has(v)) entry.adapters.policies.delete(v);
+    }
     for (const member of old) {
       member.retired = true;
       entry.retiring.add(member);
       retireIfIdle(entry, member);
     }
-    notifyWatchers(entry, new Set(request.frozen ?? []));
+    // A versioned pool loads each version beside the others: the calls in flight keep their adapter.
+    if (entry.adapters === null) notifyWatchers(entry, new Set(request.frozen ?? []));
     logger.info('pool replaced', { model, version: request.version, backends: members.length });
     return poolSnapshot(entry);
   }
@@ -358,8 +464,9 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
         throw new GatewayError('no_backend', `No backend available for model '${entry.config.name}'`);
       }
       const rolloutId = context.rolloutId;
-      if (rolloutId === null || decision === null) return { model: entry.policy, backend: member.backend };
-      return { model: entry.policy, backend: member.backend, routing: { rolloutId, decision } };
+      const policy = policyFor(entry, rolloutId);
+      if (rolloutId === null || decision === null) return { model: policy, backend: member.backend };
+      return { model: policy, backend: member.backend, routing: { rolloutId, decision } };
     },
     retryPolicy(route) {
       return entries.get(route.model.name)?.retry ?? null;
@@ -368,8 +475,10 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       const entry = entries.get(route.model.name);
       const member = entry?.byBackend.get(route.backend);
       if (entry === undefined || member === undefined) return () => undefined;
+      if (member.inflight === 0) member.busySince = Date.now();
       member.inflight += 1;
       entry.router.sent();
+      const endVersion = entry.adapters?.versions.begin(route.model.version);
       // Only a call that is sent moves its rollout: resolves that never reach begin leave the map as it was.
       const routing = route.routing;
       const releaseRollout =
@@ -379,6 +488,8 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
         if (done) return;
         done = true;
         member.inflight -= 1;
+        if (member.inflight === 0) member.busySince = null;
+        endVersion?.();
         releaseRollout?.();
         retireIfIdle(entry, member);
         notifyIdle(entry, member.backend.url);
@@ -387,7 +498,8 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     watchVersion(route, listener) {
       const entry = entries.get(route.model.name);
       const member = entry?.byBackend.get(route.backend);
-      if (entry === undefined || member === undefined) return () => undefined;
+      // Versioned adapters: nothing changes under a call (its adapter stays loaded), so there is nothing to watch.
+      if (entry === undefined || member === undefined || entry.adapters !== null) return () => undefined;
       const watcher: VersionWatcher = { url: member.backend.url, version: member.version, listener };
       const now = entry.members.find((m) => m.backend.url === watcher.url)?.version;
       if (now !== undefined && now !== watcher.version) {
@@ -398,6 +510,22 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       entry.watchers.add(watcher);
       return () => {
         entry.watchers.delete(watcher);
+      };
+    },
+    watchDown(route, listener) {
+      const entry = entries.get(route.model.name);
+      if (entry === undefined) return () => undefined;
+      const url = route.backend.url;
+      let set = entry.downWatchers.get(url);
+      if (set === undefined) {
+        set = new Set();
+        entry.downWatchers.set(url, set);
+      }
+      const watchers = set;
+      watchers.add(listener);
+      return () => {
+        watchers.delete(listener);
+        if (watchers.size === 0 && entry.downWatchers.get(url) === watchers) entry.downWatchers.delete(url);
       };
     },
     waitForIdle({ model, url, signal }) {
@@ -428,6 +556,8 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       const entry = entries.get(route.model.name);
       const member = entry?.byBackend.get(route.backend);
       if (entry === undefined || member === undefined || !member.retired) return false;
+      // Versioned adapters: the call's own adapter stayed loaded, whatever the pool's version is now.
+      if (entry.adapters !== null) return false;
       // A retired server that is not in the new set kept its weights (blue/green): its tokens are all one version.
       return entry.members.some((m) => m.backend.url === member.backend.url && m.version !== member.version);
     },

@@ -5,6 +5,7 @@ import { Pool } from 'undici';
 import type { HistoryConfig } from '../../config/history-schema.js';
 import type { LogprobsMode, ModelConfig, PrefixCacheStrategy } from '../../config/schema.js';
 import { GatewayError } from '../errors.js';
+import { adapterName } from './adapter-versions.js';
 import type { AgentView } from './agent-view.js';
 import type { BackendType, LogprobsPolicy } from './body-rewrite.js';
 import { versionCacheSalt } from './cache-salt.js';
@@ -23,7 +24,7 @@ export interface Backend {
   readonly port: number;
   /** Path prefix the OpenAI paths go under, without a trailing slash (e.g. `/v1`). */
   readonly basePath: string;
-  /** Header value sent upstream; the agent's own key never is (pitfall 62). */
+  /** Header value sent upstream; the agent's own key never is (docs/failure-classes.md#62). */
   readonly authorization: string | null;
   readonly pool: Pool;
 }
@@ -52,13 +53,20 @@ export interface ModelPolicy {
   readonly recordingOnFailure: RecordingFailurePolicy | null;
 }
 
+/** The name sent upstream at `version`: versioned adapters each have their own (adapter-versions.ts). */
+function upstreamModelOf(model: ModelConfig, version: number): string | null {
+  if (model.upstreamModel === null) return null;
+  const base = model.upstreamModel ?? model.name;
+  return model.swap.adapters === 'versioned' ? adapterName({ base, version }) : base;
+}
+
 /** A model's policy at one version. A new object per version: a call keeps the one it was sent under. */
 export function modelPolicy(model: ModelConfig, version: number): ModelPolicy {
   const strategy = model.prefixCache.strategy;
   return {
     name: model.name,
     // null: the pool maps nothing (the quick-start --backend without --model does not know the backend's name).
-    upstreamModel: model.upstreamModel === null ? null : (model.upstreamModel ?? model.name),
+    upstreamModel: upstreamModelOf(model, version),
     tokenIds: model.tokenIds,
     logprobs: model.logprobs,
     logprobsMode: model.logprobsMode,
@@ -124,6 +132,12 @@ export interface ModelRegistry {
    * the unsubscribe function.
    */
   watchVersion?(route: ResolvedRoute, listener: (change: VersionChange) => void): () => void;
+  /**
+   * Tells `listener` when the route's backend is marked down (health probes, or stalls seen by other calls), so a
+   * try still waiting for its answer can end at once instead of at its first-byte timeout. Returns the
+   * unsubscribe function.
+   */
+  watchDown?(route: ResolvedRoute, listener: () => void): () => void;
   close(): Promise<void>;
 }
 

@@ -1,8 +1,8 @@
-// Pause/drain for weight updates (contracts.md §7.6, pitfalls 46-47). A call enters the gate before it is
+// Pause/drain for weight updates (docs/agl-v1.md, docs/failure-classes.md (46-47)). A call enters the gate before it is
 // forwarded and releases its slot only when the upstream response has fully closed, so `inflight == 0`
 // really means no backend is still generating. While paused, new calls are refused with 429 + Retry-After
 // (mode "reject"), or held until resume for at most `maxHoldMs` (mode "hold"). A pause that outlives
-// `alertAfterS` is reported once through `onOverdue` (pitfall 47: a forgotten resume must page someone); it is
+// `alertAfterS` is reported once through `onOverdue` (docs/failure-classes.md#47: a forgotten resume must page someone); it is
 // never lifted by the gate itself, since resuming mid weight-load would serve half-loaded weights.
 import { GatewayError } from '../errors.js';
 import { HEADER_AGL_PAUSED } from './headers.js';

@@ -20,7 +20,7 @@ const RESPONSE_CACHE_TTL_MS = 60 * 60 * 1000;
 
 export interface ProxyOptions {
   readonly config: Pick<RollgateConfig, 'models' | 'tracing'>;
-  /** Writes attributed spans to the store and lets the gateway await each write (I3). */
+  /** Writes attributed spans to the store and lets the gateway await each write (docs/durability.md). */
   readonly spanWriter: SpanProcessor & PendingSpanWrites;
   /** More processors, e.g. a batch OTLP exporter that must never delay a call. */
   readonly extraSpanProcessors?: readonly SpanProcessor[];

@@ -1,4 +1,4 @@
-// Response cache for deterministic evaluation calls (architecture.md §5): when an algorithm evaluates the
+// Response cache for deterministic evaluation calls (docs/architecture.md): when an algorithm evaluates the
 // same prompt on the same task again (APO re-scores beam members, evaluate re-runs a dataset), a
 // temperature-0 call is answered from here instead of a GPU. Only calls that opt in are cached: the request
 // carries `x-rollgate-cache: on`, or its rollout's metadata sets `rollgate.response_cache: true` (APO and

@@ -1,10 +1,10 @@
-// The OpenAI Responses API (`/v1/responses`, contracts.md §1.7) read into the same captured-call shape as chat:
+// The OpenAI Responses API (`/v1/responses`, docs/gateway.md) read into the same captured-call shape as chat:
 // a Responses object is one assistant turn whose output items are text, reasoning, refusals and function calls.
 // Streams are named events; the terminal event (`response.completed` / `.incomplete` / `.failed`) carries the
 // whole object, so deltas only matter for a stream cut before it. Token ids come only from vLLM's raw messages
 // (`enable_response_messages`: `input_messages` / `output_messages` items `{type: "raw_message_tokens", message,
 // tokens}`), logprobs from the output_text parts (`include: ["message.output_text.logprobs"]`).
-import type { CapturedChoice, CapturedToolCall, LogprobEntry } from './call-capture.js';
+import type { CapturedChoice, CapturedToolCall, LogprobEntry } from '../contracts/call-record.js';
 
 type Obj = Record<string, unknown>;
 

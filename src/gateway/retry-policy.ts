@@ -1,4 +1,4 @@
-// Upstream retry decisions (issue: retries before the first byte only). Exponential backoff with full
+// Upstream retry decisions: retries happen before the first byte only. Exponential backoff with full
 // jitter, capped, and a server's Retry-After honoured when it is longer (but never beyond the cap, so one
 // slow backend cannot park agents for minutes: the SDK's own retries cover longer outages).
 

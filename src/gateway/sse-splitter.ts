@@ -1,7 +1,7 @@
-// Incremental, byte-level splitter of a server-sent-event stream into whole events (contracts.md §1.2).
+// Incremental, byte-level splitter of a server-sent-event stream into whole events (docs/gateway.md).
 // Only the bytes of each new chunk are scanned; an event split across reads is kept as a list of
 // pieces and joined once when its blank line arrives, so a stream fed one byte at a time stays linear
-// (pitfalls.md A.5). Line ends may be LF, CRLF or CR. Nothing is decoded here: multi-byte UTF-8
+// (docs/failure-classes.md#5). Line ends may be LF, CRLF or CR. Nothing is decoded here: multi-byte UTF-8
 // characters split across reads are only turned into text once their event is complete.
 
 const LF = 0x0a;

@@ -1,4 +1,4 @@
-// Sticky backend choice (contracts.md §7.4): index = first 8 bytes of sha256(rollout id) as an unsigned
+// Sticky backend choice (docs/agl-v1.md): index = first 8 bytes of sha256(rollout id) as an unsigned
 // big-endian 64-bit integer, modulo the number of backends, over the backends sorted by endpoint string.
 // BigInt keeps it bit-exact with agent-lightning v1's Python (JS numbers lose precision above 2^53), so
 // every gateway replica, in either language, routes a rollout to the same vLLM server (prefix-cache reuse).

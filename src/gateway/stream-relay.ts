@@ -1,16 +1,20 @@
 // Relays an upstream SSE stream to the agent while teeing each event into the call capture
-// (architecture §3.5). Complete events are forwarded as they arrive; consecutive untouched events of
+// (docs/architecture.md). Complete events are forwarded as they arrive; consecutive untouched events of
 // one read go out as one slice of undici's own buffer (no copy, no re-serialisation). Only four
 // kinds of event are not forwarded verbatim: the injected usage chunk (consumed when the agent did
-// not ask for usage), `"usage": null` members in that case (removed, contracts.md §1.3), chunks
+// not ask for usage), `"usage": null` members in that case (removed, docs/agent-view.md), chunks
 // carrying token ids or logprobs the gateway injected (nulled, or dropped when they carried nothing
 // else: agent-view.ts; the capture has read them first), and `data: [DONE]`, which is held until the
-// span is in the store (I3). Responses API streams (named events, no
-// [DONE], pitfall A.10) are forwarded untouched; their terminal event is the one held back instead.
+// span is in the store (docs/durability.md). Responses API streams (named events, no
+// [DONE], docs/failure-classes.md#10) are forwarded untouched; their terminal event is the one held back instead.
+// A sink that reads chunks rather than bytes (a translating sink: AgentSink.writeChunk) gets each chat or
+// completions chunk as parsed here, so a translated stream is split and parsed once.
+
+import type { Endpoint } from '../contracts/call-record.js';
 import type { OpenAIErrorBody } from '../errors.js';
 import type { AgentSink } from './agent-sink.js';
 import { type AgentViewStrip, strippedObject, viewStreamEvent } from './agent-view.js';
-import type { CallCapture, Endpoint } from './call-capture.js';
+import type { CallCapture } from './call-capture.js';
 import { RESPONSES_TERMINAL_EVENTS } from './responses-capture.js';
 import { readSseFields } from './sse-event.js';
 import { type SseEventHandler, SseSplitter } from './sse-splitter.js';
@@ -203,6 +207,16 @@ export class StreamRelay implements SseEventHandler {
       }
       out = viewed;
     }
+    if (strip === null && this.#sink.writeChunk !== undefined) {
+      // A translating sink reads the chunk itself: hand it the parsed one (without the `usage: null` the agent did
+      // not ask for, as the bytes path cuts it) instead of bytes it would split and parse again.
+      this.#flushRun();
+      if (dropsUsage && parsed.usage === null) {
+        const { usage: _usage, ...rest } = parsed;
+        this.#writeChunk(rest);
+      } else this.#writeChunk(parsed);
+      return;
+    }
     if (dropsUsage && parsed.usage === null) {
       this.#flushRun();
       this.#write(
@@ -247,6 +261,14 @@ export class StreamRelay implements SseEventHandler {
       this.#hooks.onFirstEvent();
     }
     if (!this.#sink.write(bytes)) this.#writable = false;
+  }
+
+  #writeChunk(chunk: Readonly<Record<string, unknown>>): void {
+    if (!this.#sentFirst) {
+      this.#sentFirst = true;
+      this.#hooks.onFirstEvent();
+    }
+    if (this.#sink.writeChunk?.(chunk) === false) this.#writable = false;
   }
 
   #fail(error: OpenAIErrorBody): void {

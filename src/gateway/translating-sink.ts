@@ -23,7 +23,7 @@ const STATUS_RATE_LIMITED = 429;
 
 /** One stream's translation: each parsed chat chunk, upstream's `[DONE]`, or the relay's error event to events. */
 export interface StreamTranslation {
-  chunk(chunk: Record<string, unknown>): string;
+  chunk(chunk: Readonly<Record<string, unknown>>): string;
   finish(): string;
   /** The relay's own error event (`{error: {...}}`, OpenAI-shaped): the stream's failure in the agent's API. */
   fail(error: unknown): string;
@@ -112,6 +112,13 @@ export class TranslatingSink implements AgentSink, SseEventHandler {
       return true;
     }
     return this.#translate(chunk);
+  }
+
+  /** A chunk the relay parsed already (agent-sink.ts): translated without splitting or parsing its event again. */
+  writeChunk(chunk: Readonly<Record<string, unknown>>): boolean {
+    if (this.#mode !== 'stream' || this.#closed) return true;
+    const out = (this.#translation as StreamTranslation).chunk(chunk);
+    return out === '' || this.#agent.write(Buffer.from(out));
   }
 
   end(chunk?: Uint8Array): this {

@@ -1,4 +1,4 @@
-// Upstream errors as OpenAI-shaped bodies (contracts.md §1.4, pitfall 17). vLLM sends `code` as the
+// Upstream errors as OpenAI-shaped bodies (docs/gateway.md, docs/failure-classes.md#17). vLLM sends `code` as the
 // HTTP status (an int); openai-node types it as a string, so it becomes one. Non-JSON bodies are not
 // touched here: the caller passes them through with their status and content type.
 import { type OpenAIErrorBody, openAIErrorBody } from '../errors.js';

@@ -1,4 +1,4 @@
-// Sends one call upstream with retries and fail-over (contracts.md §7.5, pitfall 19): a try is repeated on a
+// Sends one call upstream with retries and fail-over (docs/agl-v1.md, docs/failure-classes.md#19): a try is repeated on a
 // connect error, a timeout before the first byte, or a status in the pool's retry set, on another backend when
 // there is one, after an exponential, jittered backoff that honours Retry-After. Nothing is retried once a
 // response is handed back (the caller has not written a byte before that). When a call takes more than one try,
@@ -15,10 +15,11 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
-import * as A from '../tracing/attributes.js';
+import * as A from '../contracts/span-attributes.js';
 import { HEADER_RETRY_AFTER, HEADER_RETRY_AFTER_MS } from './headers.js';
 import type { ModelRegistry, ResolveContext, ResolvedRoute } from './model-registry.js';
 import { isRetryableStatus, parseRetryAfterMs, retryDelayMs } from './retry-policy.js';
+import { BackendDownError, type TryLiveness, tryLiveness } from './try-liveness.js';
 
 export interface UpstreamRequest {
   readonly path: string;
@@ -161,14 +162,32 @@ function recordTry(record: TryRecord): void {
   span.end();
 }
 
+/**
+ * A non-stream try's own abort source, which also ends when its backend is marked down (try-liveness.ts); null
+ * for a stream, whose headers come at once and whose silences the idle timeout bounds.
+ */
+function livenessFor<T>(options: SendOptions<T>, route: ResolvedRoute, request: UpstreamRequest): TryLiveness | null {
+  const { registry } = options;
+  if (request.stream === true || registry.watchDown === undefined) return null;
+  return tryLiveness({
+    call: options.signal,
+    callAborted: options.aborted,
+    watchDown: (listener) => registry.watchDown?.(route, listener) ?? (() => undefined),
+  });
+}
+
 export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpstream<T>> {
   const { registry, tracer, signal } = options;
   const tried = new Set<string>();
+  /** Backends marked down under one of this call's tries: a retry never goes back to one (panic routing would). */
+  const down = new Map<string, BackendDownError>();
   const startedMs = performance.now();
   let retries = 0;
   for (;;) {
     // Resolved afresh per try: a replaced pool or an ejected backend is seen at once.
     const route = registry.resolve(options.modelName, { ...options.context, exclude: tried });
+    const wentDown = down.get(route.backend.url);
+    if (wentDown !== undefined) throw new UpstreamTriesFailed(wentDown, retries - 1);
     const policy = registry.retryPolicy?.(route) ?? null;
     const maxTries = policy?.maxAttempts ?? 1;
     const { request, data } = options.build(route);
@@ -179,6 +198,7 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
     const lastTry = retries + 1 >= maxTries;
     // No retry may start past the total budget: its wait alone would overrun it.
     const budgetAllows = (delayMs: number) => performance.now() - startedMs + delayMs < totalMs;
+    const liveness = livenessFor(options, route, request);
     let response: Dispatcher.ResponseData;
     try {
       response = await route.backend.pool.request({
@@ -186,22 +206,27 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
         method: 'POST',
         headers: request.headers,
         body: request.body,
-        signal,
+        signal: liveness?.signal ?? signal,
         ...(request.stream === true
           ? { headersTimeout: Math.min(route.model.firstByteTimeoutMs, route.model.idleTimeoutMs) }
           : {}),
       });
-    } catch (error) {
+    } catch (caught) {
       release();
+      liveness?.dispose();
+      const backendDown = liveness?.down() === true && !options.aborted();
+      const error = backendDown ? new BackendDownError(route.backend.url) : caught;
+      if (backendDown) down.set(route.backend.url, error as BackendDownError);
       const code = errorCode(error);
       const errorType = code || 'transport';
       if (options.aborted()) {
         if (retries > 0) recordTry({ ...tryBase, errorType, failure: errorType });
         throw error;
       }
-      const retryable = RETRYABLE_ERROR_CODES.has(code);
+      // A backend marked down is already out of the healthy set: no second report of the same outage.
+      const retryable = backendDown || RETRYABLE_ERROR_CODES.has(code);
       // First-byte timeouts count too: with generation-sized limits, a backend that stays silent that long is stalled.
-      registry.report?.(route, { ok: false, reason: errorType });
+      if (!backendDown) registry.report?.(route, { ok: false, reason: errorType });
       const delayMs = retryable && !lastTry && policy !== null ? retryDelayMs(policy, { retry: retries }) : null;
       const retrying = delayMs !== null && budgetAllows(delayMs);
       if (retrying || retries > 0) recordTry({ ...tryBase, errorType, failure: errorType });
@@ -210,6 +235,9 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       retries += 1;
       continue;
     }
+    // The answer has begun: its body is bounded by the body timeout. The call's abort is followed until it closes.
+    liveness?.unwatch();
+    if (liveness !== null) response.body.once('close', liveness.dispose);
     // From here the backend has answered: whatever throws before the answer is handed over frees the slot.
     try {
       const status = response.statusCode;
@@ -257,7 +285,7 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
         data,
         retries,
         // The slot is freed when the upstream body has closed, not when the agent got its last byte: the relay
-        // answers at [DONE] and leaves the rest of the body to drain (pitfall 46).
+        // answers at [DONE] and leaves the rest of the body to drain (docs/failure-classes.md#46).
         release: () => {
           const body = response.body;
           if (body.closed) {

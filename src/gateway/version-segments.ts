@@ -6,7 +6,7 @@
 // `changed_in_flight` as a whole, which is what a call whose change point is unknown (non-stream answers, changes
 // before the call could watch) still gets.
 import type { Attributes } from '@opentelemetry/api';
-import * as A from '../tracing/attributes.js';
+import * as A from '../contracts/span-attributes.js';
 import type { ModelRegistry, ResolvedRoute, VersionChange } from './model-registry.js';
 
 /** `[start, end, version]`: response ids `start..end-1` were computed by `version`. */

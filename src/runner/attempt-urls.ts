@@ -1,4 +1,4 @@
-// Where an attempt's agent sends its LLM calls and its reward (contracts.md §1.8, §3.9).
+// Where an attempt's agent sends its LLM calls and its reward (docs/gateway.md, docs/store.md).
 
 /** The gateway root with any trailing `/` and `/v1` removed, so both `http://gw` and `http://gw/v1/` work. */
 export function normalizeGatewayUrl(gatewayUrl: string): string {

@@ -32,7 +32,7 @@ export async function postReward(options: PostRewardOptions): Promise<void> {
   } catch (error: unknown) {
     throw new RewardPostError('reward endpoint unreachable', { status: null, cause: error });
   }
-  // Drain the body either way so the keep-alive connection is reused (pitfalls.md 42).
+  // Drain the body either way so the keep-alive connection is reused (docs/failure-classes.md#42).
   const text = await response.text();
   if (!response.ok) {
     throw new RewardPostError(`reward endpoint answered ${response.status}: ${text.slice(0, 500)}`, {

@@ -1,7 +1,7 @@
 // The runner core: claims queued rollouts from a LightningStore and runs one attempt per claim, at most
 // `concurrency` at once, through an executor (a process per attempt, or an in-process async function).
 //
-// Store protocol per attempt (contracts.md §3.3-3.5):
+// Store protocol per attempt (docs/architecture.md):
 //   dequeueRollout({worker_id: slot})           claim; the slot's worker becomes busy
 //   updateAttempt(status: running)              the agent has started
 //   updateAttempt(last_heartbeat_time) / tick   keeps `unresponsive_seconds` from firing while the agent lives

@@ -49,7 +49,7 @@ export type AttemptExecutor = (ctx: AttemptContext) => Promise<AttemptOutcome>;
 
 /**
  * How an attempt ended for the runner. `cancelled`: the rollout was cancelled meanwhile; the attempt's status is
- * then left as it is, because writing one would move the rollout out of `cancelled` (contracts.md §3.3).
+ * then left as it is, because writing one would move the rollout out of `cancelled` (docs/architecture.md).
  */
 export type FinalAttemptStatus = 'succeeded' | 'failed' | 'timeout' | 'cancelled';
 

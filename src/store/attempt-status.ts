@@ -1,4 +1,4 @@
-// contracts.md §3.4: the attempt state machine as a pure function (no I/O, no clock reads).
+// docs/architecture.md: the attempt state machine as a pure function (no I/O, no clock reads).
 import { assertNever } from './assert-never.js';
 import type { Attempt, AttemptStatus, RolloutConfig } from './types.js';
 
@@ -17,7 +17,7 @@ export type AttemptEvent =
   | { kind: 'heartbeat' }
   /** update_attempt(status=…). */
   | { kind: 'status_updated'; status: AttemptStatus }
-  /** Periodic scan (contracts.md §3.6); only meaningful for attempts in WATCHED_ATTEMPT_STATUSES. */
+  /** Periodic scan (docs/architecture.md); only meaningful for attempts in WATCHED_ATTEMPT_STATUSES. */
   | { kind: 'watchdog'; config: Pick<RolloutConfig, 'timeout_seconds' | 'unresponsive_seconds'> };
 
 export interface AttemptTransition extends AttemptState {

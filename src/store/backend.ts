@@ -2,9 +2,13 @@
 // runs to completion without yielding, which is what makes each one atomic to concurrent callers.
 // Objects passed in and returned are owned by the backend: CoreStore never mutates them in place (it writes new
 // objects with put*), and copies them before handing them to callers.
+import type { ValidatedPage } from './query.js';
 import type {
   Attempt,
+  AttemptedRollout,
   CompletionEntry,
+  FilterLogic,
+  PaginatedResult,
   ResourcesUpdate,
   Rollout,
   RolloutStatus,
@@ -27,6 +31,15 @@ export interface PendingKeys {
   readonly resources?: boolean;
 }
 
+/** A rollout list request (queryRollouts' filters, validated page) that a backend may evaluate itself. */
+export interface RolloutPageRequest {
+  readonly statusIn: readonly RolloutStatus[] | null;
+  readonly idIn: readonly string[] | null;
+  readonly idContains: string | null;
+  readonly logic: FilterLogic;
+  readonly page: ValidatedPage;
+}
+
 export interface StoreBackend {
   readonly name: string;
   readonly capabilities: StoreCapabilities;
@@ -38,6 +51,12 @@ export interface StoreBackend {
   /** Rollouts in the running set (watchdog candidates). */
   activeRollouts(): Rollout[];
   rolloutCount(): number;
+  /**
+   * The page `request` asks for, filtered, sorted and counted by the backend from its own indexes, each rollout
+   * with its latest attempt (if any), so a paged request never builds every rollout in memory; undefined when it
+   * cannot (that sort): the caller pages listRollouts() itself. Absent: always the caller.
+   */
+  pageRollouts?(request: RolloutPageRequest): PaginatedResult<Rollout | AttemptedRollout> | undefined;
 
   isQueued(rolloutId: string): boolean;
   enqueue(rolloutId: string): void;

@@ -1,4 +1,4 @@
-// The LightningStore contract (contracts.md §3) over a synchronous StoreBackend. Every public method does its
+// The LightningStore contract (docs/architecture.md) over a synchronous StoreBackend. Every public method does its
 // reads and writes without yielding, so each appears atomic to concurrent callers; then it awaits the
 // backend's durability point (a no-op in memory, the batched commit for SQLite) before answering.
 // A failed commit changes nothing: the backend undoes the failed unit before its caller hears of it. Reads first
@@ -10,6 +10,7 @@ import type { Logger } from './../logger.js';
 import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js';
 import { EVICTED, type PendingKeys, type StoreBackend } from './backend.js';
 import { validateCompletionQuery } from './completion-query.js';
+import { DeletionListeners, type RolloutDeletedListener } from './deletion-listeners.js';
 import { StoreError } from './errors.js';
 import { emptyHistoryTotals, historyStatusOf, historyTotalsOf, withHistoryStatus } from './history-totals.js';
 import { newAttemptId, newResourcesId, newRolloutId } from './ids.js';
@@ -34,6 +35,8 @@ import {
   ROLLOUT_FIELDS,
   SPAN_FIELDS,
   sortAndPage,
+  sortedFilterPage,
+  type ValidatedPage,
   validateFilterLogic,
   validatePage,
   WORKER_FIELDS,
@@ -120,6 +123,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   protected readonly backend: StoreBackend;
   protected readonly logger: Logger | undefined;
   readonly #waiters = new WaiterRegistry();
+  readonly #deletions = new DeletionListeners();
   readonly #queueSignal = new QueueSignal();
   readonly #watchdog: Watchdog;
   readonly #startedAt = Date.now();
@@ -320,7 +324,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async nextSequenceId(rolloutId: string, _attemptId?: string | null): Promise<number> {
-    // An in-process increment (pitfall 31); it waits only when the backend must first persist a new id block.
+    // An in-process increment (docs/failure-classes.md#31); it waits only when the backend must first persist a new id block.
     const id = this.backend.allocateSequenceIds(rolloutId, 1);
     await this.backend.sequencesDurable();
     return id;
@@ -349,10 +353,28 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     }
     const needle = query.rollout_id_contains;
     if (needle != null) filters.push((r) => contains(r.rollout_id, needle));
+    // A backend with indexes (SQLite) serves the page itself, latest attempts included, so it never builds every
+    // rollout in memory nor reads the page's attempts one rollout at a time.
+    const served = this.backend.pageRollouts?.({
+      statusIn: query.status_in ?? null,
+      idIn: query.rollout_id_in ?? null,
+      idContains: needle ?? null,
+      logic,
+      page,
+    });
+    if (served !== undefined) return clone(served);
     const match = combineFilters(filters, logic);
-    const items = this.backend.listRollouts().filter(match);
-    const result = sortAndPage(items, page);
+    const result = this.#pageInProcess({ rollouts: this.backend.listRollouts(), match, page });
     return clone({ ...result, items: result.items.map((r) => this.#withLatestAttempt(r)) });
+  }
+
+  #pageInProcess(options: {
+    rollouts: Rollout[];
+    match: (rollout: Rollout) => boolean;
+    page: ValidatedPage;
+  }): PaginatedResult<Rollout> {
+    const { rollouts, match, page } = options;
+    return sortedFilterPage(rollouts, { match, page });
   }
 
   async queryAttempts(rolloutId: string, query: AttemptQuery = {}): Promise<PaginatedResult<Attempt>> {
@@ -468,9 +490,27 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   async deleteRollout(rolloutId: string): Promise<boolean> {
     const existed = this.backend.deleteRollout(rolloutId);
     // Waiters on a deleted rollout stop waiting for it: it is simply absent from their result.
-    if (existed) this.#waiters.notify(rolloutId);
+    if (existed) {
+      this.#waiters.notify(rolloutId);
+      this.#deletions.notify(rolloutId);
+    }
     await this.backend.durable();
     return existed;
+  }
+
+  /**
+   * Retention's delete (retention.ts): only a finished rollout goes, checked and deleted in one synchronous step,
+   * so a rollout that a concurrent request just requeued or restarted is never removed under it.
+   */
+  async deleteFinishedRollout(rolloutId: string): Promise<boolean> {
+    this.#settle({ rolloutIds: [rolloutId] });
+    const rollout = this.backend.getRollout(rolloutId);
+    if (rollout === undefined || !isTerminalStatus(rollout.status)) return false;
+    return this.deleteRollout(rolloutId);
+  }
+
+  onRolloutDeleted(listener: RolloutDeletedListener): () => void {
+    return this.#deletions.subscribe(listener);
   }
 
   async queryCompletions(query: CompletionQuery = {}): Promise<CompletionPage> {
@@ -585,7 +625,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     await this.backend.close();
   }
 
-  /** Runs one watchdog scan now (contracts.md §3.6); the timer calls this too. */
+  /** Runs one watchdog scan now (docs/architecture.md); the timer calls this too. */
   runWatchdog(): void {
     this.#scanAsUnit();
   }
@@ -789,7 +829,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     return span;
   }
 
-  /** A span is a heartbeat for its attempt (§3.4) and may promote the rollout (§3.3). */
+  /** A span is a heartbeat for its attempt (docs/architecture.md) and may promote the rollout (docs/architecture.md). */
   #heartbeat(rolloutId: string, attemptId: string, now: number): void {
     const attempt = this.backend.getAttempt(rolloutId, attemptId);
     const rollout = this.backend.getRollout(rolloutId);

@@ -11,11 +11,14 @@ import type { LightningStore } from './types.js';
 
 export interface CreateStoreOptions {
   logger?: Logger;
-  /** Watchdog timer period (contracts.md §3.6); default 1000 ms. */
+  /** Watchdog timer period (docs/architecture.md); default 1000 ms. */
   watchdogIntervalMs?: number;
 }
 
-export async function createStore(config: StoreConfig, options: CreateStoreOptions = {}): Promise<LightningStore> {
+export async function createStore(
+  config: Omit<StoreConfig, 'retention'>,
+  options: CreateStoreOptions = {},
+): Promise<LightningStore> {
   const common = {
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.watchdogIntervalMs === undefined ? {} : { watchdogIntervalMs: options.watchdogIntervalMs }),

@@ -1,7 +1,7 @@
 // Per-rollout totals of the faithful-history statuses its calls were recorded with (docs/trajectories.md), kept
 // by every backend as spans arrive, so "how often did this rollout fork or heal" is one rollout read instead of
 // a scan of its spans.
-import { ATTR_HISTORY_STATUS } from '../tracing/attributes.js';
+import { ATTR_HISTORY_STATUS } from '../contracts/span-attributes.js';
 import type { HistoryTotals, Span } from './types.js';
 
 const STATUSES = ['linear', 'healed', 'forked', 'bypassed'] as const satisfies ReadonlyArray<keyof HistoryTotals>;

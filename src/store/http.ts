@@ -1,13 +1,16 @@
 // LightningStore over the /v1/agl/* REST API (routes/store-api.ts), so runners and algorithms in other processes
 // use the same interface. Uses the global fetch (msw can intercept it in tests). Retry rules follow
-// agent-lightning v0.3's client (contracts.md §3.10) with two fixes: enqueue/start carry an Idempotency-Key so a
-// retry never duplicates a rollout (pitfall 22), and not-found is a 404 that is never retried (pitfall 38).
+// agent-lightning v0.3's client (docs/store.md) with two fixes: enqueue/start carry an Idempotency-Key so a
+// retry never duplicates a rollout (docs/failure-classes.md#22), and not-found is a 404 that is never retried (docs/failure-classes.md#38).
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpCallError } from '../http-call-error.js';
+import { DeletionListeners, type RolloutDeletedListener } from './deletion-listeners.js';
 import { StoreError, type StoreErrorCode } from './errors.js';
+import { followPages } from './follow-pages.js';
 import { validWaitMs } from './input-validation.js';
+import { STORE_API_MAX_PAGE } from './page-limits.js';
 import type {
   Attempt,
   AttemptedRollout,
@@ -106,6 +109,7 @@ export class HttpStore implements LightningStore {
   readonly #probeDelaysMs: readonly number[];
   readonly #timeoutMs: number;
   readonly #closed = new AbortController();
+  readonly #deletions = new DeletionListeners();
 
   constructor(options: HttpStoreOptions) {
     this.#root = options.baseUrl.replace(/\/+$/, '');
@@ -160,7 +164,7 @@ export class HttpStore implements LightningStore {
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
     } catch (error) {
-      // The caller's mistakes surface; a transport failure means "nothing claimed this time" (contracts.md §3.10),
+      // The caller's mistakes surface; a transport failure means "nothing claimed this time" (docs/store.md),
       // and so does the caller's own abort (the server's wait ends with the connection, claiming nothing).
       if (error instanceof HttpStoreError || options.signal?.aborted) return [];
       throw error;
@@ -221,11 +225,17 @@ export class HttpStore implements LightningStore {
   // ---- queries ----
 
   queryRollouts(query: RolloutQuery = {}): Promise<PaginatedResult<Rollout | AttemptedRollout>> {
-    return this.#call({ method: 'POST', path: '/rollouts/search', body: query });
+    return followPages(query, {
+      pageSize: STORE_API_MAX_PAGE.rollouts,
+      fetchPage: (body) => this.#call({ method: 'POST', path: '/rollouts/search', body }),
+    });
   }
 
   queryAttempts(rolloutId: string, query: AttemptQuery = {}): Promise<PaginatedResult<Attempt>> {
-    return this.#call({ method: 'POST', path: `/rollouts/${enc(rolloutId)}/attempts/search`, body: query });
+    return followPages(query, {
+      pageSize: STORE_API_MAX_PAGE.attempts,
+      fetchPage: (body) => this.#call({ method: 'POST', path: `/rollouts/${enc(rolloutId)}/attempts/search`, body }),
+    });
   }
 
   getRolloutById(rolloutId: string): Promise<Rollout | AttemptedRollout | null> {
@@ -237,16 +247,25 @@ export class HttpStore implements LightningStore {
   }
 
   querySpans(rolloutId: string, query: SpanQuery = {}): Promise<PaginatedResult<Span>> {
-    return this.#call({ method: 'POST', path: '/spans/search', body: { ...query, rollout_id: rolloutId } });
+    return followPages(query, {
+      pageSize: STORE_API_MAX_PAGE.spans,
+      fetchPage: (body) =>
+        this.#call({ method: 'POST', path: '/spans/search', body: { ...body, rollout_id: rolloutId } }),
+    });
   }
 
   // ---- resources ----
 
   async queryResources(query: ResourcesQuery = {}): Promise<PaginatedResult<ResourcesUpdate>> {
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(query)) if (value != null) params.set(key, String(value));
-    const search = params.size > 0 ? `?${params}` : '';
-    return this.#call({ method: 'GET', path: `/resources${search}` });
+    return followPages(query, {
+      pageSize: STORE_API_MAX_PAGE.resources,
+      fetchPage: (paged) => {
+        const params = new URLSearchParams();
+        for (const [key, value] of Object.entries(paged)) if (value != null) params.set(key, String(value));
+        const search = params.size > 0 ? `?${params}` : '';
+        return this.#call({ method: 'GET', path: `/resources${search}` });
+      },
+    });
   }
 
   getResourcesById(resourcesId: string): Promise<ResourcesUpdate | null> {
@@ -277,7 +296,13 @@ export class HttpStore implements LightningStore {
 
   async deleteRollout(rolloutId: string): Promise<boolean> {
     const result = await this.#call<{ deleted: boolean }>({ method: 'DELETE', path: `/rollouts/${enc(rolloutId)}` });
+    if (result.deleted) this.#deletions.notify(rolloutId);
     return result.deleted;
+  }
+
+  /** Only deletes made through this client are seen; the server's own (retention, other clients) are not. */
+  onRolloutDeleted(listener: RolloutDeletedListener): () => void {
+    return this.#deletions.subscribe(listener);
   }
 
   queryCompletions(query: CompletionQuery = {}): Promise<CompletionPage> {
@@ -305,7 +330,10 @@ export class HttpStore implements LightningStore {
   // ---- workers ----
 
   queryWorkers(query: WorkerQuery = {}): Promise<PaginatedResult<Worker>> {
-    return this.#call({ method: 'POST', path: '/workers/search', body: query });
+    return followPages(query, {
+      pageSize: STORE_API_MAX_PAGE.workers,
+      fetchPage: (body) => this.#call({ method: 'POST', path: '/workers/search', body }),
+    });
   }
 
   getWorkerById(workerId: string): Promise<Worker | null> {

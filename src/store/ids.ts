@@ -1,4 +1,4 @@
-// contracts.md §3.1 id shapes: a prefix plus hex of a hashed random UUID.
+// docs/architecture.md id shapes: a prefix plus hex of a hashed random UUID.
 import { createHash, randomUUID } from 'node:crypto';
 
 function hashedHex(length: number): string {

@@ -1,5 +1,5 @@
 // In-process storage for CoreStore: maps plus a FIFO array, and span byte accounting with eviction
-// (contracts.md §3.7 "Span memory"; pitfall 41).
+// (docs/architecture.md; docs/failure-classes.md#41).
 import { totalmem } from 'node:os';
 import { EVICTED, type PendingKeys, type StoreBackend } from './backend.js';
 import { StoreError } from './errors.js';

@@ -1,6 +1,7 @@
 // Connection pool and transaction helper for the PostgreSQL store.
 import pg from 'pg';
-import { StoreError } from './errors.js';
+import { isStoreError, StoreError } from './errors.js';
+import { storageRefusal } from './postgres-refusals.js';
 
 const INT8_OID = 20;
 const SAFE_SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -50,9 +51,15 @@ function sqlState(error: unknown): string | undefined {
 
 /**
  * Data exceptions (SQLSTATE class 22, e.g. a NUL character in a text column) are the caller's bad input:
- * surface them as invalid_argument instead of a 500.
+ * surface them as invalid_argument instead of a 500. A database that refuses writes (disk full, read-only, shut
+ * down, unreachable) is `unavailable`: nothing was kept, and the same request succeeds once it takes writes again.
  */
 export function mapDatabaseError(error: unknown): unknown {
+  if (isStoreError(error)) return error;
+  const refusal = storageRefusal(error);
+  if (refusal !== null) {
+    return new StoreError('unavailable', `The store cannot take writes: ${refusal.reason}`, { cause: error });
+  }
   const state = sqlState(error);
   if (state?.startsWith('22')) {
     const message = error instanceof Error ? error.message : String(error);
@@ -64,8 +71,20 @@ export function mapDatabaseError(error: unknown): unknown {
 /** Runs `fn` in a transaction, retrying on deadlock or serialization failure. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const client = await pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (error: unknown) {
+      throw mapDatabaseError(error);
+    }
     let broken = false;
+    // A checked-out client has no pool listener: a session the server ends mid-transaction (admin shutdown, a
+    // failover) would otherwise emit an unhandled 'error' and take the process down. The failed query already
+    // carries the error to the caller; the connection is only marked for disposal.
+    const onError = (): void => {
+      broken = true;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await fn(client);
@@ -78,6 +97,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
       if (attempt < MAX_TRANSACTION_TRIES && RETRYABLE_SQLSTATES.has(sqlState(error) ?? '')) continue;
       throw mapDatabaseError(error);
     } finally {
+      client.removeListener('error', onError);
       client.release(broken);
     }
   }

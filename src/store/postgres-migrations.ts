@@ -156,6 +156,21 @@ export const MIGRATIONS: readonly Migration[] = [
         ADD COLUMN history_bypassed integer NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 5,
+    description: 'spans in the span codec: the whole span in one compact bytea, relative to a base span',
+    // New rows keep the whole span in span_blob (span-codec.ts: varint ids with prompt prefixes, packed floats,
+    // deflated JSON), relative to the row of the same attempt named by base_span_id; body and int_arrays stay
+    // NULL. Older rows keep body + int_arrays and read as before. The blob is compressed already: never again.
+    sql: `
+      -- Deflate dictionaries of spans without a base (span-dictionaries.ts); never deleted with a rollout.
+      CREATE TABLE span_dictionaries (id bigserial PRIMARY KEY, data bytea NOT NULL);
+      ALTER TABLE span_dictionaries ALTER COLUMN data SET STORAGE EXTERNAL;
+      ALTER TABLE spans ADD COLUMN span_blob bytea, ADD COLUMN base_span_id text COLLATE "C";
+      ALTER TABLE spans ALTER COLUMN body DROP NOT NULL;
+      ALTER TABLE spans ALTER COLUMN span_blob SET STORAGE EXTERNAL;
+    `,
+  },
 ];
 
 /** Quotes an SQL identifier (schema names come from configuration). */

@@ -40,7 +40,7 @@ export function containsCondition(column: string, placeholder: string): string {
   return `strpos(${column}, ${placeholder}) > 0`;
 }
 
-export interface PagedSelect<Row, Item> {
+interface PagedSelectBase {
   db: Queryable;
   /** `SELECT <columns> FROM <from>`: the FROM clause with joins. */
   from: string;
@@ -52,20 +52,25 @@ export interface PagedSelect<Row, Item> {
   orderColumn: string;
   /** Sort fields with an SQL column: field name -> { column, isText }. */
   sortable: Readonly<Record<string, { column: string; kind: 'text' | 'number' | 'time' }>>;
-  map: (row: Row) => Item;
 }
+
+/** Rows become items one by one (`map`), or all together when an item needs other rows (`mapRows`). */
+export type PagedSelect<Row, Item> = PagedSelectBase &
+  ({ map: (row: Row) => Item; mapRows?: never } | { mapRows: (rows: Row[]) => Promise<Item[]>; map?: never });
 
 export async function pagedSelect<Row extends Record<string, unknown>, Item>(
   options: PagedSelect<Row, Item>,
 ): Promise<PaginatedResult<Item>> {
-  const { db, from, columns, conditions, logic, page, orderColumn, sortable, map } = options;
+  const { db, from, columns, conditions, logic, page, orderColumn, sortable } = options;
+  const { map, mapRows } = options;
+  const mapAll = async (rows: Row[]): Promise<Item[]> => (mapRows === undefined ? rows.map(map) : mapRows(rows));
   const where = conditions.where(logic);
   const sortField = page.sortBy === null ? null : sortable[page.sortBy];
   if (page.sortBy !== null && sortField === undefined) {
     const all = await queryOnce<Row>(db, `SELECT ${columns} FROM ${from} ${where} ORDER BY ${orderColumn}`, [
       ...conditions.values,
     ]);
-    return sortAndPage(all.rows.map(map), page);
+    return sortAndPage(await mapAll(all.rows), page);
   }
   let orderBy: string;
   if (sortField === undefined || sortField === null) {
@@ -107,5 +112,5 @@ export async function pagedSelect<Row extends Record<string, unknown>, Item>(
   } else {
     total = 0;
   }
-  return { items: result.rows.map(map), limit: page.limit, offset: page.offset, total };
+  return { items: await mapAll(result.rows), limit: page.limit, offset: page.offset, total };
 }

@@ -1,9 +1,8 @@
 // Row <-> object mapping for the PostgreSQL store. Column names keep the wire's spelling (types.ts).
-import { mergeIntArrayAttributes, splitIntArrayAttributes } from './postgres-codec.js';
+import { mergeIntArrayAttributes } from './postgres-codec.js';
 import type {
   Attempt,
   AttemptStatus,
-  Attributes,
   FailureReason,
   JsonObject,
   ResourcesUpdate,
@@ -28,7 +27,7 @@ export const WORKER_COLUMNS =
   'w.worker_id, w.status, w.heartbeat_stats, w.last_heartbeat_time, w.last_dequeue_time, w.last_busy_time, w.last_idle_time, w.current_rollout_id, w.current_attempt_id';
 export const RESOURCES_COLUMNS = 'rs.resources_id, rs.create_time, rs.update_time, rs.version, rs.resources';
 export const SPAN_COLUMNS =
-  's.rollout_id, s.attempt_id, s.span_id, s.sequence_id, s.trace_id, s.parent_id, s.name, s.start_time, s.end_time, s.body, s.int_arrays';
+  's.rollout_id, s.attempt_id, s.span_id, s.sequence_id, s.trace_id, s.parent_id, s.name, s.start_time, s.end_time, s.body, s.int_arrays, s.span_blob, s.base_span_id';
 
 // Rows are the store objects with enum columns read back as plain text, plus the columns only SQL uses.
 export interface RolloutRow extends Omit<Rollout, 'mode' | 'status' | 'failure_reason' | 'history'> {
@@ -169,6 +168,7 @@ export function rowToResources(row: ResourcesRow): ResourcesUpdate {
   };
 }
 
+/** A row written before the span codec (schema version 5): JSON body + packed int arrays. */
 export function rowToSpan(row: SpanRow): Span {
   const attributes = mergeIntArrayAttributes(row.body.attributes ?? {}, row.int_arrays);
   return {
@@ -184,32 +184,6 @@ export function rowToSpan(row: SpanRow): Span {
     end_time: row.end_time,
     attributes,
   };
-}
-
-export interface EncodedSpan {
-  body: string;
-  intArrays: Buffer | null;
-  sizeBytes: number;
-}
-
-/** The JSON body and packed int arrays of a normalised span. */
-export function encodeSpan(span: Span): EncodedSpan {
-  const {
-    rollout_id: _r,
-    attempt_id: _a,
-    span_id: _s,
-    sequence_id: _q,
-    trace_id: _t,
-    parent_id: _p,
-    name: _n,
-    start_time: _st,
-    end_time: _et,
-    attributes,
-    ...rest
-  } = span;
-  const split = splitIntArrayAttributes(attributes ?? ({} as Attributes));
-  const body = JSON.stringify({ ...rest, attributes: split.rest });
-  return { body, intArrays: split.packed, sizeBytes: body.length + (split.packed?.length ?? 0) };
 }
 
 /** JSON text for a json column; undefined and null both become SQL NULL. */

@@ -1,7 +1,7 @@
 // Span writes for the PostgreSQL store. addSpan calls made in the same event-loop turn are written together in one
 // transaction: one statement locks their rollouts and attempts, one statement inserts the spans (multi-row), raises
 // the sequence counters and records the heartbeats; each caller's promise settles after COMMIT, so whoever awaited
-// addSpan can read the span back, from any replica (read-your-writes, architecture.md I3).
+// addSpan can read the span back, from any replica (read-your-writes, docs/architecture.md).
 import type { PoolClient } from 'pg';
 import type { Logger } from '../logger.js';
 import { nextAttemptState } from './attempt-status.js';
@@ -17,7 +17,7 @@ import {
   lockRolloutsWithAttempts,
   type TxEffects,
 } from './postgres-ops.js';
-import { encodeSpan } from './postgres-rows.js';
+import { type BatchBases, type PostgresSpanBases, spanRowKey } from './postgres-span-bases.js';
 import { nextRolloutState, rolloutStateOf } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
 import type { Attempt, Span, SpanInput } from './types.js';
@@ -32,6 +32,12 @@ export interface SpanBatchOptions {
   now: number;
   effects: TxEffects;
   logger: Logger;
+  /** Encodes the spans (span codec, relative to remembered bases). */
+  bases: PostgresSpanBases;
+  /** Receives what may become bases once the transaction commits (PostgresSpanBases.committed). */
+  pending: BatchBases;
+  /** Receives key -> ord of every span inserted, for PostgresSpanBases.committed. */
+  inserted: Map<string, number>;
 }
 
 function checkTarget(
@@ -80,7 +86,16 @@ export async function writeSpansInTransaction(c: PoolClient, options: SpanBatchO
 
   const ctx: ApplyContext = { now, workerId: null, schema: options.schema, effects: options.effects };
   if (candidates.every((i) => explicitSequenceId(spans[i] as SpanInput) !== null)) {
-    await writeWithExplicitIds(c, { spans, candidates, outcomes, locked, attempts, ctx, logger: options.logger });
+    await writeWithExplicitIds(c, {
+      spans,
+      candidates,
+      outcomes,
+      locked,
+      attempts,
+      ctx,
+      logger: options.logger,
+      encoding: options,
+    });
     return outcomes.map((o) => o ?? { ok: true, span: null });
   }
 
@@ -112,7 +127,7 @@ export async function writeSpansInTransaction(c: PoolClient, options: SpanBatchO
     fresh.map((i) => spans[i] as SpanInput),
   );
   const stored = fresh.map((i, k) => normaliseSpan(spans[i] as SpanInput, sequenceIds[k] as number));
-  await insertSpans(c, stored);
+  await insertSpans(c, { spans: stored, encoding: options });
 
   const dirty = new Map<string, Attempt>();
   for (const span of stored) {
@@ -215,16 +230,25 @@ async function raiseCounters(c: PoolClient, values: ReadonlyArray<readonly [stri
 }
 
 const SPAN_INSERT_COLUMNS =
-  'rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, end_time, body, int_arrays, size_bytes';
+  'rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, end_time, span_blob, base_span_id, size_bytes';
+
+/** What encoding a batch needs and fills in (SpanBatchOptions). */
+type SpanEncoding = Pick<SpanBatchOptions, 'bases' | 'pending' | 'inserted'>;
 
 /**
  * `($1, ..., $12), (...)` for a multi-row INSERT. Separate parameters rather than unnest(arrays): node-postgres
  * sends a Buffer parameter in binary, while inside an array literal it would be hex text parsed by the server.
  */
-function spanRows(spans: readonly Span[], values: unknown[]): string {
+async function spanRows(
+  c: PoolClient,
+  options: { spans: readonly Span[]; values: unknown[]; encoding: SpanEncoding },
+): Promise<string> {
+  const { spans, values, encoding } = options;
   const rows: string[] = [];
-  for (const span of spans) {
-    const encoded = encodeSpan(span);
+  const encodedRows = await encoding.bases.encode(c, { spans, pending: encoding.pending });
+  for (const [i, span] of spans.entries()) {
+    const encoded = encodedRows[i];
+    if (encoded === undefined) throw new Error('span batch encoded fewer rows than spans');
     const row = [
       span.rollout_id,
       span.attempt_id,
@@ -235,9 +259,9 @@ function spanRows(spans: readonly Span[], values: unknown[]): string {
       String(span.name ?? ''),
       span.start_time,
       span.end_time,
-      encoded.body,
-      encoded.intArrays,
-      encoded.sizeBytes,
+      encoded.blob,
+      encoded.baseSpanId,
+      encoded.blob.length,
     ];
     const placeholders = row.map((value) => {
       values.push(value);
@@ -248,11 +272,17 @@ function spanRows(spans: readonly Span[], values: unknown[]): string {
   return rows.join(', ');
 }
 
-async function insertSpans(c: PoolClient, spans: readonly Span[]): Promise<void> {
-  if (spans.length === 0) return;
+async function insertSpans(c: PoolClient, options: { spans: readonly Span[]; encoding: SpanEncoding }): Promise<void> {
+  if (options.spans.length === 0) return;
   const values: unknown[] = [];
-  const rows = spanRows(spans, values);
-  await c.query(`INSERT INTO spans (${SPAN_INSERT_COLUMNS}) VALUES ${rows} ON CONFLICT DO NOTHING`, values);
+  const rows = await spanRows(c, { spans: options.spans, values, encoding: options.encoding });
+  const res = await c.query<{ rollout_id: string; attempt_id: string; span_id: string; ord: string }>(
+    `INSERT INTO spans (${SPAN_INSERT_COLUMNS}) VALUES ${rows} ON CONFLICT DO NOTHING
+     RETURNING rollout_id, attempt_id, span_id, ord::text AS ord`,
+    values,
+  );
+  for (const r of res.rows)
+    options.encoding.inserted.set(spanRowKey(r.rollout_id, r.attempt_id, r.span_id), Number(r.ord));
 }
 
 /**
@@ -270,6 +300,7 @@ async function writeWithExplicitIds(
     attempts: Map<string, Attempt>;
     ctx: ApplyContext;
     logger: Logger;
+    encoding: SpanEncoding;
   },
 ): Promise<void> {
   const { spans, candidates, outcomes, locked, attempts, ctx } = options;
@@ -309,11 +340,11 @@ async function writeWithExplicitIds(
     beats.map((a) => a.status),
     beats.map((a) => a.last_heartbeat_time),
   ];
-  const rows = spanRows(stored, values);
-  const res = await c.query<{ rollout_id: string; attempt_id: string; span_id: string }>(
+  const rows = await spanRows(c, { spans: stored, values, encoding: options.encoding });
+  const res = await c.query<{ rollout_id: string; attempt_id: string; span_id: string; ord: string }>(
     `WITH ins AS (
        INSERT INTO spans (${SPAN_INSERT_COLUMNS}) VALUES ${rows}
-       ON CONFLICT DO NOTHING RETURNING rollout_id, attempt_id, span_id, sequence_id
+       ON CONFLICT DO NOTHING RETURNING rollout_id, attempt_id, span_id, sequence_id, ord
      ), seq AS (
        INSERT INTO span_sequences (rollout_id, last_id)
          SELECT rollout_id, max(sequence_id) FROM ins GROUP BY rollout_id
@@ -324,9 +355,11 @@ async function writeWithExplicitIds(
        WHERE a.rollout_id = v.rollout_id AND a.attempt_id = v.attempt_id
          AND EXISTS (SELECT 1 FROM ins WHERE ins.rollout_id = v.rollout_id AND ins.attempt_id = v.attempt_id)
      )
-     SELECT rollout_id, attempt_id, span_id FROM ins`,
+     SELECT rollout_id, attempt_id, span_id, ord::text AS ord FROM ins`,
     values,
   );
+  for (const r of res.rows)
+    options.encoding.inserted.set(spanRowKey(r.rollout_id, r.attempt_id, r.span_id), Number(r.ord));
   const inserted = new Set(res.rows.map((r) => `${attemptKey(r.rollout_id, r.attempt_id)}\u0000${r.span_id}`));
   const beaten = new Set<string>();
   const written: Span[] = [];
@@ -373,7 +406,7 @@ async function writeWithExplicitIds(
   }
 }
 
-/** A span is a heartbeat for its attempt (§3.4) and may promote the rollout (§3.3); mirrors CoreStore. */
+/** A span is a heartbeat for its attempt (docs/architecture.md) and may promote the rollout (docs/architecture.md); mirrors CoreStore. */
 async function heartbeat(
   c: PoolClient,
   options: {

@@ -1,4 +1,4 @@
-// The LightningStore on PostgreSQL: N gateway replicas share one database (architecture.md §8).
+// The LightningStore on PostgreSQL: N gateway replicas share one database (docs/architecture.md).
 // Multi-process correctness comes from the database, never from process memory:
 //  - sequence ids: one atomic upsert per call (INSERT ... ON CONFLICT DO UPDATE ... RETURNING);
 //  - dequeue: SELECT ... FOR UPDATE SKIP LOCKED in queue order, so no rollout is claimed twice;
@@ -11,6 +11,7 @@ import type { Logger } from '../logger.js';
 import { silentLogger } from '../logger.js';
 import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js';
 import { validateCompletionQuery } from './completion-query.js';
+import { DeletionListeners, type RolloutDeletedListener } from './deletion-listeners.js';
 import { StoreError } from './errors.js';
 import { emptyHistoryTotals } from './history-totals.js';
 import { newResourcesId, newRolloutId } from './ids.js';
@@ -27,7 +28,14 @@ import {
   validMode,
   validRolloutStatus,
 } from './input-validation.js';
-import { clientConfigFor, createPool, queryOnce, validateSchemaName, withTransaction } from './postgres-db.js';
+import {
+  clientConfigFor,
+  createPool,
+  mapDatabaseError,
+  queryOnce,
+  validateSchemaName,
+  withTransaction,
+} from './postgres-db.js';
 import { createPostgresListener, type PostgresListener } from './postgres-listener.js';
 import { migrate } from './postgres-migrations.js';
 import {
@@ -65,14 +73,19 @@ import {
   rowToAttempt,
   rowToResources,
   rowToRollout,
-  rowToSpan,
   rowToWorker,
   SPAN_COLUMNS,
-  type SpanRow,
   WORKER_COLUMNS,
   type WorkerRow,
 } from './postgres-rows.js';
-import { allocateCounters, SpanWriteQueue, writeSpansInTransaction } from './postgres-span-writer.js';
+import { type BatchBases, newBatchBases, PostgresSpanBases } from './postgres-span-bases.js';
+import { type CodecSpanRow, decodeSpanRows } from './postgres-span-reader.js';
+import {
+  allocateCounters,
+  type SpanWriteOutcome,
+  SpanWriteQueue,
+  writeSpansInTransaction,
+} from './postgres-span-writer.js';
 import {
   ATTEMPT_FIELDS,
   RESOURCES_FIELDS,
@@ -83,8 +96,9 @@ import {
   WORKER_FIELDS,
 } from './query.js';
 import { dequeueWaiting, QueueSignal } from './queue-signal.js';
+import { RefusalHold } from './refusal-hold.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
-import { nextRolloutState, rolloutStateOf } from './rollout-status.js';
+import { isTerminalStatus, nextRolloutState, rolloutStateOf } from './rollout-status.js';
 import {
   type Attempt,
   type AttemptedRollout,
@@ -253,11 +267,15 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   readonly #listener: PostgresListener;
   readonly #logger: Logger;
   readonly #waiters = new WaiterRegistry();
+  readonly #deletions = new DeletionListeners();
   readonly #queueSignal = new QueueSignal();
   readonly #activeWaits = new Set<readonly string[]>();
   readonly #spans: SpanWriteQueue;
+  readonly #spanBases = new PostgresSpanBases();
   readonly #watchdogIntervalMs: number;
   readonly #startedAt = Date.now();
+  /** Writes the database refused lately, for readiness (a full disk still answers the probe's SELECT). */
+  readonly #writes: RefusalHold;
   #watchdogTimer: NodeJS.Timeout | undefined;
   #watchdogRun: Promise<void> | null = null;
   #lastScanMs = 0;
@@ -266,6 +284,14 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   constructor(options: PostgresStoreOptions) {
     this.schema = validateSchemaName(options.schema ?? 'public');
     this.#logger = options.logger ?? silentLogger;
+    const logger = this.#logger;
+    this.#writes = new RefusalHold({
+      // Once when writes stop being durable, once when they are again: not once per refused write.
+      onChange: (health) => {
+        if (health.writable) logger.info('store can write again', { store: 'postgres' });
+        else logger.error('store cannot make writes durable', { store: 'postgres', reason: health.reason });
+      },
+    });
     this.#watchdogIntervalMs = options.watchdogIntervalMs ?? DEFAULT_WATCHDOG_INTERVAL_MS;
     const applicationName = options.applicationName ?? 'rollgate';
     const clientConfig = clientConfigFor({ url: options.url, schema: this.schema, applicationName });
@@ -294,17 +320,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     });
     this.#spans = new SpanWriteQueue({
       maxBatch: options.spanBatchMax ?? DEFAULT_SPAN_BATCH_MAX,
-      write: (spans) =>
-        this.#tx((c, effects) =>
-          writeSpansInTransaction(c, {
-            schema: this.schema,
-            spans,
-            atomic: false,
-            now: nowSeconds(),
-            effects,
-            logger: this.#logger,
-          }),
-        ),
+      write: (spans) => this.#writeSpans(spans, { atomic: false }),
     });
     const pool = this.#pool;
     const schema = this.schema;
@@ -386,7 +402,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   }
 
   #claimFromQueue(limit: number, workerId: string | null): Promise<AttemptedRollout[]> {
-    return this.#tx(async (c, effects) => {
+    const claim = async (c: pg.PoolClient, effects: TxEffects): Promise<AttemptedRollout[]> => {
       const ctx: ApplyContext = { now: nowSeconds(), workerId, schema: this.schema, effects };
       const claimed: AttemptedRollout[] = [];
       while (claimed.length < limit) {
@@ -411,7 +427,9 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
         await applyWorkerEvent(c, workerId, { kind: 'dequeued', claimed: claim }, ctx.now);
       }
       return claimed;
-    });
+    };
+    // An empty poll without a worker to record writes nothing: it proves nothing about a full disk.
+    return this.#tx(claim, { mayWriteNothing: workerId === null });
   }
 
   async startAttempt(
@@ -518,24 +536,44 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   async addManySpans(spans: SpanInput[]): Promise<Span[]> {
     await this.ready;
     if (spans.length === 0) return [];
-    const outcomes = await this.#tx((c, effects) =>
-      writeSpansInTransaction(c, {
-        schema: this.schema,
-        spans,
-        atomic: true,
-        now: nowSeconds(),
-        effects,
-        logger: this.#logger,
-      }),
-    );
+    const outcomes = await this.#writeSpans(spans, { atomic: true });
     const inserted: Span[] = [];
     for (const outcome of outcomes) if (outcome.ok && outcome.span !== null) inserted.push(outcome.span);
     return inserted;
   }
 
+  /** One span batch in one transaction; what it inserted may serve as bases once it has committed. */
+  async #writeSpans(spans: readonly SpanInput[], options: { atomic: boolean }): Promise<SpanWriteOutcome[]> {
+    let pending: BatchBases = newBatchBases();
+    let inserted = new Map<string, number>();
+    const bases = this.#spanBases;
+    const outcomes = await this.#tx((c, effects) => {
+      // A retried transaction starts over: nothing of a rolled-back try may become a base.
+      bases.rolledBack(pending);
+      pending = newBatchBases();
+      inserted = new Map();
+      return writeSpansInTransaction(c, {
+        schema: this.schema,
+        spans,
+        atomic: options.atomic,
+        now: nowSeconds(),
+        effects,
+        logger: this.#logger,
+        bases: this.#spanBases,
+        pending,
+        inserted,
+      });
+    }).catch((error: unknown) => {
+      bases.rolledBack(pending);
+      throw error;
+    });
+    bases.committed(pending, inserted);
+    return outcomes;
+  }
+
   async nextSequenceId(rolloutId: string, _attemptId?: string | null): Promise<number> {
     await this.ready;
-    const last = await allocateCounters(this.#pool, [[rolloutId, 1]]);
+    const last = await this.#write(() => allocateCounters(this.#pool, [[rolloutId, 1]]));
     return last.get(rolloutId) as number;
   }
 
@@ -544,7 +582,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     if (pairs.length === 0) return [];
     const counts = new Map<string, number>();
     for (const [rolloutId] of pairs) counts.set(rolloutId, (counts.get(rolloutId) ?? 0) + 1);
-    const last = await allocateCounters(this.#pool, [...counts]);
+    const last = await this.#write(() => allocateCounters(this.#pool, [...counts]));
     // Each rollout got one consecutive block; hand it out in the order the pairs came.
     const next = new Map<string, number>();
     for (const [rolloutId, count] of counts) next.set(rolloutId, (last.get(rolloutId) as number) - count + 1);
@@ -642,8 +680,9 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       const needle = query[`${field}_contains`];
       if (needle != null) where.filter(containsCondition(`s.${field}`, where.param(needle)));
     }
-    return pagedSelect<SpanRow & Record<string, unknown>, Span>({
-      db: this.#pool,
+    const pool = this.#pool;
+    return pagedSelect<CodecSpanRow & Record<string, unknown>, Span>({
+      db: pool,
       from: 'spans s',
       columns: SPAN_COLUMNS,
       conditions: where,
@@ -651,7 +690,27 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       page,
       orderColumn: 's.ord',
       sortable: SPAN_SORTABLE,
-      map: rowToSpan,
+      mapRows: (rows) =>
+        decodeSpanRows(rows, {
+          attemptRows: async (attemptIds) => {
+            // Bases outside the page: the whole attempts, once (a base is an earlier span of the same attempt).
+            const result = await queryOnce<CodecSpanRow>(
+              pool,
+              `SELECT ${SPAN_COLUMNS} FROM spans s WHERE s.rollout_id = $1 AND s.attempt_id = ANY($2::text[])`,
+              [rolloutId, attemptIds],
+            );
+            return result.rows;
+          },
+          dictionaries: (ids) =>
+            this.#spanBases.dictionaries(ids, async (missing) => {
+              const result = await queryOnce<{ id: string; data: Buffer }>(
+                pool,
+                'SELECT id::text AS id, data FROM span_dictionaries WHERE id = ANY($1::bigint[])',
+                [missing],
+              );
+              return result.rows.map((r) => ({ id: Number(r.id), bytes: r.data }));
+            }),
+        }),
     });
   }
 
@@ -703,12 +762,14 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     await this.ready;
     validateResources(resources);
     const now = nowSeconds();
-    const res = await queryOnce<ResourcesRow>(
-      this.#pool,
-      `INSERT INTO resources AS rs (resources_id, create_time, update_time, version, resources, touched)
-       VALUES ($1, $2, $2, 1, $3, CASE WHEN $4::boolean THEN nextval('resources_touch') END)
-       RETURNING ${RESOURCES_COLUMNS}`,
-      [newResourcesId(), now, JSON.stringify(resources), options.latest !== false],
+    const res = await this.#write(() =>
+      queryOnce<ResourcesRow>(
+        this.#pool,
+        `INSERT INTO resources AS rs (resources_id, create_time, update_time, version, resources, touched)
+         VALUES ($1, $2, $2, 1, $3, CASE WHEN $4::boolean THEN nextval('resources_touch') END)
+         RETURNING ${RESOURCES_COLUMNS}`,
+        [newResourcesId(), now, JSON.stringify(resources), options.latest !== false],
+      ),
     );
     return rowToResources(res.rows[0] as ResourcesRow);
   }
@@ -722,15 +783,17 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     validateResources(resources);
     // One statement: create with version 1, or replace and bump the version; unless `latest: false`, it also
     // becomes the latest (the highest `touched`).
-    const res = await queryOnce<ResourcesRow>(
-      this.#pool,
-      `INSERT INTO resources AS rs (resources_id, create_time, update_time, version, resources, touched)
-       VALUES ($1, $2, $2, 1, $3, CASE WHEN $4::boolean THEN nextval('resources_touch') END)
-       ON CONFLICT (resources_id) DO UPDATE SET update_time = excluded.update_time, version = rs.version + 1,
-         resources = excluded.resources,
-         touched = CASE WHEN $4::boolean THEN nextval('resources_touch') ELSE rs.touched END
-       RETURNING ${RESOURCES_COLUMNS}`,
-      [resourcesId, nowSeconds(), JSON.stringify(resources), options.latest !== false],
+    const res = await this.#write(() =>
+      queryOnce<ResourcesRow>(
+        this.#pool,
+        `INSERT INTO resources AS rs (resources_id, create_time, update_time, version, resources, touched)
+         VALUES ($1, $2, $2, 1, $3, CASE WHEN $4::boolean THEN nextval('resources_touch') END)
+         ON CONFLICT (resources_id) DO UPDATE SET update_time = excluded.update_time, version = rs.version + 1,
+           resources = excluded.resources,
+           touched = CASE WHEN $4::boolean THEN nextval('resources_touch') ELSE rs.touched END
+         RETURNING ${RESOURCES_COLUMNS}`,
+        [resourcesId, nowSeconds(), JSON.stringify(resources), options.latest !== false],
+      ),
     );
     return rowToResources(res.rows[0] as ResourcesRow);
   }
@@ -738,9 +801,19 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   // ---- deletion and the completion log ------------------------------------------------------------------
 
   async deleteRollout(rolloutId: string): Promise<boolean> {
+    return this.#deleteRollout(rolloutId, { onlyFinished: false });
+  }
+
+  /** Retention's delete: the row lock makes the status check and the delete one step against concurrent writes. */
+  async deleteFinishedRollout(rolloutId: string): Promise<boolean> {
+    return this.#deleteRollout(rolloutId, { onlyFinished: true });
+  }
+
+  async #deleteRollout(rolloutId: string, options: { readonly onlyFinished: boolean }): Promise<boolean> {
     await this.ready;
-    return this.#tx(async (c, effects) => {
+    const deleted = await this.#tx(async (c, effects) => {
       const locked = await lockRollout(c, rolloutId);
+      if (options.onlyFinished && (locked === null || !isTerminalStatus(locked.rollout.status))) return false;
       await c.query('DELETE FROM spans WHERE rollout_id = $1', [rolloutId]);
       await c.query('DELETE FROM span_sequences WHERE rollout_id = $1', [rolloutId]);
       // Tombstones: cursors over the log keep advancing over the deleted rollout's entries.
@@ -754,6 +827,13 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       effects.finished.push(rolloutId);
       return true;
     });
+    // After the commit: a cache told earlier could re-check while the rollout is still visible and remember it.
+    if (deleted) this.#deletions.notify(rolloutId);
+    return deleted;
+  }
+
+  onRolloutDeleted(listener: RolloutDeletedListener): () => void {
+    return this.#deletions.subscribe(listener);
   }
 
   async queryCompletions(query: CompletionQuery = {}): Promise<CompletionPage> {
@@ -907,10 +987,15 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
 
   /**
    * One round trip on a pooled connection: the database answers, and it takes writes (not a standby, not
-   * read-only by default). It writes nothing, so a readiness probe never adds load to the primary's WAL.
+   * read-only by default). It writes nothing, so a readiness probe never adds load to the primary's WAL; what a
+   * read cannot see (a full disk) comes from the writes the database refused lately.
    */
   async checkWritable(): Promise<WriteHealth> {
     if (this.#closed) return unwritable('the store is closed');
+    return this.#writes.health(await this.#probeWritable());
+  }
+
+  async #probeWritable(): Promise<WriteHealth> {
     try {
       await this.ready;
       const result = await queryOnce<{ read_only: boolean }>(
@@ -939,7 +1024,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     await this.#pool.end();
   }
 
-  /** Runs one watchdog scan now (contracts.md §3.6); the timer calls this too. */
+  /** Runs one watchdog scan now (docs/architecture.md); the timer calls this too. */
   async runWatchdog(): Promise<void> {
     await this.ready;
     await this.#runWatchdog();
@@ -948,13 +1033,41 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   // ---- internals ----------------------------------------------------------------------------------------
 
   /** A transaction whose rollout-finished effects wake local waiters only once it committed. */
-  async #tx<T>(fn: (c: pg.PoolClient, effects: TxEffects) => Promise<T>): Promise<T> {
+  async #tx<T>(
+    fn: (c: pg.PoolClient, effects: TxEffects) => Promise<T>,
+    options: { readonly mayWriteNothing?: boolean } = {},
+  ): Promise<T> {
     let effects = newEffects();
-    const result = await withTransaction(this.#pool, (c) => {
-      effects = newEffects();
-      return fn(c, effects);
-    });
-    for (const id of effects.finished) this.#waiters.notify(id);
+    const result = await this.#write(
+      () =>
+        withTransaction(this.#pool, (c) => {
+          effects = newEffects();
+          return fn(c, effects);
+        }),
+      options,
+    );
+    for (const id of effects.finished) {
+      this.#waiters.notify(id);
+      // A finished rollout records no more calls: its spans need not be remembered as bases.
+      this.#spanBases.forgetRollout(id);
+    }
+    return result;
+  }
+
+  /**
+   * A write, its errors mapped (a refusing database is `unavailable`) and its outcome told to readiness. One that
+   * may have written nothing (an empty dequeue poll) proves nothing about a full disk, so it does not clear a hold.
+   */
+  async #write<T>(run: () => Promise<T>, options: { readonly mayWriteNothing?: boolean } = {}): Promise<T> {
+    let result: T;
+    try {
+      result = await run();
+    } catch (error: unknown) {
+      const mapped = mapDatabaseError(error);
+      this.#writes.refused(mapped);
+      throw mapped;
+    }
+    if (options.mayWriteNothing !== true) this.#writes.committed();
     return result;
   }
 

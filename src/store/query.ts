@@ -1,4 +1,4 @@
-// contracts.md §3.8: filters, stable sort with the null rules, and pagination, shared by every backend that
+// docs/architecture.md: filters, stable sort with the null rules, and pagination, shared by every backend that
 // evaluates queries in process. Invalid parameters raise StoreError('invalid_argument') naming the parameter.
 import { StoreError } from './errors.js';
 import type { FilterLogic, PageOptions, PaginatedResult, SortOrder } from './types.js';
@@ -164,4 +164,74 @@ export function sortAndPage<T>(items: T[], page: ValidatedPage): PaginatedResult
   }
   const end = page.limit === -1 ? items.length : page.offset + page.limit;
   return { items: items.slice(page.offset, end), limit: page.limit, offset: page.offset, total: items.length };
+}
+
+/**
+ * The page of `items` that match, without building the list of all matches: insertion order (asc or desc), the
+ * same answer as filtering then sortAndPage with no sort field. A page at 100k+ rows then costs one pass of
+ * predicate calls instead of an array of every match.
+ */
+export function filterPage<T>(
+  items: readonly T[],
+  options: { match: (item: T) => boolean; page: ValidatedPage },
+): PaginatedResult<T> {
+  const { match, page } = options;
+  let total = 0;
+  for (const item of items) if (match(item)) total++;
+  const wanted = page.limit === -1 ? total : page.limit;
+  // Positions among the matches, counted in insertion order.
+  const first = page.sortOrder === 'desc' ? Math.max(0, total - page.offset - wanted) : page.offset;
+  const end = page.sortOrder === 'desc' ? total - page.offset : Math.min(total, page.offset + wanted);
+  const out: T[] = [];
+  let position = 0;
+  for (const item of items) {
+    if (position >= end) break;
+    if (!match(item)) continue;
+    if (position >= first) out.push(item);
+    position++;
+  }
+  if (page.sortOrder === 'desc') out.reverse();
+  return { items: out, limit: page.limit, offset: page.offset, total };
+}
+
+/** Beyond this many rows before the page's end, a sorted page falls back to sorting every match. */
+const TOP_K_MAX = 10_000;
+
+/**
+ * A sorted page of the matches, the same answer as filtering then sortAndPage: for a page near the top (the
+ * dashboard's newest rollouts) only the best offset+limit rows are kept while scanning, instead of sorting an
+ * array of every match.
+ */
+export function sortedFilterPage<T>(
+  items: readonly T[],
+  options: { match: (item: T) => boolean; page: ValidatedPage },
+): PaginatedResult<T> {
+  const { match, page } = options;
+  const sortBy = page.sortBy;
+  const keep = page.offset + page.limit;
+  if (sortBy === null) return filterPage(items, options);
+  if (page.limit === -1 || keep > TOP_K_MAX) return sortAndPage(items.filter(match), page);
+  const sign = page.sortOrder === 'desc' ? -1 : 1;
+  type Entry = { item: T; index: number; key: SortKey | null };
+  const order = (x: Entry, y: Entry): number => sign * compareKeys(x.key, y.key) || x.index - y.index;
+  const best: Entry[] = [];
+  let total = 0;
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index] as T;
+    if (!match(item)) continue;
+    total++;
+    const entry = { item, index, key: sortKey((item as Record<string, unknown>)[sortBy], sortBy) };
+    const worst = best[best.length - 1];
+    if (best.length === keep && worst !== undefined && order(entry, worst) >= 0) continue;
+    let lo = 0;
+    let hi = best.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (order(best[mid] as Entry, entry) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    best.splice(lo, 0, entry);
+    if (best.length > keep) best.pop();
+  }
+  return { items: best.slice(page.offset).map((e) => e.item), limit: page.limit, offset: page.offset, total };
 }

@@ -1,4 +1,4 @@
-// Wakes long-poll dequeues when rollouts enter the queue (pitfall 40: waits are woken by the event itself,
+// Wakes long-poll dequeues when rollouts enter the queue (docs/failure-classes.md#40: waits are woken by the event itself,
 // never by polling). A generation number closes the gap between "the queue was empty" and "now waiting": a
 // caller reads `generation` before it looks at the queue and waits on that number, so an enqueue that lands in
 // between (an await on disk or on the database) resolves the wait at once instead of being missed.

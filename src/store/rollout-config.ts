@@ -1,4 +1,4 @@
-// RolloutConfig defaults and validation (contracts.md §3.1): every write path stores a complete, deep-copied config.
+// RolloutConfig defaults and validation (docs/architecture.md): every write path stores a complete, deep-copied config.
 import { StoreError } from './errors.js';
 import { ATTEMPT_STATUSES, type AttemptStatus, type RolloutConfig } from './types.js';
 

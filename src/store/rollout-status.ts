@@ -1,4 +1,4 @@
-// contracts.md §3.3: the rollout state machine as a pure function (no I/O, no clock reads).
+// docs/architecture.md: the rollout state machine as a pure function (no I/O, no clock reads).
 // Backends feed it the rollout's current state, an event and `now`, and apply what comes out.
 import { assertNever } from './assert-never.js';
 import type { Attempt, AttemptStatus, FailureReason, Rollout, RolloutConfig, RolloutStatus } from './types.js';
@@ -50,7 +50,7 @@ export function spanPromotes(rolloutStatus: RolloutStatus, attemptStatusAfterHea
   return attemptStatusAfterHeartbeat === ATTEMPT_RUNNING && SPAN_PROMOTABLE_STATUSES.includes(rolloutStatus);
 }
 
-/** A rollout's status derived from its latest attempt (contracts.md §3.3 `rollout_status_from_attempt`). */
+/** A rollout's status derived from its latest attempt (docs/architecture.md `rollout_status_from_attempt`). */
 export function rolloutStatusFromAttempt(
   attempt: Pick<Attempt, 'status' | 'sequence_id'>,
   config: Pick<RolloutConfig, 'retry_condition' | 'max_attempts'>,

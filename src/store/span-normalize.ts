@@ -1,4 +1,4 @@
-// Span intake: fill the allocated sequence id, convert nanosecond timestamps to seconds (contracts.md §3.1).
+// Span intake: fill the allocated sequence id, convert nanosecond timestamps to seconds (docs/architecture.md).
 import type { Span, SpanInput } from './types.js';
 
 /** Timestamps above this are nanoseconds (1e12 s is ~31 700 years from the epoch). */
@@ -47,7 +47,7 @@ function estimate(value: unknown, depth: number): number {
       if (depth > 32) return 64;
       let total = 16;
       if (Array.isArray(value)) {
-        // Attribute arrays are homogeneous (contracts.md §3.1): size token-id arrays without visiting each id.
+        // Attribute arrays are homogeneous (docs/architecture.md): size token-id arrays without visiting each id.
         const first: unknown = value[0];
         if (typeof first === 'number' || typeof first === 'boolean') return total + value.length * 8;
         for (const item of value) total += estimate(item, depth + 1);

@@ -1,6 +1,8 @@
-// Durable storage for CoreStore in one SQLite file. Rollouts, attempts, workers, resources, the queue and the
-// sequence counters live in memory (inherited from MemoryBackend) and are written through to SQLite; spans live
-// only in SQLite. Every change made while one event-loop turn runs is committed in ONE transaction on
+// Durable storage for CoreStore in one SQLite file, which is the truth for everything. Memory holds only what the
+// hot path and the unit journal need (docs/store.md): active rollouts (queued, running) with their attempts, the
+// rollouts written since the last commit, the queue, workers and resources, and bounded caches (finished rollouts
+// read back, sequence counters, span keys, prefix bases). Finished rollouts, their attempts, the completion log and
+// every total are read from the file, so memory and start-up time do not grow with history. Every change made while one event-loop turn runs is committed in ONE transaction on
 // setImmediate, and CoreStore answers a caller only after the commit holding its change (durable()), so an
 // acknowledged write survives a process crash. WAL + synchronous=NORMAL: a commit reaches the OS before the
 // promise resolves (kill -9 safe); FULL additionally fsyncs each commit (power-loss safe, slower).
@@ -16,27 +18,27 @@
 
 import type BetterSqlite3 from 'better-sqlite3';
 import Database from 'better-sqlite3';
-import { ATTR_PROMPT_TOKEN_IDS, ATTR_RESPONSE_TOKEN_IDS } from '../tracing/attributes.js';
+import { ATTR_PROMPT_TOKEN_IDS } from '../contracts/span-attributes.js';
 import { assertNever } from './assert-never.js';
-import type { EVICTED, PendingKeys } from './backend.js';
+import type { EVICTED, PendingKeys, RolloutPageRequest, StoreBackend } from './backend.js';
 import { StoreError } from './errors.js';
 import { historyTotalsOf } from './history-totals.js';
-import { MemoryBackend } from './memory-backend.js';
+import { PositionedQueue } from './positioned-queue.js';
+import { type RolloutRecord, RolloutResidency } from './rollout-residency.js';
+import { SequenceCounters, type StoredCounter } from './sequence-counters.js';
+import { SpanEncoder, tokenContextOf } from './span-codec.js';
+import { SpanDictionaries } from './span-dictionaries.js';
 import { type FileIdentity, fileIdentity, fileProblem, openFailure, storageFailure } from './sqlite-file-guard.js';
+import { rolloutPageSql } from './sqlite-rollout-page.js';
 import { migrate } from './sqlite-schema.js';
-import { unpackIntArrays } from './token-ids-codec.js';
-import {
-  contextPrefixLength,
-  isInt32Array,
-  type PrefixReference,
-  type TokenContext,
-  unpackVarintArrays,
-  VarintPacker,
-} from './token-ids-varint-codec.js';
+import { PACKING_SPAN_CODEC, type SpanRow, SpanRowReader } from './sqlite-span-rows.js';
+import { WalCheckpointer } from './sqlite-wal-checkpointer.js';
 import { TokenPrefixBases } from './token-prefix-bases.js';
 import type {
   Attempt,
+  AttemptedRollout,
   CompletionEntry,
+  PaginatedResult,
   ResourcesUpdate,
   Rollout,
   RolloutStatus,
@@ -44,7 +46,7 @@ import type {
   StoreCapabilities,
   Worker,
 } from './types.js';
-import { TERMINAL_STATUSES } from './types.js';
+import { QUEUING_STATUSES, RUNNING_STATUSES, TERMINAL_STATUSES } from './types.js';
 import { unwritable, WRITABLE, type WriteHealth } from './write-health.js';
 
 export type SqliteSynchronous = 'normal' | 'full';
@@ -58,6 +60,15 @@ export interface SqliteBackendOptions {
   onWriteHealth?: (health: WriteHealth) => void;
   /** How often the file at `path` is checked against the one held open, off the hot path; 0: only on demand. */
   fileCheckIntervalMs?: number;
+  /** Caps of the in-memory caches (docs/store.md); the defaults suit production, tests use small ones. */
+  caches?: SqliteCacheOptions;
+}
+
+export interface SqliteCacheOptions {
+  /** Finished rollouts (with their attempts) kept from reads; default 1,024. */
+  finishedRollouts?: number;
+  /** Sequence counters kept in memory; default 16,384. */
+  sequenceCounters?: number;
 }
 
 interface Deferred {
@@ -121,6 +132,8 @@ const DEFAULT_FILE_CHECK_INTERVAL_MS = 2_000;
  * store unwritable this long, even if probes pass meanwhile. Not forever, since a replica that is not ready gets no
  * traffic, so no real commit would ever clear it.
  */
+/** SQLite's own default, restored when the checkpoint thread cannot run. */
+const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
 const COMMIT_REFUSAL_HOLD_MS = 30_000;
 const WRITE_PROBE_KEY = 'write_probe';
 
@@ -150,30 +163,18 @@ const SEQUENCE_BLOCK = 1_000;
 const KNOWN_SPAN_ROLLOUTS_MAX = 10_000;
 const KEY_SEPARATOR = '\u0000';
 const LATEST_RESOURCES_KEY = 'latest_resources_id';
+/** Finished rollouts (with their attempts) kept from reads: about 1-2 KB each. */
+const FINISHED_CACHE_MAX = 1_024;
+/** Sequence counters kept in memory; at least the rollouts that receive spans at the same time. */
+const COUNTER_CACHE_MAX = 16_384;
+const ACTIVE_STATUSES = JSON.stringify([...QUEUING_STATUSES, ...RUNNING_STATUSES]);
 
-interface SpanRow {
-  id: number;
-  data: string;
-  packed: Buffer | null;
-  packing: number;
-  base_id: number | null;
-}
+/** Totals kept in the store_counts table (sqlite-schema.ts): by triggers, and by the writer for spans. */
+type CountName = 'rollouts' | 'attempts' | 'live_completions' | 'spans' | 'span_bytes' | `status:${string}`;
 
-// Rows of packing 1 (every row written before schema version 3) hold int32 runs, token-ids-codec.ts.
-const PACKING_VARINT = 2;
-
-/** The context a later turn's prompt may continue, or null when the span's ids cannot serve as a base. */
-function tokenContextOf(span: Span): TokenContext | null {
-  const prompt = span.attributes[ATTR_PROMPT_TOKEN_IDS];
-  const response = span.attributes[ATTR_RESPONSE_TOKEN_IDS];
-  if (!isInt32Array(prompt)) return null;
-  if (response === undefined) return { prompt, response: [] };
-  return isInt32Array(response) ? { prompt, response } : null;
-}
-
-export class SqliteBackend extends MemoryBackend {
-  override readonly name: string = 'sqlite';
-  override readonly capabilities: StoreCapabilities = {
+export class SqliteBackend implements StoreBackend {
+  readonly name: string = 'sqlite';
+  readonly capabilities: StoreCapabilities = {
     thread_safe: true,
     async_safe: true,
     zero_copy: false,
@@ -183,23 +184,26 @@ export class SqliteBackend extends MemoryBackend {
   readonly #db: BetterSqlite3.Database;
   readonly #onFlushError: (error: unknown) => void;
   readonly #stmt: ReturnType<SqliteBackend['prepare']>;
-  /** Writes units (and, with `counters`, the pending id reservations) in one transaction; returns span bytes. */
-  readonly #writeTx: (units: readonly Unit[], options: { counters: boolean }) => number;
+  /** Writes units (and, with `counters`, the pending id reservations) in one transaction. */
+  readonly #writeTx: (units: readonly Unit[], options: { counters: boolean }) => void;
   readonly #countersTx: () => void;
-  readonly #deleteTx: (rolloutId: string) => { count: number; bytes: number };
+  /** Whether the rollout existed. */
+  readonly #deleteTx: (rolloutId: string) => boolean;
 
-  readonly #queuePos = new Map<string, number>();
-  #nextQueuePos = 1;
-  readonly #dirtyCounters = new Set<string>();
-  /** Persisted high-water mark per rollout (>= every id handed out). */
-  readonly #reserved = new Map<string, number>();
-  #reservationPending = false;
-  readonly #packer = new VarintPacker();
+  readonly #rollouts: RolloutResidency;
+  readonly #queue = new PositionedQueue();
+  readonly #counters: SequenceCounters;
+  readonly #resources = new Map<string, ResourcesUpdate>();
+  #latestResourcesId: string | undefined;
+  readonly #workers = new Map<string, Worker>();
+  #lastCompletionSeq = 0;
+  /** Log entries of the pending batch, seq ascending (every committed entry has a lower seq). */
+  #pendingCompletions: CompletionEntry[] = [];
+  readonly #encoder = new SpanEncoder();
+  readonly #dictionaries = new SpanDictionaries();
   readonly #bases = new TokenPrefixBases();
   readonly #pendingSpanKeys = new Set<string>();
   readonly #spanKeys = new Map<string, Set<string>>();
-  #spanCount = 0;
-  #spanBytes = 0;
   #batch: Batch | null = null;
   /** The unit the current caller is writing; closed by durable(). */
   #unit: Unit | null = null;
@@ -214,9 +218,19 @@ export class SqliteBackend extends MemoryBackend {
   /** The storage refused a commit (read-only, full, I/O error): why, when, and whether it was a real one. */
   #refused: { readonly reason: string; readonly atMs: number; readonly byCommit: boolean } | null = null;
   #reported: WriteHealth = WRITABLE;
+  /** Runs the WAL checkpoints off the event loop; null for an in-memory database (no WAL). */
+  #checkpointer: WalCheckpointer | null = null;
 
   constructor(options: SqliteBackendOptions) {
-    super();
+    this.#rollouts = new RolloutResidency({
+      load: (rolloutId) => this.#loadRecord(rolloutId),
+      cacheMax: options.caches?.finishedRollouts ?? FINISHED_CACHE_MAX,
+    });
+    this.#counters = new SequenceCounters({
+      load: (rolloutId) => this.#loadCounter(rolloutId),
+      block: SEQUENCE_BLOCK,
+      max: options.caches?.sequenceCounters ?? COUNTER_CACHE_MAX,
+    });
     this.#onFlushError = options.onFlushError ?? (() => {});
     this.#onWriteHealth = options.onWriteHealth ?? (() => {});
     this.#path = options.path;
@@ -231,7 +245,20 @@ export class SqliteBackend extends MemoryBackend {
       // Spans with token ids are ~4 KB rows: 16 KB pages keep them off overflow chains (about 2x the insert rate
       // of the 4 KB default). Only takes effect when the file is created.
       this.#db.pragma(`page_size = ${PAGE_SIZE_BYTES}`);
-      this.#db.pragma('journal_mode = WAL');
+      // Lets retention give deleted rollouts' pages back to the file system (reclaimFreePages). Like page_size it
+      // only takes effect on a new file; `rollgate store vacuum` converts an existing one.
+      this.#db.pragma('auto_vacuum = INCREMENTAL');
+      const wal = this.#db.pragma('journal_mode = WAL', { simple: true }) === 'wal';
+      if (wal) {
+        // A checkpoint inside a commit stalls every call in flight: a worker thread runs them (sqlite-wal-checkpointer).
+        this.#db.pragma('wal_autocheckpoint = 0');
+        this.#checkpointer = new WalCheckpointer({
+          path: options.path,
+          onFallback: () => {
+            if (!this.#closed) this.#db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
+          },
+        });
+      }
       this.#db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       this.#db.pragma('foreign_keys = OFF');
       migrate(this.#db);
@@ -352,87 +379,233 @@ export class SqliteBackend extends MemoryBackend {
         'SELECT id, data, packed, packing, base_id FROM spans WHERE rollout_id = ? AND attempt_id = ? ORDER BY id',
       ),
       spanById: db.prepare<[number], SpanRow>('SELECT id, data, packed, packing, base_id FROM spans WHERE id = ?'),
+      insertDictionary: db.prepare<[Buffer]>('INSERT INTO span_dictionaries (data) VALUES (?)'),
+      dictionaryById: db.prepare<[number], Buffer>('SELECT data FROM span_dictionaries WHERE id = ?').pluck(),
       rolloutById: db.prepare<[string], { queue_pos: number | null; data: string }>(
         'SELECT queue_pos, data FROM rollouts WHERE rollout_id = ?',
       ),
       attemptsOfRollout: db.prepare<[string], { data: string }>(
-        'SELECT data FROM attempts WHERE rollout_id = ? ORDER BY rowid',
+        'SELECT data FROM attempts WHERE rollout_id = ? ORDER BY sequence_id, rowid',
       ),
+      attemptsOfRollouts: db.prepare<[string], { rollout_id: string; data: string }>(
+        `SELECT rollout_id, data FROM attempts WHERE rollout_id IN (SELECT value FROM json_each(?))
+         ORDER BY rollout_id, sequence_id, rowid`,
+      ),
+      counterOf: db.prepare<{ id: string }, { stored: number | null; highest: number | null }>(
+        `SELECT (SELECT value FROM sequence_counters WHERE rollout_id = @id) AS stored,
+                (SELECT max(sequence_id) FROM spans WHERE rollout_id = @id) AS highest`,
+      ),
+      exactCounter: db.prepare<[number, string]>('UPDATE sequence_counters SET value = ? WHERE rollout_id = ?'),
+      countOf: db.prepare<[CountName], number>('SELECT value FROM store_counts WHERE name = ?').pluck(),
+      addToCount: db.prepare<[number, CountName]>('UPDATE store_counts SET value = value + ? WHERE name = ?'),
+      completionsAfter: db.prepare<
+        [number, number],
+        { seq: number; rollout_id: string; status: string; time: number; deleted: number }
+      >('SELECT seq, rollout_id, status, time, deleted FROM completions WHERE seq > ? ORDER BY seq LIMIT ?'),
       resourcesById: db.prepare<[string], { data: string }>('SELECT data FROM resources WHERE resources_id = ?'),
       workerById: db.prepare<[string], { data: string }>('SELECT data FROM workers WHERE worker_id = ?'),
       metaValue: db.prepare<[string], string>('SELECT value FROM meta WHERE key = ?').pluck(),
     };
   }
 
+  /** Opening reads only what stays in memory: active rollouts, the queue, workers, resources (no history, no spans). */
   #load(): void {
     const db = this.#db;
-    for (const row of db.prepare<[], { data: string }>('SELECT data FROM rollouts ORDER BY rowid').iterate()) {
-      super.putRollout(storedRollout(row.data));
+    const active = db.prepare<[string], { rollout_id: string; data: string }>(
+      'SELECT rollout_id, data FROM rollouts WHERE status IN (SELECT value FROM json_each(?)) ORDER BY rowid',
+    );
+    for (const row of active.iterate(ACTIVE_STATUSES)) {
+      this.#rollouts.adopt(row.rollout_id, { rollout: storedRollout(row.data), attempts: [] });
     }
-    const queued = db
-      .prepare<[], { rollout_id: string; queue_pos: number }>(
-        'SELECT rollout_id, queue_pos FROM rollouts WHERE queue_pos IS NOT NULL ORDER BY queue_pos',
-      )
-      .all();
-    for (const row of queued) {
-      super.enqueue(row.rollout_id);
-      this.#queuePos.set(row.rollout_id, row.queue_pos);
-      this.#nextQueuePos = Math.max(this.#nextQueuePos, row.queue_pos + 1);
+    const attempts = db.prepare<[string], { rollout_id: string; data: string }>(
+      `SELECT a.rollout_id, a.data FROM rollouts r JOIN attempts a ON a.rollout_id = r.rollout_id
+       WHERE r.status IN (SELECT value FROM json_each(?)) ORDER BY a.rollout_id, a.sequence_id, a.rowid`,
+    );
+    for (const row of attempts.iterate(ACTIVE_STATUSES)) {
+      this.#rollouts.read(row.rollout_id)?.attempts.push(JSON.parse(row.data) as Attempt);
     }
-    for (const row of db.prepare<[], { data: string }>('SELECT data FROM attempts ORDER BY rowid').iterate()) {
-      super.putAttempt(JSON.parse(row.data) as Attempt);
-    }
-    // A counter never goes below the highest stored span id, so ids are never reused even if a counter row
-    // were older than its spans.
-    const counters = db
-      .prepare<[], { rollout_id: string; value: number }>(
-        `SELECT rollout_id, max(value) AS value FROM (
-           SELECT rollout_id, value FROM sequence_counters
-           UNION ALL SELECT rollout_id, max(sequence_id) FROM spans GROUP BY rollout_id
-         ) GROUP BY rollout_id`,
-      )
-      .all();
-    for (const row of counters) {
-      this.counters.set(row.rollout_id, row.value);
-      this.#reserved.set(row.rollout_id, row.value);
-    }
+    const queued = db.prepare<[], { rollout_id: string; queue_pos: number }>(
+      'SELECT rollout_id, queue_pos FROM rollouts WHERE queue_pos IS NOT NULL ORDER BY queue_pos',
+    );
+    for (const row of queued.iterate()) this.#queue.restore(row.rollout_id, row.queue_pos);
     for (const row of db.prepare<[], { data: string }>('SELECT data FROM resources ORDER BY rowid').iterate()) {
-      super.putResources(JSON.parse(row.data) as ResourcesUpdate);
+      const resources = JSON.parse(row.data) as ResourcesUpdate;
+      this.#resources.set(resources.resources_id, resources);
     }
-    const latest = db
-      .prepare<[string], string>('SELECT value FROM meta WHERE key = ?')
-      .pluck()
-      .get(LATEST_RESOURCES_KEY);
-    if (latest !== undefined && this.resources.has(latest)) this.latestResourcesId = latest;
+    const latest = this.#stmt.metaValue.get(LATEST_RESOURCES_KEY);
+    if (latest !== undefined && this.#resources.has(latest)) this.#latestResourcesId = latest;
     for (const row of db.prepare<[], { data: string }>('SELECT data FROM workers ORDER BY rowid').iterate()) {
-      super.putWorker(JSON.parse(row.data) as Worker);
+      const worker = JSON.parse(row.data) as Worker;
+      this.#workers.set(worker.worker_id, worker);
     }
-    const completions = db.prepare<
-      [],
-      { seq: number; rollout_id: string; status: string; time: number; deleted: number }
-    >('SELECT seq, rollout_id, status, time, deleted FROM completions ORDER BY seq');
-    for (const row of completions.iterate()) {
-      this.loadCompletion({
-        seq: row.seq,
-        rollout_id: row.rollout_id,
-        status: row.status as RolloutStatus,
-        time: row.time,
-        deleted: row.deleted !== 0,
-      });
-    }
-    const totals = db
-      .prepare<[], { n: number; bytes: number | null }>(
-        'SELECT count(*) AS n, sum(length(data) + ifnull(length(packed), 0)) AS bytes FROM spans',
-      )
-      .get();
-    this.#spanCount = totals?.n ?? 0;
-    this.#spanBytes = totals?.bytes ?? 0;
+    this.#lastCompletionSeq = db.prepare<[], number | null>('SELECT max(seq) FROM completions').pluck().get() ?? 0;
   }
 
-  // ---- write-through overrides: each change joins the current caller's unit ----------------------
+  /** What the file holds of a rollout: its row and attempts. */
+  #loadRecord(rolloutId: string): RolloutRecord | undefined {
+    const row = this.#stmt.rolloutById.get(rolloutId);
+    const attempts = this.#stmt.attemptsOfRollout.all(rolloutId).map((r) => JSON.parse(r.data) as Attempt);
+    if (row === undefined && attempts.length === 0) return undefined;
+    return { rollout: row === undefined ? undefined : storedRollout(row.data), attempts };
+  }
 
-  override putRollout(rollout: Rollout): void {
-    super.putRollout(rollout);
+  #loadCounter(rolloutId: string): StoredCounter {
+    // A counter never goes below the highest stored span id, so ids are never reused even if a counter row
+    // were older than its spans.
+    const row = this.#stmt.counterOf.get({ id: rolloutId });
+    return { stored: row?.stored ?? null, highestSpan: row?.highest ?? null };
+  }
+
+  /** A committed total (the caller committed what is pending first). */
+  #count(name: CountName): number {
+    return this.#stmt.countOf.get(name) ?? 0;
+  }
+
+  // ---- reads: memory for what is resident, else the file -----------------------------------------
+
+  getRollout(rolloutId: string): Rollout | undefined {
+    return this.#rollouts.read(rolloutId)?.rollout;
+  }
+
+  listRollouts(): Rollout[] {
+    this.flushNow();
+    const rows = this.#db.prepare<[], { data: string }>('SELECT data FROM rollouts ORDER BY rowid').all();
+    return rows.map((row) => storedRollout(row.data));
+  }
+
+  pageRollouts(request: RolloutPageRequest): PaginatedResult<Rollout | AttemptedRollout> | undefined {
+    const sql = rolloutPageSql(request);
+    if (sql === null) return undefined;
+    // Reads answer with committed state only.
+    this.flushNow();
+    const { limit, offset } = request.page;
+    // The page's rowids first (from an index where the order has one), then only those rows' data.
+    const rows = this.#db
+      .prepare<unknown[], { data: string }>(
+        `SELECT data FROM rollouts WHERE rowid IN (SELECT rowid FROM rollouts ${sql.where} ${sql.orderBy} LIMIT ? OFFSET ?)
+         ${sql.orderBy}`,
+      )
+      .all(...sql.params, limit, offset);
+    let total: number;
+    if (sql.total.kind === 'all') total = this.#count('rollouts');
+    else if (sql.total.kind === 'statuses')
+      total = sql.total.statuses.reduce((n, st) => n + this.#count(`status:${st}`), 0);
+    else {
+      total =
+        this.#db
+          .prepare<unknown[], number>(`SELECT count(*) FROM rollouts ${sql.where}`)
+          .pluck()
+          .get(...sql.params) ?? 0;
+    }
+    return { items: this.#withLatestAttempts(rows.map((row) => storedRollout(row.data))), limit, offset, total };
+  }
+
+  /** The rollouts with their latest attempts, read in one query (committed state: the caller flushed). */
+  #withLatestAttempts(rollouts: readonly Rollout[]): Array<Rollout | AttemptedRollout> {
+    if (rollouts.length === 0) return [];
+    const latest = new Map<string, string>();
+    const ids = JSON.stringify(rollouts.map((r) => r.rollout_id));
+    // Sequence id order: the last row of each rollout is its latest attempt.
+    for (const row of this.#stmt.attemptsOfRollouts.iterate(ids)) latest.set(row.rollout_id, row.data);
+    return rollouts.map((rollout) => {
+      const data = latest.get(rollout.rollout_id);
+      return data === undefined ? rollout : { ...rollout, attempt: JSON.parse(data) as Attempt };
+    });
+  }
+
+  activeRollouts(): Rollout[] {
+    const out: Rollout[] = [];
+    for (const record of this.#rollouts.resident()) {
+      if (record.rollout !== undefined && RUNNING_STATUSES.includes(record.rollout.status)) out.push(record.rollout);
+    }
+    return out;
+  }
+
+  rolloutCount(): number {
+    this.flushNow();
+    return this.#count('rollouts');
+  }
+
+  isQueued(rolloutId: string): boolean {
+    return this.#queue.has(rolloutId);
+  }
+
+  getAttempt(rolloutId: string, attemptId: string): Attempt | undefined {
+    return this.#rollouts.read(rolloutId)?.attempts.find((a) => a.attempt_id === attemptId);
+  }
+
+  getLatestAttempt(rolloutId: string): Attempt | undefined {
+    const attempts = this.#rollouts.read(rolloutId)?.attempts;
+    return attempts?.[attempts.length - 1];
+  }
+
+  listAttempts(rolloutId: string): Attempt[] {
+    return [...(this.#rollouts.read(rolloutId)?.attempts ?? [])];
+  }
+
+  attemptCount(rolloutId: string): number {
+    return this.#rollouts.read(rolloutId)?.attempts.length ?? 0;
+  }
+
+  totalAttempts(): number {
+    this.flushNow();
+    return this.#count('attempts');
+  }
+
+  getResources(resourcesId: string): ResourcesUpdate | undefined {
+    return this.#resources.get(resourcesId);
+  }
+
+  listResources(): ResourcesUpdate[] {
+    return [...this.#resources.values()];
+  }
+
+  latestResources(): ResourcesUpdate | undefined {
+    return this.#latestResourcesId === undefined ? undefined : this.#resources.get(this.#latestResourcesId);
+  }
+
+  getWorker(workerId: string): Worker | undefined {
+    return this.#workers.get(workerId);
+  }
+
+  listWorkers(): Worker[] {
+    return [...this.#workers.values()];
+  }
+
+  listCompletions(after: number, limit: number): CompletionEntry[] {
+    const items: CompletionEntry[] = this.#stmt.completionsAfter.all(after, limit).map((row) => ({
+      seq: row.seq,
+      rollout_id: row.rollout_id,
+      status: row.status as RolloutStatus,
+      time: row.time,
+      deleted: row.deleted !== 0,
+    }));
+    for (const entry of this.#pendingCompletions) {
+      if (items.length >= limit) break;
+      if (entry.seq > after) items.push(entry);
+    }
+    return items;
+  }
+
+  liveCompletionCount(): number {
+    // Pending entries are never tombstones: a delete commits what is pending first.
+    return this.#count('live_completions') + this.#pendingCompletions.length;
+  }
+
+  /** What this backend holds in memory (tests and diagnostics): rollouts resident and cached, counters held. */
+  residency(): { resident: number; cached: number; counters: number; queued: number } {
+    return {
+      resident: this.#rollouts.residentCount,
+      cached: this.#rollouts.cachedCount,
+      counters: this.#counters.size,
+      queued: this.#queue.size,
+    };
+  }
+
+  // ---- writes: each change joins the current caller's unit ------------------------------------------
+
+  putRollout(rollout: Rollout): void {
+    this.#rollouts.putRollout(rollout);
     if (TERMINAL_STATUSES.includes(rollout.status)) {
       this.#spanKeys.delete(rollout.rollout_id);
       this.#bases.forgetRollout(rollout.rollout_id);
@@ -440,105 +613,116 @@ export class SqliteBackend extends MemoryBackend {
     this.#recordRollout(rollout.rollout_id);
   }
 
-  override enqueue(rolloutId: string): void {
+  enqueue(rolloutId: string): void {
     if (this.isQueued(rolloutId)) return;
-    super.enqueue(rolloutId);
-    this.#queuePos.set(rolloutId, this.#nextQueuePos++);
+    this.#queue.push(rolloutId);
     this.#openBatch().queue = true;
     this.#recordRollout(rolloutId);
   }
 
-  override popQueue(): string | undefined {
-    const id = super.popQueue();
-    if (id !== undefined) {
-      this.#queuePos.delete(id);
-      this.#recordRollout(id);
-    }
+  popQueue(): string | undefined {
+    const id = this.#queue.pop();
+    if (id !== undefined) this.#recordRollout(id);
     return id;
   }
 
   /** The rollout row as it is now: its data and its queue place. */
   #recordRollout(rolloutId: string): void {
-    const rollout = this.rollouts.get(rolloutId);
+    const rollout = this.#rollouts.read(rolloutId)?.rollout;
     // A queue entry may outlive its rollout (deleted): there is no row to write.
     if (rollout === undefined) return;
-    this.#record({ kind: 'rollout', rolloutId, rollout, queuePos: this.#queuePos.get(rolloutId) ?? null });
+    // Resident until the commit: the row being written must be what readers of this turn see.
+    this.#rollouts.writable(rolloutId);
+    this.#record({ kind: 'rollout', rolloutId, rollout, queuePos: this.#queue.position(rolloutId) });
   }
 
-  override putAttempt(attempt: Attempt): void {
-    super.putAttempt(attempt);
+  putAttempt(attempt: Attempt): void {
+    this.#rollouts.putAttempt(attempt);
     this.#record({ kind: 'attempt', attempt });
   }
 
-  // Sequence ids are handed out from blocks reserved on disk: the stored value is a high-water mark at or above
-  // every id handed out, so allocation is an in-memory increment that waits for a commit only when it opens a
-  // new block. After a crash a rollout resumes above its last block (a gap, never a reuse); a clean close
-  // stores the exact counters, so a restart continues without a gap. Reservations belong to no unit: they are
-  // committed even when every unit of their batch fails, since the ids may already be in use.
-  override allocateSequenceIds(rolloutId: string, count: number): number {
-    const first = super.allocateSequenceIds(rolloutId, count);
-    this.#reserveUpTo(rolloutId);
+  // Sequence ids come from blocks reserved on disk (sequence-counters.ts). Reservations belong to no unit: they
+  // are committed even when every unit of their batch fails, since the ids may already be in use.
+  allocateSequenceIds(rolloutId: string, count: number): number {
+    const first = this.#counters.allocate(rolloutId, count);
+    if (this.#counters.reservationPending) this.#openBatch();
     return first;
   }
 
-  override raiseSequenceId(rolloutId: string, value: number): void {
-    super.raiseSequenceId(rolloutId, value);
-    this.#reserveUpTo(rolloutId);
+  raiseSequenceId(rolloutId: string, value: number): void {
+    this.#counters.raise(rolloutId, value);
+    if (this.#counters.reservationPending) this.#openBatch();
   }
 
-  #reserveUpTo(rolloutId: string): void {
-    const value = this.counters.get(rolloutId) ?? 0;
-    if (value <= (this.#reserved.get(rolloutId) ?? 0)) return;
-    this.#reserved.set(rolloutId, value + SEQUENCE_BLOCK);
-    this.#dirtyCounters.add(rolloutId);
-    this.#reservationPending = true;
-    this.#openBatch();
-  }
-
-  override sequencesDurable(): Promise<void> {
+  sequencesDurable(): Promise<void> {
     const batch = this.#batch;
-    if (!this.#reservationPending || batch === null) return RESOLVED;
+    if (!this.#counters.reservationPending || batch === null) return RESOLVED;
     batch.counters ??= deferred();
     return batch.counters.promise;
   }
 
-  override putResources(resources: ResourcesUpdate, options: { latest?: boolean } = {}): void {
-    super.putResources(resources, options);
+  putResources(resources: ResourcesUpdate, options: { latest?: boolean } = {}): void {
+    this.#resources.set(resources.resources_id, resources);
+    if (options.latest !== false) this.#latestResourcesId = resources.resources_id;
     this.#record({ kind: 'resources', resources, latest: options.latest !== false });
   }
 
-  override putWorker(worker: Worker): void {
-    super.putWorker(worker);
+  putWorker(worker: Worker): void {
+    this.#workers.set(worker.worker_id, worker);
     this.#record({ kind: 'worker', worker });
   }
 
-  override appendCompletion(entry: { rollout_id: string; status: RolloutStatus; time: number }): CompletionEntry {
-    const stored = super.appendCompletion(entry);
+  appendCompletion(entry: { rollout_id: string; status: RolloutStatus; time: number }): CompletionEntry {
+    // Sequence numbers are never handed out twice in a process, even those of entries whose commit failed.
+    this.#lastCompletionSeq++;
+    const stored: CompletionEntry = { seq: this.#lastCompletionSeq, ...entry, deleted: false };
+    this.#pendingCompletions.push(stored);
     this.#record({ kind: 'completion', entry: stored });
     return stored;
+  }
+
+  /**
+   * Moves up to `pages` free pages (left by deletes) to the end of the file and truncates them; the file shrinks
+   * at the next checkpoint. A no-op on files without auto_vacuum = INCREMENTAL (nothing is reclaimed). Says how many
+   * free pages are left, so a caller can reclaim a little at a time between other work (retention.ts).
+   */
+  reclaimFreePages(pages: number): { reclaimed: number; left: number } {
+    this.flushNow();
+    const freePages = (): number => {
+      const count = this.#db.pragma('freelist_count', { simple: true });
+      return typeof count === 'number' ? count : 0;
+    };
+    const before = freePages();
+    // incremental_vacuum(0) would empty the whole free list in one go: always a bounded step.
+    if (before > 0) this.#db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
+    const left = freePages();
+    // The file is cut once the moved pages are checkpointed, which the checkpoint thread does off the event loop
+    // (forcing a checkpoint here flushed the whole backlog of deleted pages in one stall of up to a second).
+    if (before > 0) this.#checkpointer?.committed();
+    return { reclaimed: Math.max(0, before - left), left };
   }
 
   /**
    * Deletes are rare: commit what is pending first, then remove the rows in their own transaction, so a batch
    * never has to order a delete against writes to the same rollout.
    */
-  override deleteRollout(rolloutId: string): boolean {
+  deleteRollout(rolloutId: string): boolean {
     this.flushNow();
     // The rows go first: when their transaction fails, memory still holds what the file holds.
-    const removed = this.#deleteTx(rolloutId);
-    const existed = super.deleteRollout(rolloutId);
-    this.#queuePos.delete(rolloutId);
+    const existed = this.#deleteTx(rolloutId);
+    // Retention deletes in bulk: the checkpoint thread must hear of these commits too, or the WAL only grows.
+    this.#checkpointer?.committed();
+    this.#rollouts.forget(rolloutId);
+    this.#queue.remove(rolloutId);
+    this.#counters.delete(rolloutId);
     this.#spanKeys.delete(rolloutId);
     this.#bases.forgetRollout(rolloutId);
-    this.#reserved.delete(rolloutId);
-    this.#spanCount -= removed.count;
-    this.#spanBytes -= removed.bytes;
     return existed;
   }
 
   // ---- spans ---------------------------------------------------------------------------------------
 
-  override hasSpan(rolloutId: string, attemptId: string, spanId: string): boolean {
+  hasSpan(rolloutId: string, attemptId: string, spanId: string): boolean {
     if (this.#pendingSpanKeys.has(rolloutId + KEY_SEPARATOR + attemptId + KEY_SEPARATOR + spanId)) return true;
     return this.#knownSpanKeys(rolloutId).has(attemptId + KEY_SEPARATOR + spanId);
   }
@@ -561,66 +745,47 @@ export class SqliteBackend extends MemoryBackend {
     return keys;
   }
 
-  override insertSpan(span: Span): void {
+  insertSpan(span: Span): void {
     // Serialised at commit time, straight into a reusable buffer (the span is the store's own copy).
     this.#record({ kind: 'span', span });
     this.#pendingSpanKeys.add(span.rollout_id + KEY_SEPARATOR + span.attempt_id + KEY_SEPARATOR + span.span_id);
     this.#spanKeys.get(span.rollout_id)?.add(span.attempt_id + KEY_SEPARATOR + span.span_id);
-    this.#spanCount++;
   }
 
-  override listSpans(rolloutId: string, attemptId: string | null): Span[] | typeof EVICTED {
+  listSpans(rolloutId: string, attemptId: string | null): Span[] | typeof EVICTED {
     // Reads see every span accepted so far, even those whose batch has not been committed yet.
     this.flushNow();
     const rows =
       attemptId === null
         ? this.#stmt.spansOfRollout.all(rolloutId)
         : this.#stmt.spansOfAttempt.all(rolloutId, attemptId);
-    // Rows come in id order and a prefix base always has a lower id in the same attempt, so bases are decoded
-    // before the spans that refer to them; the lookup by id only serves rows whose base is outside this result.
-    const decoded = new Map<number, Span>();
-    return rows.map((row) => this.#decodeSpan(row, decoded));
+    // Rows come in id order and a base always has a lower id in the same attempt, so bases are decoded before
+    // the spans that refer to them; the lookup by id only serves rows whose base is outside this result.
+    const reader = new SpanRowReader({
+      rowById: (id) => this.#stmt.spanById.get(id),
+      shared: (id) => this.#sharedDictionary(id),
+    });
+    return rows.map((row) => reader.read(row));
   }
 
-  #decodeSpan(row: SpanRow, decoded: Map<number, Span>): Span {
-    const span = JSON.parse(row.data) as Span;
-    if (row.packed !== null) {
-      if (row.packing === PACKING_VARINT) {
-        unpackVarintArrays(span.attributes, row.packed, () => this.#baseContext(row.base_id, decoded));
-      } else {
-        unpackIntArrays(span.attributes, row.packed);
-      }
-    }
-    decoded.set(row.id, span);
-    return span;
+  // Totals are committed state, maintained in the same transactions as the rows: never a scan of the spans.
+  spanCount(): number {
+    this.flushNow();
+    return this.#count('spans');
   }
 
-  #baseContext(baseId: number | null, decoded: Map<number, Span>): TokenContext | undefined {
-    if (baseId === null) return undefined;
-    let base = decoded.get(baseId);
-    if (base === undefined) {
-      const row = this.#stmt.spanById.get(baseId);
-      if (row === undefined) return undefined;
-      base = this.#decodeSpan(row, decoded);
-    }
-    return tokenContextOf(base) ?? undefined;
+  spanBytes(): number {
+    this.flushNow();
+    return this.#count('span_bytes');
   }
 
-  override spanCount(): number {
-    return this.#spanCount;
-  }
-
-  override spanBytes(): number {
-    return this.#spanBytes;
-  }
-
-  override spanThresholds(): { eviction: number | null; safe: number | null; capacity: number | null } {
+  spanThresholds(): { eviction: number | null; safe: number | null; capacity: number | null } {
     return { eviction: null, safe: null, capacity: null };
   }
 
   // ---- the journal ---------------------------------------------------------------------------------
 
-  override durable(): Promise<void> {
+  durable(): Promise<void> {
     const unit = this.#unit;
     this.#unit = null;
     // A caller that wrote nothing waits for what it may have read from the pending batch.
@@ -629,11 +794,11 @@ export class SqliteBackend extends MemoryBackend {
     return unit.done.promise;
   }
 
-  override commitPending(): void {
+  commitPending(): void {
     this.flushNow();
   }
 
-  override commitPendingTouching(keys: PendingKeys): void {
+  commitPendingTouching(keys: PendingKeys): void {
     const batch = this.#batch;
     if (batch === null) return;
     if (
@@ -709,17 +874,21 @@ export class SqliteBackend extends MemoryBackend {
       const closed = new Error('the store is closed');
       for (const unit of batch.units) unit.done?.reject(closed);
       batch.counters?.reject(closed);
+      this.#pendingCompletions = [];
       batch.settled.resolve();
       return;
     }
     let failures = new Map<Unit, unknown>();
     try {
-      this.#spanBytes += this.#writeTx(batch.units, { counters: true });
+      this.#writeTx(batch.units, { counters: true });
+      this.#dictionaries.committed();
+      this.#checkpointer?.committed();
       this.#countersWritten(batch);
       this.#refused = null;
     } catch (error) {
       // The rolled-back batch may have named rows that now do not exist.
       this.#bases.clear();
+      this.#dictionaries.rolledBack();
       // The storage refusing is told once, as the loss of write health, not once per batch that meets it.
       const refused = error instanceof StorageLost ? this.#lost : storageFailure(error);
       if (refused === null) this.#onFlushError(error);
@@ -728,6 +897,10 @@ export class SqliteBackend extends MemoryBackend {
     }
     this.#report();
     this.#pendingSpanKeys.clear();
+    // Committed entries are read from the file now; a failed unit's entries are simply gone.
+    this.#pendingCompletions = [];
+    // Finished rollouts this batch committed leave memory (failed units' rollouts were reloaded by the undo).
+    this.#rollouts.settle(batch.rollouts);
     for (const unit of batch.units) {
       if (failures.has(unit)) unit.done?.reject(failures.get(unit));
       else unit.done?.resolve();
@@ -737,7 +910,7 @@ export class SqliteBackend extends MemoryBackend {
 
   /** The slow path: reservations first (ids may be in use whatever happens to the units), then unit by unit. */
   #commitEach(batch: Batch): Map<Unit, unknown> {
-    if (this.#reservationPending) {
+    if (this.#counters.reservationPending) {
       try {
         this.#countersTx();
         this.#countersWritten(batch);
@@ -749,31 +922,43 @@ export class SqliteBackend extends MemoryBackend {
     const failures = new Map<Unit, unknown>();
     for (const unit of batch.units) {
       try {
-        this.#spanBytes += this.#writeTx([unit], { counters: false });
+        this.#writeTx([unit], { counters: false });
+        this.#dictionaries.committed();
       } catch (error) {
         this.#bases.clear();
+        this.#dictionaries.rolledBack();
         failures.set(unit, unitFailure(error, this.#lost));
       }
     }
-    if (failures.size > 0) this.#undo([...failures.keys()]);
+    if (failures.size > 0) {
+      try {
+        this.#undo([...failures.keys()]);
+      } catch (error) {
+        // A failed disk refuses the read-back too (EIO shows as SQLITE_IOERR or SQLITE_CORRUPT). Memory may then
+        // hold writes the file lost, so no write is taken again until a restart reads the file afresh. Thrown
+        // here (a timer's callback) it would end the process instead.
+        const refused = storageFailure(error);
+        if (refused === null) throw error;
+        this.#lost ??= `the database cannot be read back after a refused commit (${refused}); restart the gateway`;
+      }
+    }
     return failures;
   }
 
   #countersWritten(batch: Batch): void {
-    this.#dirtyCounters.clear();
-    this.#reservationPending = false;
+    this.#counters.written();
     batch.counters?.resolve();
   }
 
   /**
    * Restores in memory what failed units changed, from the file (which now holds every unit that committed):
-   * their rollouts with their queue places and attempts, workers, resources, log entries and spans.
+   * their rollouts with their queue places and attempts, workers, resources and span keys. Totals and log entries
+   * need nothing: they are read from the file, and a failed unit's pending entries are dropped with the batch.
    */
   #undo(units: readonly Unit[]): void {
     const rollouts = new Set<string>();
     const workers = new Set<string>();
     const resources = new Set<string>();
-    const completions = new Set<number>();
     for (const unit of units) {
       for (const write of unit.writes) {
         switch (write.kind) {
@@ -784,12 +969,10 @@ export class SqliteBackend extends MemoryBackend {
             rollouts.add(write.attempt.rollout_id);
             break;
           case 'span':
-            this.#spanCount--;
             // Its key set is read again from the file when the rollout's next span arrives.
             this.#spanKeys.delete(write.span.rollout_id);
             break;
           case 'completion':
-            completions.add(write.entry.seq);
             break;
           case 'resources':
             resources.add(write.resources.resources_id);
@@ -804,79 +987,54 @@ export class SqliteBackend extends MemoryBackend {
     }
     const s = this.#stmt;
     for (const id of rollouts) {
+      this.#rollouts.reload(id);
       const row = s.rolloutById.get(id);
       if (row === undefined) {
-        this.forgetRolloutEntry(id);
-        this.#queuePos.delete(id);
         this.#spanKeys.delete(id);
         this.#bases.forgetRollout(id);
-      } else {
-        super.putRollout(storedRollout(row.data));
-        this.#restoreQueuePlace(id, row.queue_pos);
       }
-      this.replaceAttempts(
-        id,
-        s.attemptsOfRollout.all(id).map((r) => JSON.parse(r.data) as Attempt),
-      );
+      if (row?.queue_pos == null) this.#queue.remove(id);
+      else this.#queue.restore(id, row.queue_pos);
     }
     for (const id of workers) {
       const row = s.workerById.get(id);
-      if (row === undefined) this.workers.delete(id);
-      else this.workers.set(id, JSON.parse(row.data) as Worker);
+      if (row === undefined) this.#workers.delete(id);
+      else this.#workers.set(id, JSON.parse(row.data) as Worker);
     }
     if (resources.size > 0) {
       for (const id of resources) {
         const row = s.resourcesById.get(id);
-        if (row === undefined) this.resources.delete(id);
-        else this.resources.set(id, JSON.parse(row.data) as ResourcesUpdate);
+        if (row === undefined) this.#resources.delete(id);
+        else this.#resources.set(id, JSON.parse(row.data) as ResourcesUpdate);
       }
       const latest = s.metaValue.get(LATEST_RESOURCES_KEY);
-      this.latestResourcesId = latest !== undefined && this.resources.has(latest) ? latest : undefined;
+      this.#latestResourcesId = latest !== undefined && this.#resources.has(latest) ? latest : undefined;
     }
-    this.dropCompletions(completions);
   }
 
-  #restoreQueuePlace(rolloutId: string, position: number | null): void {
-    if (position === null) {
-      this.unqueue(rolloutId);
-      this.#queuePos.delete(rolloutId);
-      return;
-    }
-    this.#queuePos.set(rolloutId, position);
-    this.requeue(rolloutId, (other) => (this.#queuePos.get(other) ?? Number.POSITIVE_INFINITY) > position);
-  }
-
-  #deleteRows(rolloutId: string): { count: number; bytes: number } {
+  #deleteRows(rolloutId: string): boolean {
     const s = this.#stmt;
     const totals = s.spanTotalsOfRollout.get(rolloutId);
     s.deleteSpans.run(rolloutId);
     s.deleteAttempts.run(rolloutId);
     s.deleteCounter.run(rolloutId);
-    s.deleteRollout.run(rolloutId);
+    const deleted = s.deleteRollout.run(rolloutId);
     s.tombstoneCompletions.run(rolloutId);
-    return { count: totals?.n ?? 0, bytes: totals?.bytes ?? 0 };
-  }
-
-  /** The longest stored context of the same attempt that this span's prompt ids start with, if any. */
-  #prefixFor(span: Span): { reference: PrefixReference; rowId: number } | null {
-    const prompt = span.attributes[ATTR_PROMPT_TOKEN_IDS];
-    if (!Array.isArray(prompt)) return null;
-    let best: { reference: PrefixReference; rowId: number } | null = null;
-    for (const base of this.#bases.candidates(span.rollout_id, span.attempt_id)) {
-      const length = contextPrefixLength(prompt, base);
-      if (length > 0 && (best === null || length > best.reference.length)) {
-        best = { reference: { name: ATTR_PROMPT_TOKEN_IDS, length }, rowId: base.rowId };
-      }
-    }
-    return best;
+    // Rollouts, attempts and log entries are counted by triggers; spans by their writer.
+    s.addToCount.run(-(totals?.n ?? 0), 'spans');
+    s.addToCount.run(-(totals?.bytes ?? 0), 'span_bytes');
+    return deleted.changes > 0;
   }
 
   #writeCounters(): void {
-    for (const id of this.#dirtyCounters) this.#stmt.upsertCounter.run(id, this.#reserved.get(id) ?? 0);
+    const { reservations, exact } = this.#counters.pendingWrites();
+    for (const [id, value] of reservations) this.#stmt.upsertCounter.run(id, value);
+    // After the reservations: an exact value lowers the row to the last id handed out, which no reload passes.
+    for (const [id, value] of exact) this.#stmt.exactCounter.run(value, id);
   }
 
-  /** Writes the units' rows, the last value of each row once; returns the bytes of the spans inserted. */
-  #writeUnits(units: readonly Unit[], options: { counters: boolean }): number {
+  /** Writes the units' rows, the last value of each row once, and the span totals. */
+  #writeUnits(units: readonly Unit[], options: { counters: boolean }): void {
     if (this.#lost !== null) throw new StorageLost(this.#lost);
     const rollouts = new Map<string, { rollout: Rollout; queuePos: number | null }>();
     const attempts = new Map<string, Attempt>();
@@ -927,7 +1085,17 @@ export class SqliteBackend extends MemoryBackend {
     }
     if (options.counters) this.#writeCounters();
     let bytes = 0;
-    for (const span of spans) bytes += this.#writeSpan(span);
+    let inserted = 0;
+    for (const span of spans) {
+      const written = this.#writeSpan(span);
+      // 0: a duplicate the insert ignored.
+      if (written > 0) inserted++;
+      bytes += written;
+    }
+    if (inserted > 0) {
+      s.addToCount.run(inserted, 'spans');
+      s.addToCount.run(bytes, 'span_bytes');
+    }
     for (const entry of completions) s.insertCompletion.run(entry.seq, entry.rollout_id, entry.status, entry.time);
     for (const [id, snapshot] of resources)
       s.upsertResources.run(
@@ -940,54 +1108,61 @@ export class SqliteBackend extends MemoryBackend {
         id,
         serialised(() => JSON.stringify(worker)),
       );
-    return bytes;
   }
 
   #writeSpan(span: Span): number {
-    const prefix = this.#prefixFor(span);
-    const { data, packed, prefixUsed } = serialised(() => {
-      const { rest, packed, prefixUsed } = this.#packer.pack(span.attributes, prefix?.reference ?? null);
-      const data = JSON.stringify(rest === span.attributes ? span : { ...span, attributes: rest });
-      return { data, packed, prefixUsed };
-    });
-    const baseId = prefixUsed && prefix !== null ? prefix.rowId : null;
+    const base = this.#bases.baseFor(span.rollout_id, span.attempt_id, span.attributes[ATTR_PROMPT_TOKEN_IDS]);
+    const shared = base === null ? this.#dictionaries.forFirstCall() : null;
+    const encoded = serialised(() => this.#encoder.encode(span, { base, shared }));
     const result = this.#stmt.insertSpan.run(
       span.rollout_id,
       span.attempt_id,
       span.span_id,
       span.sequence_id,
-      data,
-      packed,
-      PACKING_VARINT,
-      baseId,
+      '',
+      encoded.blob,
+      PACKING_SPAN_CODEC,
+      encoded.baseUsed && base !== null ? base.rowId : null,
     );
     if (result.changes === 0) return 0;
-    const context = tokenContextOf(span);
-    if (context !== null) {
+    const dictionary = base === null ? this.#dictionaries.due(encoded.self) : null;
+    if (dictionary !== null) {
+      const id = Number(this.#stmt.insertDictionary.run(dictionary).lastInsertRowid);
+      this.#dictionaries.made({ id, bytes: dictionary });
+    }
+    if (tokenContextOf(span) !== null) {
       // Remembered inside the transaction so later spans of the same commit can refer to it; a transaction that
       // fails clears every base.
       this.#bases.remember(span.rollout_id, span.attempt_id, {
-        ...context,
+        ...encoded.self,
         rowId: Number(result.lastInsertRowid),
         sequenceId: span.sequence_id,
       });
     }
-    return data.length + (packed?.length ?? 0);
+    return encoded.blob.length;
   }
 
-  override async close(): Promise<void> {
+  /** A shared dictionary of span-codec rows, read once. */
+  #sharedDictionary(id: number): Buffer | undefined {
+    const known = this.#dictionaries.cached(id);
+    if (known !== undefined) return known;
+    const bytes = this.#stmt.dictionaryById.get(id);
+    if (bytes !== undefined) this.#dictionaries.remember({ id, bytes });
+    return bytes;
+  }
+
+  async close(): Promise<void> {
     if (this.#closed) return;
     if (this.#fileTimer !== null) clearInterval(this.#fileTimer);
     this.flushNow();
     // Store exact counters so a clean restart continues without a gap.
-    const exact = this.#db.prepare<[number, string]>('UPDATE sequence_counters SET value = ? WHERE rollout_id = ?');
+    const exact = this.#counters.exactValues();
     this.#db.transaction(() => {
-      for (const [id, reserved] of this.#reserved) {
-        const value = this.counters.get(id) ?? 0;
-        if (value < reserved) exact.run(value, id);
-      }
+      for (const [id, value] of exact) this.#stmt.exactCounter.run(value, id);
     })();
     this.#closed = true;
+    // The worker's connection goes first, so the last one (ours) checkpoints what is left and removes the WAL.
+    await this.#checkpointer?.close();
     this.#db.close();
   }
 }

@@ -1,9 +1,8 @@
 // SQLite schema, versioned with PRAGMA user_version. Entities keep their JSON in `data` plus the columns that
 // reads and ordering need; spans keep integer arrays packed in `packed` (token-ids-codec.ts for packing 1,
-// token-ids-varint-codec.ts for packing 2).
+// token-ids-varint-codec.ts for packing 2), and since version 5 the whole span (span-codec.ts, packing 3).
 import type BetterSqlite3 from 'better-sqlite3';
-
-export const SCHEMA_VERSION = 3;
+import { convertSpanRows } from './sqlite-span-migration.js';
 
 type Migration = string | ((db: BetterSqlite3.Database) => void);
 
@@ -78,7 +77,87 @@ const MIGRATIONS: ReadonlyArray<Migration> = [
     if (!columns.has('packing')) db.exec('ALTER TABLE spans ADD COLUMN packing INTEGER NOT NULL DEFAULT 1');
     if (!columns.has('base_id')) db.exec('ALTER TABLE spans ADD COLUMN base_id INTEGER');
   },
+  // 3 -> 4: finished rollouts are read from the file instead of being held in memory (docs/store.md). Indexes for
+  // the list paths (status; start and end time as virtual columns of the JSON), and totals (also per rollout
+  // status) kept by triggers in the same transaction as their rows, so no count scans a table; spans are counted
+  // by the writer (their bytes are its encoding's). Each part skips what is already there, and the totals are computed afresh, so a file whose
+  // version was rewound still opens with exact totals.
+  (db) => {
+    const columns = new Set(
+      db
+        .prepare<[], { name: string }>("SELECT name FROM pragma_table_xinfo('rollouts')")
+        .all()
+        .map((c) => c.name),
+    );
+    for (const field of ['start_time', 'end_time']) {
+      if (columns.has(field)) continue;
+      db.exec(
+        `ALTER TABLE rollouts ADD COLUMN ${field} REAL GENERATED ALWAYS AS (json_extract(data, '$.${field}')) VIRTUAL`,
+      );
+    }
+    db.exec(`
+      CREATE INDEX IF NOT EXISTS rollouts_status ON rollouts (status);
+      CREATE INDEX IF NOT EXISTS rollouts_start_time ON rollouts (start_time);
+      -- The list order puts a missing end time after every time (sqlite-rollout-page.ts): indexed as it sorts.
+      CREATE INDEX IF NOT EXISTS rollouts_end_time ON rollouts (end_time IS NULL, end_time);
+      CREATE TABLE IF NOT EXISTS store_counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+      DELETE FROM store_counts;
+      INSERT INTO store_counts (name, value) VALUES
+        ('rollouts', (SELECT count(*) FROM rollouts)),
+        ('attempts', (SELECT count(*) FROM attempts)),
+        ('live_completions', (SELECT count(*) FROM completions WHERE deleted = 0)),
+        ('spans', (SELECT count(*) FROM spans)),
+        ('span_bytes', (SELECT ifnull(sum(length(data) + ifnull(length(packed), 0)), 0) FROM spans));
+      INSERT INTO store_counts (name, value) SELECT 'status:' || status, count(*) FROM rollouts GROUP BY status;
+      -- No OR IGNORE in a trigger: the firing statement's conflict clause (the writer's upsert) would override it.
+      CREATE TRIGGER IF NOT EXISTS rollouts_count_insert AFTER INSERT ON rollouts BEGIN
+        UPDATE store_counts SET value = value + 1 WHERE name = 'rollouts';
+        INSERT INTO store_counts (name, value) SELECT 'status:' || NEW.status, 0
+          WHERE NOT EXISTS (SELECT 1 FROM store_counts WHERE name = 'status:' || NEW.status);
+        UPDATE store_counts SET value = value + 1 WHERE name = 'status:' || NEW.status;
+      END;
+      CREATE TRIGGER IF NOT EXISTS rollouts_count_delete AFTER DELETE ON rollouts BEGIN
+        UPDATE store_counts SET value = value - 1 WHERE name = 'rollouts';
+        UPDATE store_counts SET value = value - 1 WHERE name = 'status:' || OLD.status;
+      END;
+      CREATE TRIGGER IF NOT EXISTS rollouts_count_status AFTER UPDATE OF status ON rollouts
+        WHEN OLD.status <> NEW.status BEGIN
+        UPDATE store_counts SET value = value - 1 WHERE name = 'status:' || OLD.status;
+        INSERT INTO store_counts (name, value) SELECT 'status:' || NEW.status, 0
+          WHERE NOT EXISTS (SELECT 1 FROM store_counts WHERE name = 'status:' || NEW.status);
+        UPDATE store_counts SET value = value + 1 WHERE name = 'status:' || NEW.status;
+      END;
+      CREATE TRIGGER IF NOT EXISTS attempts_count_insert AFTER INSERT ON attempts
+        BEGIN UPDATE store_counts SET value = value + 1 WHERE name = 'attempts'; END;
+      CREATE TRIGGER IF NOT EXISTS attempts_count_delete AFTER DELETE ON attempts
+        BEGIN UPDATE store_counts SET value = value - 1 WHERE name = 'attempts'; END;
+      CREATE TRIGGER IF NOT EXISTS completions_count_insert AFTER INSERT ON completions WHEN NEW.deleted = 0
+        BEGIN UPDATE store_counts SET value = value + 1 WHERE name = 'live_completions'; END;
+      CREATE TRIGGER IF NOT EXISTS completions_count_delete AFTER DELETE ON completions WHEN OLD.deleted = 0
+        BEGIN UPDATE store_counts SET value = value - 1 WHERE name = 'live_completions'; END;
+      CREATE TRIGGER IF NOT EXISTS completions_count_update AFTER UPDATE OF deleted ON completions
+        WHEN (OLD.deleted = 0) <> (NEW.deleted = 0)
+        BEGIN UPDATE store_counts SET value = value + (CASE WHEN NEW.deleted = 0 THEN 1 ELSE -1 END)
+          WHERE name = 'live_completions'; END;
+    `);
+  },
+  // 4 -> 5: every span row in the span codec (packing 3: the whole span in `packed`, relative to row `base_id`;
+  // sqlite-span-rows.ts), and the shared dictionaries of first calls (span-dictionaries.ts). Older rows are
+  // converted in id order; the span byte total follows their new size.
+  (db) => {
+    db.exec('CREATE TABLE IF NOT EXISTS span_dictionaries (id INTEGER PRIMARY KEY, data BLOB NOT NULL)');
+    convertSpanRows(db);
+    const counts = db.prepare<[], { n: number }>(
+      "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'store_counts'",
+    );
+    if ((counts.get()?.n ?? 0) > 0) {
+      db.exec(`UPDATE store_counts SET value = (SELECT ifnull(sum(length(data) + ifnull(length(packed), 0)), 0) FROM spans)
+               WHERE name = 'span_bytes'`);
+    }
+  },
 ];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export function migrate(db: BetterSqlite3.Database): void {
   const version = db.pragma('user_version', { simple: true });

@@ -24,6 +24,14 @@ export class SqliteStore extends CoreStore {
       ...(options.fileCheckIntervalMs === undefined ? {} : { fileCheckIntervalMs: options.fileCheckIntervalMs }),
     });
     super(backend, options);
+    this.#sqlite = backend;
+  }
+
+  readonly #sqlite: SqliteBackend;
+
+  /** Gives up to `pages` free pages back to the file system (retention.ts). */
+  async reclaimFreePages(pages: number): Promise<{ reclaimed: number; left: number }> {
+    return this.#sqlite.reclaimFreePages(pages);
   }
 }
 

@@ -1,9 +1,10 @@
-// The write path's memory of recent token contexts per attempt, so a new span's prompt ids can be stored as a
-// reference to an earlier span's prompt + response without a SELECT. Bounded by rollouts and by tokens held;
-// whatever is forgotten is simply stored in full next time.
-import type { TokenContext } from './token-ids-varint-codec.js';
+// The write path's memory of recent spans per attempt (their token context, long strings and head), so a new
+// span can be stored relative to an earlier one (span-codec.ts) without a SELECT. Bounded by rollouts and by
+// the tokens and characters held; whatever is forgotten is simply stored in full next time.
+import type { SpanBase } from './span-codec.js';
+import { contextPrefixLength } from './token-ids-varint-codec.js';
 
-export interface StoredBase extends TokenContext {
+export interface StoredBase extends SpanBase {
   /** Row id of the span in the spans table. */
   readonly rowId: number;
   readonly sequenceId: number;
@@ -18,11 +19,30 @@ export interface TokenPrefixBasesOptions {
 // catches a retried or failed call whose context the next turn does not continue.
 const CANDIDATES_PER_ATTEMPT = 2;
 
-export class TokenPrefixBases {
+/**
+ * The candidate a new span is stored relative to: the one whose context its prompt ids continue the furthest,
+ * else the first (the latest: its messages and attributes are still what the new span repeats).
+ */
+export function chooseBase<B extends StoredBase>(candidates: readonly B[], prompt: unknown): B | null {
+  let best: B | null = null;
+  let bestLength = 0;
+  if (Array.isArray(prompt)) {
+    for (const base of candidates) {
+      const length = contextPrefixLength(prompt, base);
+      if (length > bestLength) {
+        best = base;
+        bestLength = length;
+      }
+    }
+  }
+  return best ?? candidates[0] ?? null;
+}
+
+export class TokenPrefixBases<B extends StoredBase = StoredBase> {
   readonly #maxRollouts: number;
   readonly #maxTokens: number;
   /** rollout -> attempt -> candidates, highest sequence id first; Map order is least recently used first. */
-  readonly #rollouts = new Map<string, Map<string, StoredBase[]>>();
+  readonly #rollouts = new Map<string, Map<string, B[]>>();
   #tokens = 0;
 
   constructor(options: TokenPrefixBasesOptions = {}) {
@@ -30,11 +50,16 @@ export class TokenPrefixBases {
     this.#maxTokens = options.maxTokens ?? 8_000_000;
   }
 
-  candidates(rolloutId: string, attemptId: string): readonly StoredBase[] {
+  candidates(rolloutId: string, attemptId: string): readonly B[] {
     return this.#rollouts.get(rolloutId)?.get(attemptId) ?? [];
   }
 
-  remember(rolloutId: string, attemptId: string, base: StoredBase): void {
+  /** chooseBase over this attempt's candidates. */
+  baseFor(rolloutId: string, attemptId: string, prompt: unknown): B | null {
+    return chooseBase(this.candidates(rolloutId, attemptId), prompt);
+  }
+
+  remember(rolloutId: string, attemptId: string, base: B): void {
     let attempts = this.#rollouts.get(rolloutId);
     if (attempts === undefined) {
       attempts = new Map();
@@ -73,6 +98,9 @@ export class TokenPrefixBases {
   }
 }
 
-function size(base: TokenContext): number {
-  return base.prompt.length + base.response.length;
+/** In token units: a token id is a number (8 bytes at most), 4 characters are about as much memory. */
+function size(base: StoredBase): number {
+  let chars = base.head.length;
+  for (const value of base.strings.values()) chars += value.length;
+  return base.prompt.length + base.response.length + Math.ceil(chars / 4);
 }

@@ -1,4 +1,4 @@
-// The LightningStore data model (agent-lightning v0.3 contract, contracts.md §3).
+// The LightningStore data model (agent-lightning v0.3 contract, docs/architecture.md).
 // Field names keep the wire's snake_case spelling so the REST API and every backend share one shape.
 // This file must stay free of HTTP and OpenTelemetry types.
 
@@ -106,13 +106,13 @@ export interface EnqueueRolloutRequest {
   resources_id?: string | null;
   config?: Partial<RolloutConfig> | null;
   metadata?: JsonObject | null;
-  /** [rollgate decision] client-supplied id makes enqueue idempotent (contracts.md §3.10). */
+  /** client-supplied id makes enqueue idempotent (docs/store.md). */
   rollout_id?: string | null;
 }
 
 export interface StartRolloutRequest extends EnqueueRolloutRequest {
   worker_id?: string | null;
-  /** [rollgate decision] client-supplied id of the first attempt (the gateway registers /rollout/<rid>/attempt/<aid>). */
+  /** client-supplied id of the first attempt (the gateway registers /rollout/<rid>/attempt/<aid>). */
   attempt_id?: string | null;
 }
 
@@ -367,6 +367,11 @@ export interface RolloutLifecycle {
   /** Removes the rollout, its attempts and spans; false when it did not exist (idempotent). */
   deleteRollout(rolloutId: string): Promise<boolean>;
   queryCompletions(query?: CompletionQuery): Promise<CompletionPage>;
+  /**
+   * Calls `listener` after each rollout this store instance deletes, whatever the path (the API, retention);
+   * returns the unsubscribe function. Deletes made by other replicas are not seen here.
+   */
+  onRolloutDeleted(listener: (rolloutId: string) => void): () => void;
 }
 
 /** The longest a dequeue may wait for work (`wait_ms`); a client that wants longer asks again. */
@@ -384,7 +389,7 @@ export interface DequeueOptions {
   signal?: AbortSignal;
 }
 
-/** The agent-lightning v0.3 LightningStore contract (contracts.md §3.7), async everywhere. */
+/** The agent-lightning v0.3 LightningStore contract (docs/architecture.md), async everywhere. */
 export interface LightningStore extends RolloutLifecycle {
   readonly capabilities: StoreCapabilities;
 

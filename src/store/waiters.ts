@@ -1,4 +1,4 @@
-// Event-driven waits for terminal rollouts (pitfall 40): a waiter is woken by the terminal transition itself,
+// Event-driven waits for terminal rollouts (docs/failure-classes.md#40): a waiter is woken by the terminal transition itself,
 // never by polling. The store calls `notify(rolloutId)` whenever a rollout enters a terminal status.
 
 interface Waiter {

@@ -1,5 +1,5 @@
-// contracts.md §3.6 [rollgate decision]: the watchdog also runs on a timer so idle stores still expire attempts
-// (pitfall 36). The timer is unref'd so it never keeps the process alive.
+// docs/architecture.md: the watchdog also runs on a timer so idle stores still expire attempts
+// (docs/failure-classes.md#36). The timer is unref'd so it never keeps the process alive.
 
 export const DEFAULT_WATCHDOG_INTERVAL_MS = 1_000;
 

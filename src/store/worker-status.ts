@@ -1,4 +1,4 @@
-// contracts.md §3.5: the worker state machine as a pure function. Workers change only through other calls.
+// docs/architecture.md: the worker state machine as a pure function. Workers change only through other calls.
 import { assertNever } from './assert-never.js';
 import type { AttemptStatus, JsonObject, Worker, WorkerStatus } from './types.js';
 

@@ -1,10 +1,13 @@
-// The attributes of one call's span: GenAI semconv (contracts.md §4.2) plus rollgate's canonical
-// record (§4.3). Names come from attributes.ts only.
+// The attributes of one call's span: GenAI semconv (docs/architecture.md) plus rollgate's canonical
+// record (docs/architecture.md). Names come from src/contracts/span-attributes.ts only.
 import type { Attributes } from '@opentelemetry/api';
-import type { CapturedCall, Endpoint } from '../gateway/call-capture.js';
-import type { CanonicalRecord } from '../gateway/canonical.js';
-import * as A from './attributes.js';
+import type { CanonicalRecord, CapturedCall, Endpoint } from '../contracts/call-record.js';
+import * as A from '../contracts/span-attributes.js';
 import { inputMessages, outputMessages, promptMessages, responsesInputMessages } from './genai-messages.js';
+import { RepeatedJson } from './repeated-json.js';
+
+/** One per process: a pure cache of tool definitions' text, shared by every gateway (repeated-json.ts). */
+const toolDefinitionsJson = new RepeatedJson();
 
 export interface CallRequestInfo {
   readonly endpoint: Endpoint;
@@ -77,7 +80,8 @@ export function requestAttributes(info: CallRequestInfo): Attributes {
   }
   if (info.captureContent) {
     attributes[A.ATTR_GEN_AI_INPUT_MESSAGES] = JSON.stringify(requestMessages(info.endpoint, body));
-    if (Array.isArray(body.tools)) attributes[A.ATTR_GEN_AI_TOOL_DEFINITIONS] = JSON.stringify(body.tools);
+    if (Array.isArray(body.tools))
+      attributes[A.ATTR_GEN_AI_TOOL_DEFINITIONS] = toolDefinitionsJson.stringify(body.tools);
   }
   return attributes;
 }

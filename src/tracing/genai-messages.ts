@@ -1,6 +1,6 @@
-// OpenAI chat bodies as OpenTelemetry GenAI messages (contracts.md §4.2): arrays of {role, parts}
+// OpenAI chat bodies as OpenTelemetry GenAI messages (docs/architecture.md): arrays of {role, parts}
 // where a part is text, reasoning, a tool call (arguments as an object) or a tool call response.
-import type { CapturedChoice } from '../gateway/call-capture.js';
+import type { CapturedChoice } from '../contracts/call-record.js';
 
 type Obj = Record<string, unknown>;
 

@@ -1,22 +1,25 @@
-// Agent-side spans into the store (contracts.md §3.11): map, keep the spans whose rollout and attempt exist (or
-// register them when `autoCreate` is on, as the proxy does), allocate the missing sequence ids in one call, then
-// one addManySpans. What is skipped is counted; each kind of skip is logged once, not per span.
+// Agent-side spans into the store: map, keep the spans whose rollout and attempt exist (or register them when
+// `rollouts.autoCreate` is on, as the proxy does: the gateway's one attribution service decides both), allocate
+// the missing sequence ids in one call, then one addManySpans. What is skipped is counted; each kind of skip is
+// logged once, not per span.
 import type { Logger } from '../logger.js';
 import type { LightningStore, SpanInput } from '../store/types.js';
 import { mapOtlpSpans, type OtlpTraceRequest } from './otlp-spans.js';
 
-export type OtlpIngestStore = Pick<
-  LightningStore,
-  'getRolloutById' | 'queryAttempts' | 'startRollout' | 'startAttempt' | 'nextSequenceIds' | 'addManySpans'
->;
+export type OtlpIngestStore = Pick<LightningStore, 'nextSequenceIds' | 'addManySpans'>;
+
+/**
+ * The attribution service's check (src/attribution/rollout-attribution.ts: registers under the sender's ids when
+ * `rollouts.autoCreate` is on, remembers known pairs), stated by its shape so tracing imports nothing above it.
+ */
+export interface PairChecker {
+  ensure(rolloutId: string, attemptId: string): { readonly found: boolean } | Promise<{ readonly found: boolean }>;
+}
 
 export interface OtlpIngestOptions {
   readonly store: OtlpIngestStore;
-  /** Register unknown rollouts/attempts under the sender's ids (config `rollouts.autoCreate`). */
-  readonly autoCreate: boolean;
+  readonly pairs: PairChecker;
   readonly logger: Logger;
-  /** Known (rollout, attempt) pairs kept to skip the existence check; bounded, cleared when full. */
-  readonly knownPairsLimit?: number;
 }
 
 export interface OtlpIngestResult {
@@ -42,13 +45,8 @@ export interface OtlpIngester {
   stats(): OtlpIngestStats;
 }
 
-const DEFAULT_KNOWN_PAIRS_LIMIT = 10_000;
-
 export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
-  const { store, autoCreate, logger } = options;
-  const limit = options.knownPairsLimit ?? DEFAULT_KNOWN_PAIRS_LIMIT;
-  const known = new Set<string>();
-  const inFlight = new Map<string, Promise<boolean>>();
+  const { store, pairs: checker, logger } = options;
   const warned = new Set<string>();
   const counters = { received: 0, stored: 0, skippedUnattributed: 0, skippedUnknownRollout: 0, skippedInvalid: 0 };
 
@@ -57,48 +55,6 @@ export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
     warned.add(kind);
     logger.warn(message, fields);
   };
-
-  /** True when the pair exists (or was just registered). */
-  async function register(rolloutId: string, attemptId: string): Promise<boolean> {
-    const rollout = await store.getRolloutById(rolloutId);
-    if (rollout === null) {
-      if (!autoCreate) return false;
-      const started = await store.startRollout({ input: null, rollout_id: rolloutId, attempt_id: attemptId });
-      if (started.attempt.attempt_id !== attemptId) await store.startAttempt(rolloutId, { attempt_id: attemptId });
-      return true;
-    }
-    if ('attempt' in rollout && rollout.attempt.attempt_id === attemptId) return true;
-    const attempts = await store.queryAttempts(rolloutId);
-    if (attempts.items.some((attempt) => attempt.attempt_id === attemptId)) return true;
-    if (!autoCreate) return false;
-    await store.startAttempt(rolloutId, { attempt_id: attemptId });
-    return true;
-  }
-
-  /** Single flight per pair, so concurrent exports register a rollout once. */
-  function exists(rolloutId: string, attemptId: string): boolean | Promise<boolean> {
-    const key = `${rolloutId}\u0000${attemptId}`;
-    if (known.has(key)) return true;
-    let pending = inFlight.get(key);
-    if (pending === undefined) {
-      pending = register(rolloutId, attemptId).then(
-        (ok) => {
-          inFlight.delete(key);
-          if (ok) {
-            if (known.size >= limit) known.clear();
-            known.add(key);
-          }
-          return ok;
-        },
-        (error: unknown) => {
-          inFlight.delete(key);
-          throw error;
-        },
-      );
-      inFlight.set(key, pending);
-    }
-    return pending;
-  }
 
   return {
     async ingest(request) {
@@ -122,7 +78,7 @@ export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
       const present = new Set<string>();
       await Promise.all(
         [...pairs].map(async ([key, [rolloutId, attemptId]]) => {
-          if (await exists(rolloutId, attemptId)) present.add(key);
+          if ((await checker.ensure(rolloutId, attemptId)).found) present.add(key);
         }),
       );
       const accepted: SpanInput[] = [];

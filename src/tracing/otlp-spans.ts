@@ -1,9 +1,9 @@
-// OTLP trace data -> store spans (contracts.md §3.11). One mapper serves both encodings: the JSON body as sent
+// OTLP trace data -> store spans (docs/observability.md). One mapper serves both encodings: the JSON body as sent
 // (hex ids, int64 as string or number) and the protobuf body decoded by otlp-codec.ts (ids as bytes, int64 as
 // decimal strings). Rollout, attempt and sequence ids come from span attributes first, then resource attributes.
 import { z } from 'zod';
+import { ATTR_ATTEMPT_ID, ATTR_ROLLOUT_ID, ATTR_SPAN_SEQUENCE_ID } from '../contracts/span-attributes.js';
 import type { Attributes, AttributeValue, SpanEvent, SpanInput, SpanLink } from '../store/types.js';
-import { ATTR_ATTEMPT_ID, ATTR_ROLLOUT_ID, ATTR_SPAN_SEQUENCE_ID } from './attributes.js';
 
 const bytesLike = z.union([z.string(), z.instanceof(Uint8Array)]);
 const int64 = z.union([z.string(), z.number(), z.bigint()]);
@@ -233,7 +233,7 @@ function mapSpan(span: OtlpSpan, ids: { rolloutId: string; attemptId: string; se
     start_time: secondsOf(span.startTimeUnixNano),
     end_time: secondsOf(span.endTimeUnixNano),
     context: { trace_id: traceId, span_id: spanId, is_remote: false, trace_state: traceState },
-    // Only parent_id is kept; the parent's full context is not reconstructed (contracts.md §3.11).
+    // Only parent_id is kept; the parent's full context is not reconstructed (docs/observability.md).
     parent: null,
     resource: { attributes: {}, schema_url: '' },
   };

@@ -1,10 +1,10 @@
 // What the gateway needs from the span processor that writes to the store: the pending write of a
-// span it just ended, so the last byte of the call waits for it (I3, pitfall 29), and how that write ended,
+// span it just ended, so the last byte of the call waits for it (docs/failure-classes.md#29), and how that write ended,
 // so a call whose span was not stored is not reported as a success (docs/durability.md).
 
 /**
  * How the store write of a call's span ended: `stored`; `orphaned` (its rollout was deleted while the call was in
- * flight, pitfall 50: expected, the agent keeps its answer); `failed` (the store refused or could not write it).
+ * flight, docs/failure-classes.md#50: expected, the agent keeps its answer); `failed` (the store refused or could not write it).
  */
 export type SpanWriteOutcome = 'stored' | 'orphaned' | 'failed';
 

@@ -1,6 +1,6 @@
-// The gateway's own tracer provider (architecture §6): never the global one, so it cannot fight an
+// The gateway's own tracer provider (docs/architecture.md): never the global one, so it cannot fight an
 // agent's tracer in the same process. Span processors go in through the constructor (SDK 2.x).
-// Limits are lifted because a long conversation has more attributes than the SDK's default 128 (pitfall 30).
+// Limits are lifted because a long conversation has more attributes than the SDK's default 128 (docs/failure-classes.md#30).
 import type { Tracer } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-base';

@@ -8,8 +8,8 @@
 // ledger entry), its sequence id, its model version and declared logprobs mode, and the ids and logprobs the wire
 // carried (to say what a reader could know). It never calls the adapters it audits.
 import type { BatchSample } from '../../src/algorithms/rl/batch.js';
+import * as A from '../../src/contracts/span-attributes.js';
 import type { Span } from '../../src/store/types.js';
-import * as A from '../../src/tracing/attributes.js';
 import type { Ledger, LedgerEntry, TwinWeights } from '../servers/mock-vllm.js';
 
 /**

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../src/tracing/attributes.js';
+import * as A from '../../src/contracts/span-attributes.js';
 import {
   chatCallsSince,
   expectShellRoundTrip,

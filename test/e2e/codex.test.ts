@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../src/tracing/attributes.js';
+import * as A from '../../src/contracts/span-attributes.js';
 import {
   chatCallsSince,
   expectShellRoundTrip,

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ATTR_RESPONSE_TOKEN_IDS } from '../../src/tracing/attributes.js';
+import { ATTR_RESPONSE_TOKEN_IDS } from '../../src/contracts/span-attributes.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { AGENT_TOOLS } from '../helpers/tool-agent.js';
 import { FAITHFUL, type HistoryHarness, startHistoryHarness } from '../integration/history/harness.js';

@@ -1,5 +1,5 @@
 // A real `rollgate serve` process on a SQLite file: kill -9 it mid-write, start it again, and every acknowledged
-// write is there with sequence ids continuing (invariants I5, I6; pitfall 68). Also: a bad config exits 2 naming
+// write is there with sequence ids continuing (docs/failure-classes.md#68). Also: a bad config exits 2 naming
 // the key; SIGTERM closes gracefully with exit code 0.
 
 import type { ChildProcess } from 'node:child_process';

@@ -1,8 +1,8 @@
-// Scale-out (architecture.md §8): two `rollgate serve` processes share one PostgreSQL store. 64 agents (the
+// Scale-out (docs/architecture.md): two `rollgate serve` processes share one PostgreSQL store. 64 agents (the
 // official openai SDK) call the proxy routes, streaming and not, spread over both replicas. One replica is killed
 // with SIGKILL mid-run; its agents fail over to the survivor (what a load balancer does) and continue the same
 // rollouts there. Afterwards: every acknowledged call's span is stored exactly once, and per rollout the sequence
-// ids are unique and increase in call order, across both replicas (invariants I3, I5, I6).
+// ids are unique and increase in call order, across both replicas (docs/architecture.md, "The path of one call").
 // Runs when ROLLGATE_TEST_PG_URL is set.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as A from '../../src/contracts/span-attributes.js';
 import { openPostgresStore } from '../../src/store/postgres-store.js';
-import * as A from '../../src/tracing/attributes.js';
 import { type ServingProcess, startServe } from '../helpers/cli-process.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 

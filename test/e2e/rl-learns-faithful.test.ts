@@ -4,7 +4,7 @@
 // two-turn agent's trajectories must still merge into one row per rollout and the mean reward must rise as in
 // rl-learns.test.ts, with the logprobs the trainer recomputes matching the ones recorded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../src/tracing/attributes.js';
+import * as A from '../../src/contracts/span-attributes.js';
 import { runReferenceTrainer } from '../servers/reference-trainer.js';
 import { type RlRig, startRlRig } from './helpers/rl-rig.js';
 

@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { REWARD_SPAN_NAME, rewardValueAttr } from '../../src/contracts/span-attributes.js';
 import type { Attempt, LightningStore, Rollout } from '../../src/store/types.js';
-import { REWARD_SPAN_NAME, rewardValueAttr } from '../../src/tracing/attributes.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 /** Generous: each runner and each tsx agent is a fresh Node process, slow on a loaded 2-core machine. */
@@ -201,7 +201,7 @@ describe('rollgate runner (CLI)', () => {
       const stopped = await onlyAttempt(stuck.rollout_id);
       expect(stopped.status).toBe('failed');
       expect(stopped.metadata).toMatchObject({ runner: { reason: 'runner_stopped' } });
-      // A quiet shutdown (pitfall 64): the summary line, no stack trace.
+      // A quiet shutdown (docs/failure-classes.md#64): the summary line, no stack trace.
       expect(runner.stderr).toContain('rollgate runner stopped');
       expect(runner.stderr).not.toMatch(/\n\s+at /);
       const pids = [...readPids(join(dir, `${hung.rollout_id}.pids`)), ...readPids(pidFile)];

@@ -3,8 +3,8 @@
 // after it.
 import { spawn } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ATTR_PROMPT_TOKEN_IDS, REWARD_SPAN_NAME, rewardValueAttr } from '../../src/contracts/span-attributes.js';
 import type { Attempt, LightningStore, Rollout, Span } from '../../src/store/types.js';
-import { ATTR_PROMPT_TOKEN_IDS, REWARD_SPAN_NAME, rewardValueAttr } from '../../src/tracing/attributes.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { findPython, IS_CI, PYTHON_CLIENT_SRC } from '../helpers/python.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';

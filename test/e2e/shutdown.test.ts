@@ -9,9 +9,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import * as A from '../../src/contracts/span-attributes.js';
 import { silentLogger } from '../../src/logger.js';
 import { createStore } from '../../src/store/create-store.js';
-import * as A from '../../src/tracing/attributes.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -55,9 +55,11 @@ it('never acknowledges a write the full disk refused, and turns /ready red with 
   expect(acknowledged.length).toBeGreaterThan(0);
 
   // Everything acknowledged is stored; nothing else is.
-  const stored = (await (await postJson(`${url}/v1/agl/spans/search`, { rollout_id: rid, limit: 1000 })).json()) as {
+  const stored = (await (await postJson(`${url}/v1/agl/spans/search`, { rollout_id: rid, limit: 500 })).json()) as {
     items: Array<{ span_id: string }>;
+    total: number;
   };
+  expect(stored.total, 'one page holds every stored span').toBe(stored.items.length);
   expect(stored.items.map((s) => s.span_id)).toEqual(acknowledged);
 
   // /ready caches its probe for about a second.

@@ -1,4 +1,4 @@
-// A full weight-update cycle under load (issue "Model pools" §4, §8; pitfalls 46 and 48): 32 openai-SDK agents
+// A full weight-update cycle under load (docs/routing.md; docs/failure-classes.md (46 and 48)): 32 openai-SDK agents
 // stream continuously while the trainer pauses, drains, replaces the pool with version 2 and resumes, then
 // replaces it again without pausing. No agent call fails (the SDK's own retries of a 429 allowed), in-flight is
 // never under-counted (drained means no backend is still answering), every span carries the version of the
@@ -7,8 +7,8 @@
 import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import * as A from '../../src/contracts/span-attributes.js';
 import { pickSticky } from '../../src/gateway/sticky-hash.js';
-import * as A from '../../src/tracing/attributes.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 
@@ -102,7 +102,7 @@ it('pause -> drain -> replace at version 2 -> resume while 32 agents stream: zer
   expect(paused.paused).toBe(true);
   const drained = await post('/admin/drain', { timeout_seconds: 30 });
   expect(drained).toMatchObject({ drained: true, inflight: 0, upstream_inflight: 0 });
-  // inflight == 0 must mean no backend is still generating for us (pitfall 46).
+  // inflight == 0 must mean no backend is still generating for us (docs/failure-classes.md#46).
   expect(openOn(v1)).toBe(0);
   await post(`/admin/pools/${MODEL}`, { version: 2, backends: v2.map((m) => ({ url: m.url })) }, 'PUT');
   await post('/admin/resume', {});

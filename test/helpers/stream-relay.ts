@@ -1,9 +1,11 @@
 // Drives a StreamRelay over an in-memory sink, feeding the input in reads of a given size, and returns what the
 // agent would have received, the held-back last event, the failure reported, and the capture.
+
+import type { Endpoint } from '../../src/contracts/call-record.js';
 import type { OpenAIErrorBody } from '../../src/errors.js';
 import type { AgentSink } from '../../src/gateway/agent-sink.js';
 import type { AgentViewStrip } from '../../src/gateway/agent-view.js';
-import { CallCapture, type Endpoint } from '../../src/gateway/call-capture.js';
+import { CallCapture } from '../../src/gateway/call-capture.js';
 import { StreamRelay } from '../../src/gateway/stream-relay.js';
 
 export interface RelayRun {

@@ -7,16 +7,21 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { createAdminGatewayControl } from '../../src/algorithms/rl/admin-gateway-control.js';
 import { rlOptionsSchema } from '../../src/algorithms/rl/options.js';
 import { createWeightsPlugin } from '../../src/algorithms/rl/weights-plugin.js';
+import * as A from '../../src/contracts/span-attributes.js';
 import { silentLogger } from '../../src/logger.js';
 import type { Span } from '../../src/store/types.js';
-import * as A from '../../src/tracing/attributes.js';
 import { type MockVllm, type MockVllmOptions, startEngineTwin, type TwinWeights } from '../servers/mock-vllm.js';
 import { startTestGateway, type TestGateway } from './gateway.js';
 
 export const SWAP_POOL = 'policy';
 
 export interface SwapRigOptions {
-  readonly mode: 'drain' | 'keep';
+  readonly mode: 'drain' | 'keep' | 'abort-resubmit';
+  /**
+   * The engine the twin plays (default vllm, serving the adapter `policy`). sglang: the twin speaks SGLang and the
+   * trainer's weights are base weights loaded with SGLang's /update_weights_from_disk.
+   */
+  readonly engine?: 'vllm' | 'sglang';
   readonly twin?: MockVllmOptions;
   /** Characters (= tokens in the twin's chars mode) of every answer. */
   readonly answerTokens?: number;
@@ -25,6 +30,10 @@ export interface SwapRigOptions {
   readonly verifyVersion?: 'auto' | 'strict' | 'off';
   /** The fetch the weights plugin calls the backends with (a test records the dev routes it drives). */
   readonly engineFetch?: typeof fetch;
+  /** Pool `swap` keys besides the mode (versioned adapters, pinning). */
+  readonly swap?: Readonly<Record<string, unknown>>;
+  /** The rl plugin's maxStaleness: with versioned adapters, maxStaleness + 1 versions stay loaded. */
+  readonly maxStaleness?: number;
 }
 
 export interface AgentRun {
@@ -43,6 +52,15 @@ export function weightsVersion(weights: TwinWeights): number {
   return weights.lora?.version ?? 0;
 }
 
+/** SGLang's full-weights load from a checkpoint directory, labelled with the trainer's version. */
+const SGLANG_DISK_LOAD = {
+  type: 'http',
+  base: 'server',
+  path: '/update_weights_from_disk',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the weight-load hook's placeholder syntax
+  body: { model_path: '${lora_path}', weight_version: 'v${version}' },
+} as const;
+
 export class SwapRig {
   readonly #agentPool = new Agent({ connections: 128 });
   #detach: () => void = () => undefined;
@@ -54,25 +72,31 @@ export class SwapRig {
 
   static async start(options: SwapRigOptions): Promise<SwapRig> {
     const answer = 'x'.repeat(options.answerTokens ?? 40);
+    const engine = options.engine ?? 'vllm';
     const twin = await startEngineTwin({
       model: 'base',
       interTokenMs: 8,
       ttftMs: 5,
       respond: () => answer,
+      dialect: engine,
       ...options.twin,
     });
     let gw: TestGateway | undefined;
     try {
-      await twinPost(twin, '/v1/load_lora_adapter', { lora_name: SWAP_POOL, lora_path: '/ckpt/1' });
+      if (engine === 'vllm') {
+        // Versioned adapters: version 1 is loaded under its own name, as an operator starts such a pool.
+        const name = options.swap?.adapters === 'versioned' ? `${SWAP_POOL}-v1` : SWAP_POOL;
+        await twinPost(twin, '/v1/load_lora_adapter', { lora_name: name, lora_path: '/ckpt/1' });
+      }
       gw = await startTestGateway({
         models: [
           {
             name: SWAP_POOL,
             upstreamModel: SWAP_POOL,
             version: 1,
-            backends: [{ url: twin.url }],
+            backends: [{ url: twin.url, type: engine }],
             health: { intervalMs: 0 },
-            swap: { mode: options.mode, verifyVersion: options.verifyVersion ?? 'auto' },
+            swap: { mode: options.mode, verifyVersion: options.verifyVersion ?? 'auto', ...options.swap },
           },
         ],
         // Calls that arrive during a swap wait for it instead of being refused.
@@ -80,7 +104,10 @@ export class SwapRig {
       });
       const rig = new SwapRig(twin, gw);
       let version = 1;
-      const rl = rlOptionsSchema.parse({ model: SWAP_POOL });
+      const rl = rlOptionsSchema.parse({
+        model: SWAP_POOL,
+        ...(engine === 'sglang' ? { weightLoad: SGLANG_DISK_LOAD } : {}),
+      });
       const hub = gw.gateway.rlHub;
       rig.#detach = hub.attach({
         currentVersion: () => version,
@@ -93,6 +120,7 @@ export class SwapRig {
           logger: silentLogger,
           ...(options.engineFetch ? { fetch: options.engineFetch } : {}),
           prepareDeadlineS: options.prepareDeadlineS ?? rl.prepareDeadlineS,
+          keepAdapterVersions: (options.maxStaleness ?? 0) + 1,
           onSwapped: (report) => {
             version = report.version;
           },
@@ -117,7 +145,10 @@ export class SwapRig {
   }
 
   /** Streaming agents (one rollout each) calling one after another until stopped. */
-  runAgents(count: number, options: { readonly maxTokens?: number } = {}): AgentRun {
+  runAgents(
+    count: number,
+    options: { readonly maxTokens?: number; readonly api?: 'chat' | 'completions' } = {},
+  ): AgentRun {
     let stopped = false;
     let completed = 0;
     const failures: unknown[] = [];
@@ -135,17 +166,34 @@ export class SwapRig {
       });
       for (let turn = 0; !stopped; turn++) {
         try {
-          const stream = await client.chat.completions.create({
-            model: SWAP_POOL,
-            messages: [{ role: 'user', content: `${rid} turn ${turn}` }],
-            stream: true,
-            ...(options.maxTokens === undefined ? {} : { max_tokens: options.maxTokens }),
-          });
+          const maxTokens = options.maxTokens === undefined ? {} : { max_tokens: options.maxTokens };
           let text = '';
-          for await (const chunk of stream) {
-            text += chunk.choices[0]?.delta.content ?? '';
-            const reason = chunk.choices[0]?.finish_reason;
-            if (reason) finishReasons.push(reason);
+          if (options.api === 'completions') {
+            // The completions API's default max_tokens is 16: the agents ask for room for the whole answer.
+            const stream = await client.completions.create({
+              model: SWAP_POOL,
+              prompt: `${rid} turn ${turn}`,
+              stream: true,
+              max_tokens: 4096,
+              ...maxTokens,
+            });
+            for await (const chunk of stream) {
+              text += chunk.choices[0]?.text ?? '';
+              const reason = chunk.choices[0]?.finish_reason;
+              if (reason) finishReasons.push(reason);
+            }
+          } else {
+            const stream = await client.chat.completions.create({
+              model: SWAP_POOL,
+              messages: [{ role: 'user', content: `${rid} turn ${turn}` }],
+              stream: true,
+              ...maxTokens,
+            });
+            for await (const chunk of stream) {
+              text += chunk.choices[0]?.delta.content ?? '';
+              const reason = chunk.choices[0]?.finish_reason;
+              if (reason) finishReasons.push(reason);
+            }
           }
           if (text.length === 0) throw new Error('empty answer');
           completed += 1;
@@ -179,11 +227,15 @@ export class SwapRig {
     };
   }
 
-  /** Resolves once `count` of the twin's streams are generating and have sent at least `tokens` tokens each. */
+  /**
+   * Resolves once `count` of the twin's streams are generating and have generated at least `tokens` tokens each
+   * (generated, not sent: SGLang's chat streams carry no token ids for the twin to count).
+   */
   async waitForMidGeneration(count: number, tokens: number): Promise<void> {
     const midway = () =>
       this.twin.requests.filter(
-        (q) => q.stream === true && q.completedAt === undefined && q.abortedAt === undefined && q.tokensSent >= tokens,
+        (q) =>
+          q.stream === true && q.completedAt === undefined && q.abortedAt === undefined && q.tokensGenerated >= tokens,
       ).length >= count;
     await this.twin.waitFor(midway, 10_000);
   }

@@ -1,4 +1,4 @@
-// pitfalls.md A.9: nothing but OpenAI stream events reaches the agent. Raw bytes of streamed chat and completions
+// docs/failure-classes.md#9: nothing but OpenAI stream events reaches the agent. Raw bytes of streamed chat and completions
 // calls (plain, with usage asked for, with n=2, and with upstream faults: an error event, garbage, a cut socket)
 // split into events that are each a chunk of the endpoint's object type, an {"error": ...} event, a `:` comment
 // or the final [DONE], and [DONE] comes last when it comes at all.

@@ -1,9 +1,9 @@
-// pitfalls.md D.26 at the stated size: 100 concurrent calls in one attempt (half of them streamed) while the
+// docs/failure-classes.md#26 at the stated size: 100 concurrent calls in one attempt (half of them streamed) while the
 // stand-in answers in a random order. Sequence ids are exactly {1..100}; the span holding each id carries the
 // prompt of the request that was given that id (as the stand-in saw it in x-sequence-id), and the response id
 // and answer text the agent of that request received.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../src/tracing/attributes.js';
+import * as A from '../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from '../integration/gateway/harness.js';
 
 const CALLS = 100;

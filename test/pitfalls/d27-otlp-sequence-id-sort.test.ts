@@ -1,4 +1,4 @@
-// pitfalls.md D.27 (agent-lightning issue #371): sequence ids sort as numbers, never as strings. Spans arrive over
+// docs/failure-classes.md#27 (microsoft/agent-lightning#371): sequence ids sort as numbers, never as strings. Spans arrive over
 // OTLP/JSON with sequence ids given as decimal strings ("100", "2", "10"), as integers, and through the proxy; every
 // read path (store query, REST GET and search, both directions) orders them 2 < 10 < 100.
 import OpenAI from 'openai';

@@ -1,4 +1,4 @@
-// pitfalls.md D.29: the moment an agent has its answer, the call is in the store, on the store that batches
+// docs/failure-classes.md#29: the moment an agent has its answer, the call is in the store, on the store that batches
 // its writes (SQLite commits once per tick) and under concurrency: 20 agents, each with its own rollout, make a
 // plain and a streamed call, read their spans over REST right after each answer, then finish the attempt; the
 // trace of a rollout that made calls is never empty, including through the "latest" attempt filter.

@@ -1,4 +1,4 @@
-// pitfalls.md D.31: with the embedded store, a call's sequence id is allocated in process: the only HTTP
+// docs/failure-classes.md#31: with the embedded store, a call's sequence id is allocated in process: the only HTTP
 // requests a proxied call causes are agent -> gateway and gateway -> backend (no /v1/agl/spans/next round trip,
 // no store request of any kind), and the allocation is a direct call on the store object the gateway holds.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';

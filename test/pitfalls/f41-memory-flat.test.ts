@@ -1,4 +1,4 @@
-// pitfalls.md F.41: memory stays flat over many create -> call -> complete -> delete cycles on the memory store.
+// docs/failure-classes.md#41: memory stays flat over many create -> call -> complete -> delete cycles on the memory store.
 // Each call carries a 3 000-char prompt (3 000 token ids), so keeping one span (tens of KB) per cycle would grow
 // the heap by tens of MB over the measured cycles. Measured after a full GC, once 1 000 warm-up cycles have let
 // V8 finish most of its optimisation: heap snapshots show the remaining growth is JIT code (deopt data,

@@ -1,4 +1,4 @@
-// pitfalls.md F.42: no file descriptor, socket or timer survives a gateway's close(). 50 start/stop cycles, each
+// docs/failure-classes.md#42: no file descriptor, socket or timer survives a gateway's close(). 50 start/stop cycles, each
 // with a proxied call (so the backend pool holds a keep-alive socket) and the OTLP exporter sending to a
 // collector, leave the open FD count and the live TCP handles where they were.
 import { readdirSync } from 'node:fs';

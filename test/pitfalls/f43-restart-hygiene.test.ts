@@ -1,4 +1,4 @@
-// pitfalls.md F.43: starting, stopping and restarting the gateway ten times in one process accumulates nothing.
+// docs/failure-classes.md#43: starting, stopping and restarting the gateway ten times in one process accumulates nothing.
 // Each incarnation records exactly one span and logs exactly one call line per call (one tracer provider, one
 // store-writing processor, one call observer), counts only its own calls in /metrics, never registers a global
 // OpenTelemetry provider, and leaves no process-level listener behind.

@@ -1,4 +1,4 @@
-// pitfalls.md F.44: per-chunk work on the stream path stays small. 200 concurrent streams of 50 chunks at
+// docs/failure-classes.md#44: per-chunk work on the stream path stays small. 200 concurrent streams of 50 chunks at
 // 50 chunks/s each (10 000 chunks/s through the gateway, the stand-in and the SDK agents, all in this process)
 // keep the event loop responsive. The pitfall's 20 ms p99 at 500 streams assumes a dedicated machine; on a shared
 // 2-core box the bound is generous, so it catches per-chunk blocking work (a synchronous log write or a re-parse

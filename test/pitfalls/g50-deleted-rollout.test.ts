@@ -1,9 +1,10 @@
-// pitfalls.md G.50: a rollout deleted while one of its calls is generating. The agent still gets its full 200
+// docs/failure-classes.md#50: a rollout deleted while one of its calls is generating. The agent still gets its full 200
 // answer; the call's span has nowhere to go, so it is counted as an orphan (rollgate_orphan_calls_total) and
 // logged at warn, and the gateway forgets the rollout: the next call on the same URL re-creates it when
 // auto-create is on (and its span is stored), else is refused with an OpenAI-shaped 404 rollout_not_found.
-// Deleting over REST drops the cache at once; deleting behind the gateway's back (another replica, here the
-// store directly) is noticed by the span writer alone.
+// Every delete this process's store makes (over REST, or the store called directly as here) tells the attribution
+// service at once; a delete by another replica is noticed by the span writer's not_found alone
+// (test/integration/attribution/deleted-then-recreated.test.ts covers each delete path).
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LogFields, Logger } from '../../src/logger.js';
@@ -101,7 +102,7 @@ describe('auto-create on, deleted over REST', () => {
   });
 });
 
-describe('auto-create off, deleted behind the gateway (store directly, as another replica would)', () => {
+describe('auto-create off, deleted through the store directly, not over REST', () => {
   let gw: TestGateway;
   beforeAll(async () => {
     gw = await startTestGateway({

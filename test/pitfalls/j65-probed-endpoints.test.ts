@@ -1,4 +1,4 @@
-// pitfalls.md J.65: what harnesses probe works through rollgate. The openai SDK lists models on the plain and the
+// docs/failure-classes.md#65: what harnesses probe works through rollgate. The openai SDK lists models on the plain and the
 // attributed base URL alike (without recording a call); routes rollgate does not serve (embeddings, audio,
 // anything under the root) answer an OpenAI-shaped JSON 404 the SDK turns into NotFoundError, never an HTML or
 // plain-text page. (Anthropic's /v1/messages is served: test/integration/anthropic/.)

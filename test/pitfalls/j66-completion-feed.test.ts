@@ -1,4 +1,4 @@
-// pitfalls.md J.66: a trainer follows GET /v1/agl/completions instead of polling each rollout. 1 000 rollouts
+// docs/failure-classes.md#66: a trainer follows GET /v1/agl/completions instead of polling each rollout. 1 000 rollouts
 // finish while the consumer pages through the feed and a cleaner deletes rollouts it has already seen and some
 // it has not; the consumer sees every completion exactly once, in seq order, with O(pages) requests.
 import { afterAll, beforeAll, expect, it } from 'vitest';

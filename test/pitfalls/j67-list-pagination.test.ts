@@ -1,4 +1,4 @@
-// pitfalls.md J.67: documented list semantics on every REST list endpoint. Each one pages to completion with
+// docs/failure-classes.md#67: documented list semantics on every REST list endpoint. Each one pages to completion with
 // limit/offset (every item exactly once, total constant), answers limit 0 and negative limits other than -1 with
 // an OpenAI-shaped 400 naming `limit`, and needs no filter to list (v1 answered 422 without `state_in`). The
 // completion feed pages by cursor to completion.

@@ -1,4 +1,4 @@
-// pitfalls.md J.68: a SQLite-backed gateway restarted mid-run loses nothing. Agents call through the proxy and a
+// docs/failure-classes.md#68: a SQLite-backed gateway restarted mid-run loses nothing. Agents call through the proxy and a
 // trainer writes over REST; the gateway closes and a new one opens the same file; rollouts, attempts (with their
 // statuses), the queue, spans with their content, rewards and statistics are all there, and sequence ids continue
 // strictly above every id handed out before the restart, for proxied calls and REST allocations alike.
@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../src/tracing/attributes.js';
+import * as A from '../../src/contracts/span-attributes.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 

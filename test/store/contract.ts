@@ -1,5 +1,5 @@
-// The ONE LightningStore contract suite (architecture.md I7): every backend runs it unchanged.
-// It covers contracts.md §3 and pitfalls.md E. Keep it backend-agnostic (only the LightningStore interface)
+// The ONE LightningStore contract suite (docs/architecture.md): every backend runs it unchanged.
+// It covers docs/architecture.md and the group E failure classes (docs/failure-classes.md) Keep it backend-agnostic (only the LightningStore interface)
 // and keep time-based cases short (watchdog ~50 ms, timeouts 0.1-0.3 s).
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -22,7 +22,7 @@ export interface StoreContractFactory {
   reopen?(): Promise<LightningStore>;
   /**
    * The backend is a client of the v0.3 REST API, where an explicit null on an attempt update is a 400
-   * (contracts.md §3.9, pitfall 37): it cannot clear an attempt's fields, and says so with invalid_argument.
+   * (docs/store.md, docs/failure-classes.md#37): it cannot clear an attempt's fields, and says so with invalid_argument.
    */
   readonly restApi?: boolean;
 }
@@ -130,7 +130,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     }
 
-    describe('rollouts and the queue (§3.3)', () => {
+    describe('rollouts and the queue (docs/architecture.md)', () => {
       it('enqueues with defaults: queuing, no attempt, start_time now, default config, metadata {}', async () => {
         const before = Date.now() / 1000;
         const rollout = await store.enqueueRollout({ input: { q: 1 } });
@@ -214,7 +214,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
         );
       });
 
-      it('requeuing a started rollout twice enqueues it exactly once (pitfall 33)', async () => {
+      it('requeuing a started rollout twice enqueues it exactly once (docs/failure-classes.md#33)', async () => {
         const rollout = await started();
         await store.updateRollout(rollout.rollout_id, { status: 'requeuing' });
         await store.updateRollout(rollout.rollout_id, { status: 'requeuing' });
@@ -305,7 +305,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     });
 
-    describe('attempt propagation (§3.3-3.4)', () => {
+    describe('attempt propagation (docs/architecture.md)', () => {
       it('a succeeded latest attempt finishes the rollout with end times', async () => {
         const rollout = await started();
         const attempt = await store.updateAttempt(rollout.rollout_id, 'latest', { status: 'succeeded' });
@@ -330,7 +330,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
         expect(await store.dequeueRollout()).toBeNull();
       });
 
-      it('only the latest attempt propagates (pitfall 34)', async () => {
+      it('only the latest attempt propagates (docs/failure-classes.md#34)', async () => {
         const rollout = await started({ unresponsive_seconds: 1000 });
         const rid = rollout.rollout_id;
         const a1 = rollout.attempt.attempt_id;
@@ -357,7 +357,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
         expect(attemptOf(after)?.last_heartbeat_time).not.toBeNull();
       });
 
-      it('a span on the latest attempt promotes a queuing rollout (v0.3 misspelling fixed, pitfall 32)', async () => {
+      it('a span on the latest attempt promotes a queuing rollout (v0.3 misspelling fixed, docs/failure-classes.md#32)', async () => {
         const rollout = await started();
         await store.updateRollout(rollout.rollout_id, { status: 'queuing' });
         await store.addSpan(makeSpan(rollout.rollout_id, rollout.attempt.attempt_id));
@@ -380,7 +380,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     });
 
-    describe('watchdog (§3.6, pitfalls 35-36)', () => {
+    describe('watchdog (docs/architecture.md, docs/failure-classes.md (35-36))', () => {
       it('times out an attempt and requeues the rollout per retry_condition', async () => {
         const rollout = await started({ timeout_seconds: 0.1, max_attempts: 2, retry_condition: ['timeout'] });
         await sleep(300);
@@ -422,7 +422,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     });
 
-    describe('spans and sequence ids (§3.7, pitfalls 26-28)', () => {
+    describe('spans and sequence ids (docs/architecture.md, docs/failure-classes.md (26-28))', () => {
       it('follows the pitfall-28 counter sequence', async () => {
         const rollout = await started();
         const rid = rollout.rollout_id;
@@ -575,7 +575,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     });
 
-    describe('waits (pitfall 40)', () => {
+    describe('waits (docs/failure-classes.md#40)', () => {
       it('timeout 0 returns the finished subset immediately; unknown ids are omitted', async () => {
         const done = await started();
         const pending = await started();
@@ -706,7 +706,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     });
 
-    describe('updates: UNSET vs null (pitfall 37)', () => {
+    describe('updates: UNSET vs null (docs/failure-classes.md#37)', () => {
       it('an absent key is untouched, an explicit null clears', async () => {
         const rollout = await store.enqueueRollout({
           input: { a: 1 },
@@ -769,7 +769,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     });
 
-    describe('query rules (§3.8)', () => {
+    describe('query rules (docs/architecture.md)', () => {
       it('filters rollouts by status_in, rollout_id_in, rollout_id_contains with and/or', async () => {
         const a = await store.enqueueRollout({ input: 1, rollout_id: 'ro-alpha' });
         const b = await store.enqueueRollout({ input: 2, rollout_id: 'ro-beta' });
@@ -855,7 +855,7 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
     });
 
-    describe('workers (§3.5)', () => {
+    describe('workers (docs/architecture.md)', () => {
       it('an empty dequeue makes the worker idle; a claim makes it busy with current ids', async () => {
         expect(await store.dequeueRollout({ worker_id: 'w-1' })).toBeNull();
         const idle = await store.getWorkerById('w-1');

@@ -1,5 +1,5 @@
 // HttpStore: the shared contract suite over a real socket to a gateway backed by MemoryStore, plus the client
-// retry rules of contracts.md §3.10 with msw standing in for a flaky server.
+// retry rules of docs/store.md with msw standing in for a flaky server.
 import { bypass, HttpResponse, http } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -185,7 +185,7 @@ describe('HttpStore retry rules (msw)', () => {
       return dropped;
     }
 
-    it('an enqueue whose first response is lost is retried and creates exactly one rollout (pitfall 22)', async () => {
+    it('an enqueue whose first response is lost is retried and creates exactly one rollout (docs/failure-classes.md#22)', async () => {
       const keys: Array<string | null> = [];
       dropFirstAnswer('/v1/agl/queues/rollouts/enqueue', (request) =>
         keys.push(request.headers.get('idempotency-key')),

@@ -48,6 +48,19 @@ class StoreAndAgent(unittest.TestCase):
         self.assertIsNone(self.store.get_rollout("no-such-rollout"))
         self.assertEqual(self.store.get_rollout(ids[0])["input"], {"question": "a"})
 
+    def test_queries_follow_the_gateways_pages(self) -> None:
+        # More rollouts than the gateway's largest page (1000): the client reads every page.
+        inputs = [{"question": f"paged-{i}"} for i in range(1205)]
+        ids = [r["rollout_id"] for r in self.store.enqueue(inputs, mode="val")]
+        page = self.store.query_rollouts(rollout_ids=ids)
+        self.assertEqual([r["rollout_id"] for r in page.items], ids)
+        self.assertEqual((page.total, page.limit), (1205, -1))
+        some = self.store.query_rollouts(rollout_ids=ids, limit=1100, offset=50)
+        self.assertEqual([r["rollout_id"] for r in some.items], ids[50:1150])
+        # Claimed in one call, so later tests' dequeues (FIFO) do not get these first.
+        claimed = self.store.dequeue(worker_id="py-paged", limit=len(ids) + 100)
+        self.assertLessEqual(set(ids), {r["rollout_id"] for r in claimed})
+
     def test_an_agent_run_end_to_end_through_the_helper(self) -> None:
         [queued] = self.store.enqueue([{"question": "What is 2+2?", "answer": "4"}])
         claimed = self.store.dequeue(worker_id="py-test-0", limit=10, wait_s=1)

@@ -1,10 +1,9 @@
 // Live view of an algorithm run: store totals, rollouts by status, and mean final reward per
 // step / resources version / batch as a line chart, refreshed while the page is open.
-import { ROLLOUT_STATUSES, type Rollout, type StoreStatistics } from '../../../src/store/types.js';
+import { ROLLOUT_STATUSES, type StoreStatistics } from '../../../src/store/types.js';
 import { isAbortError, isAuthError } from '../api.js';
 import { type ChartSeries, lineChart } from '../components/line-chart.js';
 import { statusChip } from '../components/status-chip.js';
-import { mapLimit } from '../concurrency.js';
 import { h, replaceChildren } from '../dom.js';
 import { formatBytes, formatCount, formatDuration, formatReward } from '../format.js';
 import type { Page } from '../page.js';
@@ -21,7 +20,6 @@ import { paths } from '../router.js';
 const DEFAULT_REFRESH_S = 5;
 const MIN_REFRESH_S = 1;
 const MAX_ROLLOUTS = 200;
-const REWARD_FETCH_CONCURRENCY = 6;
 const DEFAULT_BATCH_SIZE = 10;
 const MODES = ['train', 'val', 'test', 'none'];
 
@@ -130,27 +128,12 @@ export const algorithmPage: Page = (root, ctx) => {
     if (inFlight) return;
     inFlight = true;
     try {
-      const [stats, counts, finished] = await Promise.all([
-        ctx.api.statistics(ctx.signal),
-        Promise.all(
-          ROLLOUT_STATUSES.map(async (status) => ({
-            status,
-            total: (await ctx.api.rollouts({ statusIn: [status], limit: 1, offset: 0 }, ctx.signal)).total,
-          })),
-        ),
-        ctx.api.rollouts(
-          { statusIn: ['succeeded', 'failed'], limit: MAX_ROLLOUTS, offset: 0, sortBy: 'end_time', sortOrder: 'desc' },
-          ctx.signal,
-        ),
-      ]);
-      const samples: RewardSample[] = await mapLimit(
-        finished.items,
-        REWARD_FETCH_CONCURRENCY,
-        async (rollout: Rollout) => ({
-          rollout,
-          reward: await ctx.rewards.finalReward(rollout, ctx.signal),
-        }),
-      );
+      // One request: the gateway counts and picks the newest finished rollouts with their rewards itself.
+      const summary = await ctx.api.summary(MAX_ROLLOUTS, ctx.signal);
+      const stats = summary.statistics;
+      const counts = ROLLOUT_STATUSES.map((status) => ({ status, total: summary.status_counts[status] ?? 0 }));
+      const finished = { total: summary.finished_total };
+      const samples: RewardSample[] = summary.recent.map(({ rollout, reward }) => ({ rollout, reward }));
       const grouping = isGrouping(requested) ? requested : autoGrouping(samples);
       const groups = groupRewards(samples, { grouping, batchSize });
 

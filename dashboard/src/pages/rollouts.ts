@@ -5,7 +5,6 @@ import { isAbortError } from '../api.js';
 import { historyHealth } from '../components/history-health.js';
 import { pager } from '../components/pager.js';
 import { statusChip } from '../components/status-chip.js';
-import { mapLimit } from '../concurrency.js';
 import { h, replaceChildren } from '../dom.js';
 import { elapsed, formatDuration, formatReward, formatTime, nowSeconds } from '../format.js';
 import type { Page } from '../page.js';
@@ -13,7 +12,6 @@ import { paths } from '../router.js';
 
 const PAGE_SIZES = [25, 50, 100] as const;
 const DEFAULT_PAGE_SIZE = 25;
-const REWARD_FETCH_CONCURRENCY = 6;
 
 interface TableState {
   readonly statuses: readonly RolloutStatus[];
@@ -212,18 +210,21 @@ export const rolloutsPage: Page = (root, ctx) => {
           onPage: (offset) => go({ ...state, offset }),
         }),
       );
-      await mapLimit(result.items, REWARD_FETCH_CONCURRENCY, async (rollout) => {
-        const cell = rewardCells.get(rollout.rollout_id);
-        try {
-          // A rollout that never started an attempt has no spans, so no reward to ask for.
-          const reward = hasAttempt(rollout) ? await ctx.rewards.finalReward(rollout, ctx.signal) : null;
+      // One request for the whole page's rewards (a rollout that never started an attempt has none).
+      try {
+        const rewards = await ctx.rewards.finalRewards(result.items.filter(hasAttempt), ctx.signal);
+        for (const rollout of result.items) {
+          const cell = rewardCells.get(rollout.rollout_id);
+          const reward = rewards.get(rollout.rollout_id) ?? null;
           cell?.replaceChildren(reward === null ? h('span', { class: 'muted' }, '–') : formatReward(reward));
           if (reward !== null) cell?.setAttribute('data-value', String(reward));
-        } catch (error) {
-          if (isAbortError(error)) return;
-          cell?.replaceChildren(h('span', { class: 'muted', title: String(error) }, '?'));
         }
-      });
+      } catch (error) {
+        if (isAbortError(error)) return;
+        for (const cell of rewardCells.values()) {
+          cell.replaceChildren(h('span', { class: 'muted', title: String(error) }, '?'));
+        }
+      }
     } catch (error) {
       ctx.fail(body, error);
     }

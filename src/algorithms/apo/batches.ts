@@ -1,4 +1,4 @@
-// Endless batches over a dataset (contracts.md §6.2 step 1): when the batch is at least the dataset, the
+// Endless batches over a dataset (docs/algorithms.md): when the batch is at least the dataset, the
 // whole dataset reshuffled each time; otherwise batches of distinct items drawn from a reshuffled pass
 // (a batch may span two passes).
 import type { Rng } from '../rng.js';

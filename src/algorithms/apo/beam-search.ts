@@ -1,5 +1,5 @@
-// APO: beam search over prompt templates with textual gradients and edits (contracts.md §6.2), with the
-// fixes of §6.5: branches and candidates of a round are evaluated concurrently under a bound; every
+// APO: beam search over prompt templates with textual gradients and edits (docs/algorithms.md), with the
+// fixes of docs/algorithms.md: branches and candidates of a round are evaluated concurrently under a bound; every
 // evaluation is pinned to its candidate's namespaced resources id; timeouts are counted and cancelled;
 // critique evidence is stripped and capped; edits that break placeholders are rejected before evaluation;
 // all random choices come from one seeded RNG, drawn in a fixed order before any concurrent work starts.
@@ -202,7 +202,7 @@ export async function runBeamSearch(opts: ApoOptions, ctx: AlgorithmContext, dep
         opts.optimizer.gradientModel,
         gradient?.build({ promptTemplate: job.parent.template, experiments }) ?? [],
       );
-      // No critique: the parent's text comes back unchanged (contracts.md §6.2 b); it is a duplicate.
+      // No critique: the parent's text comes back unchanged (docs/algorithms.md); it is a duplicate.
       if (!critique?.trim()) return { kind: 'candidate', template: job.parent.template, critique: '' };
       const edit = EDIT_VARIANTS[job.editVariant] ?? EDIT_VARIANTS[0];
       const edited = await askOptimizer(

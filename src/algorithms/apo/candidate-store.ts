@@ -1,5 +1,5 @@
 // Stores APO candidates as versioned resources without changing what "latest" means for anyone else while
-// the run is going (pitfalls.md 57): candidates are written with `latest: false`, so there is no window in which
+// the run is going (docs/failure-classes.md#57): candidates are written with `latest: false`, so there is no window in which
 // an un-pinned rollout could pick one up.
 // Ids are namespaced per run (`apo-<run>-v<n>`), never the bare `v<n>` that can collide with other users'.
 import type { JsonObject, LightningStore, NamedResources, ResourcesUpdate } from '../../store/types.js';

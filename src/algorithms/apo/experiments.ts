@@ -1,6 +1,6 @@
 // The evidence a critique prompt sees: per rollout its status, final reward, chat messages and a trimmed
 // view of its spans. Token ids and logprobs never go in (they are noise to a text model and can be huge),
-// and the whole payload is held under a size cap (pitfalls.md 58).
+// and the whole payload is held under a size cap (docs/failure-classes.md#58).
 import { type ChatConversation, spansToMessages } from '../../adapters/messages.js';
 import type { JsonObject, JsonValue, RolloutStatus, Span } from '../../store/types.js';
 import type { TaskResult } from '../evaluation.js';

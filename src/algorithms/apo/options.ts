@@ -1,4 +1,4 @@
-// APO options (contracts.md §6.1 defaults), camelCase like the rest of proxy.config.json.
+// APO options (docs/algorithms.md defaults), camelCase like the rest of proxy.config.json.
 import { z } from 'zod';
 
 const optimizerSchema = z

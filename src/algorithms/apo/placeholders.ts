@@ -1,5 +1,5 @@
 // f-string placeholders (`{name}`; `{{` and `}}` are literal braces). An edit must keep exactly the seed's
-// placeholders: a dropped or renamed one would fail only at rollout time (pitfalls.md 59).
+// placeholders: a dropped or renamed one would fail only at rollout time (docs/failure-classes.md#59).
 
 const PLACEHOLDER = /\{\{|\}\}|\{([^{}]*)\}/g;
 

@@ -1,4 +1,4 @@
-// What the optimizer model is asked (contracts.md §6.4). One variant is picked per call with the run's
+// What the optimizer model is asked (docs/algorithms.md). One variant is picked per call with the run's
 // seeded RNG. Written here as plain TypeScript; the wording is rollgate's own.
 import type { Experiment } from './experiments.js';
 

@@ -2,7 +2,7 @@
 // pool listing, and a version bump as an atomic pool replace with the same backends. It works the same for
 // a plugin inside `rollgate serve` and one running in another process, which is why RL uses it.
 import { attemptBaseUrl } from '../../runner/attempt-urls.js';
-import type { GatewayControl, ModelPoolInfo } from '../types.js';
+import type { AdapterVersionsInfo, BackendKind, GatewayControl, ModelPoolInfo } from '../types.js';
 
 export interface AdminGatewayControlOptions {
   /** Gateway root, e.g. http://127.0.0.1:8080. */
@@ -26,11 +26,42 @@ interface PoolsBody {
     backends: Array<{ url: string; type: string }>;
     logprobs_mode?: unknown;
     swap?: { mode?: unknown; verify_version?: unknown };
+    adapter_versions?: unknown;
   }>;
 }
 
 function isPoolsBody(value: unknown): value is PoolsBody {
   return typeof value === 'object' && value !== null && Array.isArray((value as { pools?: unknown }).pools);
+}
+
+function counts(value: unknown): Record<string, number> {
+  if (typeof value !== 'object' || value === null) return {};
+  return Object.fromEntries(
+    Object.entries(value).filter((e): e is [string, number] => typeof e[1] === 'number' && Number.isFinite(e[1])),
+  );
+}
+
+/** The pool listing's `adapter_versions`, narrowed; nothing for a pool without versioned adapters. */
+function adapterVersionsOf(value: unknown): { adapterVersions?: AdapterVersionsInfo } {
+  if (typeof value !== 'object' || value === null) return {};
+  const v = value as Record<string, unknown>;
+  if (typeof v.base !== 'string' || !Array.isArray(v.resident)) return {};
+  return {
+    adapterVersions: {
+      base: v.base,
+      resident: v.resident.filter((x): x is number => typeof x === 'number'),
+      pinned: counts(v.pinned),
+      inflight: counts(v.inflight),
+    },
+  };
+}
+
+function isSwapMode(value: unknown): value is NonNullable<ModelPoolInfo['swapMode']> {
+  return value === 'drain' || value === 'keep' || value === 'abort-resubmit';
+}
+
+function isBackendKind(value: string): value is BackendKind {
+  return value === 'vllm' || value === 'sglang' || value === 'openai';
 }
 
 export function createAdminGatewayControl(options: AdminGatewayControlOptions): GatewayControl {
@@ -60,8 +91,9 @@ export function createAdminGatewayControl(options: AdminGatewayControlOptions): 
     readonly model: string;
     readonly version: number;
     readonly frozenBackends: readonly string[];
+    readonly resident?: readonly number[];
   }): Promise<void> => {
-    const { model, version, frozenBackends } = replace;
+    const { model, version, frozenBackends, resident } = replace;
     const pool = (await pools()).find((p) => p.model === model);
     if (pool === undefined) throw new Error(`model pool ${model} not found`);
     await call('PUT', `/admin/pools/${encodeURIComponent(model)}`, {
@@ -71,6 +103,7 @@ export function createAdminGatewayControl(options: AdminGatewayControlOptions): 
         return { url: b.url, type: b.type, ...(apiKey === undefined ? {} : { apiKey }) };
       }),
       ...(frozenBackends.length === 0 ? {} : { frozen_backends: [...frozenBackends] }),
+      ...(resident === undefined ? {} : { resident_versions: [...resident] }),
     });
   };
 
@@ -83,11 +116,15 @@ export function createAdminGatewayControl(options: AdminGatewayControlOptions): 
         name: p.model,
         version: p.version,
         backends: p.backends.map((b) => b.url),
+        backendKinds: Object.fromEntries(
+          p.backends.flatMap((b) => (isBackendKind(b.type) ? [[b.url, b.type] as const] : [])),
+        ),
         ...(p.logprobs_mode === 'raw' || p.logprobs_mode === 'processed' ? { logprobsMode: p.logprobs_mode } : {}),
-        ...(p.swap?.mode === 'drain' || p.swap?.mode === 'keep' ? { swapMode: p.swap.mode } : {}),
+        ...(isSwapMode(p.swap?.mode) ? { swapMode: p.swap.mode } : {}),
         ...(p.swap?.verify_version === 'auto' || p.swap?.verify_version === 'strict' || p.swap?.verify_version === 'off'
           ? { verifyVersion: p.swap.verify_version }
           : {}),
+        ...adapterVersionsOf(p.adapter_versions),
       }));
     },
     async pause(pauseOptions) {
@@ -105,10 +142,17 @@ export function createAdminGatewayControl(options: AdminGatewayControlOptions): 
       });
       return typeof body === 'object' && body !== null && (body as { drained?: unknown }).drained === true;
     },
+    async markForResubmit({ model }) {
+      const body = await call('POST', `/admin/pools/${encodeURIComponent(model)}/resubmit`, {});
+      const marked = typeof body === 'object' && body !== null ? (body as { marked?: unknown }).marked : undefined;
+      return typeof marked === 'number' ? marked : 0;
+    },
     async resume() {
       await call('POST', '/admin/resume');
     },
     setModelVersion: (model, version) => replaceVersion({ model, version, frozenBackends: [] }),
     setFrozenModelVersion: replaceVersion,
+    setResidentModelVersion: ({ model, version, resident }) =>
+      replaceVersion({ model, version, frozenBackends: [], resident }),
   };
 }

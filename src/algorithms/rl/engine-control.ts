@@ -1,7 +1,11 @@
-// The vLLM dev routes a weight swap drives on each backend (served at the server root, outside /v1, when vLLM runs
-// with VLLM_SERVER_DEV_MODE=1): /pause?mode=keep and /resume around the load, /start_weight_update and
-// /finish_weight_update around a native (NCCL/IPC) transfer, /weight_info to check what got loaded. A 404 means
-// the server has no dev routes (dev mode off, an OpenAI-style backend): the caller falls back rather than fails.
+// The engine routes a weight swap drives on each backend, all served at the server root, outside /v1:
+// - vLLM (dev routes, VLLM_SERVER_DEV_MODE=1): /pause?mode=keep and /resume around the load,
+//   /start_weight_update and /finish_weight_update around a native (NCCL/IPC) transfer, /weight_info to check what
+//   got loaded, /sleep and /wake_up for colocated training.
+// - SGLang: POST /pause_generation {mode} and POST /continue_generation, POST /flush_cache.
+// A 404 means the server has no such routes (dev mode off, an OpenAI-style backend): the caller falls back rather
+// than fails.
+import type { BackendKind } from '../types.js';
 
 /** What a backend answered a dev route with, when it answered 2xx or 404. */
 export type DevRouteAnswer = { readonly supported: true; readonly body: unknown } | { readonly supported: false };
@@ -52,17 +56,61 @@ async function devRoute(
 }
 
 /**
- * Freezes the backend's running generations where they are (`/pause?mode=keep`); they continue after
- * resumeEngine. The cache is left alone: the frozen requests still hold their blocks, and the pool's prefix-cache
- * strategy decides what later requests may reuse. False when the backend has no dev routes.
+ * Freezes the backend's running generations where they are; they continue after resumeEngine. vLLM:
+ * `/pause?mode=keep`, the cache left alone (the frozen requests still hold their blocks, and the pool's prefix-cache
+ * strategy decides what later requests may reuse). SGLang: `/pause_generation {mode: "retract"}`, which moves the
+ * running requests back to the waiting queue and frees their KV, so the cache can be flushed before they continue
+ * (their prefix is then recomputed by the new weights). SGLang's `in_place` would keep their KV but makes every
+ * flush fail while they are held, leaving KV of the old weights for new requests to reuse. False when the backend
+ * has no such route (an OpenAI-style backend is not asked).
  */
-export async function pauseEngineKeep(backendUrl: string, options: EngineControlOptions): Promise<boolean> {
-  return (await devRoute(backendUrl, { method: 'POST', path: '/pause?mode=keep&clear_cache=false' }, options))
-    .supported;
+export async function pauseEngineKeep(
+  backendUrl: string,
+  options: EngineControlOptions & { readonly kind: BackendKind },
+): Promise<boolean> {
+  if (options.kind === 'openai') return false;
+  const request =
+    options.kind === 'sglang'
+      ? { method: 'POST' as const, path: '/pause_generation', body: { mode: 'retract' } }
+      : { method: 'POST' as const, path: '/pause?mode=keep&clear_cache=false' };
+  return (await devRoute(backendUrl, request, options)).supported;
 }
 
-export async function resumeEngine(backendUrl: string, options: EngineControlOptions): Promise<void> {
-  await devRoute(backendUrl, { method: 'POST', path: '/resume' }, options);
+/**
+ * Aborts the backend's generations in flight and holds new ones until resumeEngine: vLLM `/pause?mode=abort`
+ * (the aborted requests answer `finish_reason: "abort"`; the cache is cleared once they are gone), SGLang
+ * `/pause_generation {mode: "abort"}`. False when the backend has no such route (an OpenAI-style backend is not
+ * asked).
+ */
+export async function pauseEngineAbort(
+  backendUrl: string,
+  options: EngineControlOptions & { readonly kind: BackendKind },
+): Promise<boolean> {
+  if (options.kind === 'openai') return false;
+  const request =
+    options.kind === 'sglang'
+      ? { method: 'POST' as const, path: '/pause_generation', body: { mode: 'abort' } }
+      : { method: 'POST' as const, path: '/pause?mode=abort' };
+  return (await devRoute(backendUrl, request, options)).supported;
+}
+
+export async function resumeEngine(
+  backendUrl: string,
+  options: EngineControlOptions & { readonly kind: BackendKind },
+): Promise<void> {
+  const request =
+    options.kind === 'sglang'
+      ? { method: 'POST' as const, path: '/continue_generation', body: {} }
+      : { method: 'POST' as const, path: '/resume' };
+  await devRoute(backendUrl, request, options);
+}
+
+/**
+ * SGLang: drops the radix cache while the retracted requests wait, so nothing computed by the old weights is reused
+ * after the load. SGLang answers 400 while requests hold cache blocks, which fails the swap loudly.
+ */
+export async function flushEngineCache(backendUrl: string, options: EngineControlOptions): Promise<void> {
+  await devRoute(backendUrl, { method: 'POST', path: '/flush_cache' }, options);
 }
 
 /** Tells the engine a native weight transfer begins; a backend without the route needs no such call. */
@@ -126,4 +174,49 @@ export async function wakeEngine(
 ): Promise<void> {
   const query = options.tags.map((t) => `tags=${t}`).join('&');
   await devRoute(backendUrl, { method: 'POST', path: query === '' ? '/wake_up' : `/wake_up?${query}` }, options);
+}
+
+/** `GET <route>` answered `{<key>: true}`; false for any other answer, undefined without the route. */
+async function flag(
+  backendUrl: string,
+  options: EngineControlOptions & { readonly path: string; readonly key: string },
+): Promise<boolean | undefined> {
+  const answer = await devRoute(backendUrl, { method: 'GET', path: options.path }, options);
+  if (!answer.supported) return undefined;
+  const body = answer.body;
+  return typeof body === 'object' && body !== null && (body as Record<string, unknown>)[options.key] === true;
+}
+
+/**
+ * Takes a backend out of whatever a weight swap of an earlier gateway process left it in: asleep (vLLM
+ * `/is_sleeping` → `/wake_up`) or paused (`/is_paused` → `/resume`); SGLang has no such question, and
+ * `/continue_generation` on a running server changes nothing, so it is always asked to continue. Says what it did.
+ */
+export async function recoverEngine(
+  backendUrl: string,
+  options: EngineControlOptions & { readonly kind: BackendKind },
+): Promise<{ readonly woken: boolean; readonly resumed: boolean }> {
+  if (options.kind === 'openai') return { woken: false, resumed: false };
+  if (options.kind === 'sglang') {
+    await resumeEngine(backendUrl, options);
+    return { woken: false, resumed: false };
+  }
+  const sleeping = await flag(backendUrl, { ...options, path: '/is_sleeping', key: 'is_sleeping' });
+  if (sleeping === true) await wakeEngine(backendUrl, { ...options, tags: [] });
+  const paused = await flag(backendUrl, { ...options, path: '/is_paused', key: 'is_paused' });
+  if (paused === true) await resumeEngine(backendUrl, options);
+  return { woken: sleeping === true, resumed: paused === true };
+}
+
+/**
+ * Unloads a LoRA adapter nobody uses any more (vLLM `POST /v1/unload_lora_adapter`, SGLang `POST
+ * /unload_lora_adapter`). One the backend does not hold (404) is already gone.
+ */
+export async function unloadAdapter(
+  backendUrl: string,
+  options: EngineControlOptions & { readonly kind: BackendKind; readonly name: string },
+): Promise<void> {
+  if (options.kind === 'openai') return;
+  const path = options.kind === 'sglang' ? '/unload_lora_adapter' : '/v1/unload_lora_adapter';
+  await devRoute(backendUrl, { method: 'POST', path, body: { lora_name: options.name } }, options);
 }

@@ -1,4 +1,4 @@
-// The built-in `rl` plugin: the GRPO data plane (issue "RL module"). Per step it enqueues `groupSize`
+// The built-in `rl` plugin: the GRPO data plane (docs/rl.md). Per step it enqueues `groupSize`
 // rollouts of each of `tasksPerStep` tasks, waits for them by notification (store.waitForRollouts),
 // turns their spans into token-level trajectories, computes group advantages and hands the batch to the
 // trainer through the TrainerHub. When the trainer posts new weights it runs the weight-sync cycle.
@@ -18,6 +18,7 @@ import { AlgorithmAbortedError, AlgorithmConfigError, throwIfAborted } from '../
 import { parseAlgorithmOptions } from '../options.js';
 import type { Algorithm, AlgorithmContext, GatewayControl, ModelPoolInfo } from '../types.js';
 import { buildBatch, type DropCounts, emptyDropCounts, type StepRollout } from './batch.js';
+import { recoverPoolEngines } from './engine-recovery.js';
 import { assertBehaviourLogprobs } from './logprob-semantics.js';
 import { type RlOptions, rlOptionsSchema } from './options.js';
 import type { TrainerHub } from './trainer-hub.js';
@@ -118,6 +119,14 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
   const pool = await poolInfo(control, options.model);
   // Before any rollout runs: a wrong logprob meaning would otherwise only show as a trainer that diverges.
   assertBehaviourLogprobs({ model: options.model, samplingParameters: options.samplingParameters, pool });
+  if (pool !== undefined) {
+    await recoverPoolEngines({
+      pool,
+      logger,
+      ...(extras.fetch ? { fetch: extras.fetch } : {}),
+      ...(options.weightLoad.type === 'http' ? { headers: options.weightLoad.headers } : {}),
+    });
+  }
   let version = pool?.version ?? 0;
   const publishResources = async (): Promise<string> => {
     const resources: NamedResources = {
@@ -142,6 +151,8 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
       logger,
       ...(extras.fetch ? { fetch: extras.fetch } : {}),
       prepareDeadlineS: options.prepareDeadlineS,
+      // Every version a batch may still train on stays loaded (versioned adapters).
+      keepAdapterVersions: options.maxStaleness + 1,
       onSwapped: async (report) => {
         version = report.version;
         resourcesId = await publishResources();
@@ -234,7 +245,7 @@ async function runRl(ctx: AlgorithmContext, options: RlOptions, extras: RlExtras
       // Published even when empty: the trainer acknowledges it, and its stats account for every rollout.
       if (batch.samples.length === 0)
         logger.info('rl step produced no trainable samples', { step, dropped: batch.stats.dropped });
-      hub.publish(batch);
+      hub.publish(batch, { rolloutIds: ids });
       batches += 1;
     }
     // Finished: wait until the trainer has taken (acknowledged) everything generated.

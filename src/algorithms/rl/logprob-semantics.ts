@@ -3,9 +3,10 @@
 // are another distribution's, and a trainer would compute wrong ratios without noticing. So a run whose own
 // sampling config adjusts the distribution refuses to start against a pool that declares raw logprobs, and
 // calls whose agent sent such parameters itself (marked on their spans) lose their logprobs in the batch.
+
+import { ATTR_LOGPROBS_RAW_ADJUSTED_PARAMS } from '../../contracts/span-attributes.js';
 import { adjustedSamplingParams } from '../../gateway/logprob-semantics.js';
 import type { JsonValue, Span } from '../../store/types.js';
-import { ATTR_LOGPROBS_RAW_ADJUSTED_PARAMS } from '../../tracing/attributes.js';
 import { AlgorithmConfigError } from '../errors.js';
 import type { ModelPoolInfo } from '../types.js';
 

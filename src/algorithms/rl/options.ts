@@ -1,5 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: `${field}` is the weight-load hook's placeholder syntax, not a template literal
-// Options of the built-in `rl` plugin (issue "RL module"). Every default is chosen so that a trainer
+// Options of the built-in `rl` plugin (docs/rl.md). Every default is chosen so that a trainer
 // speaking the protocol gets strictly on-policy GRPO batches without configuring anything but the model.
 import { z } from 'zod';
 
@@ -8,6 +8,11 @@ const httpHookSchema = z
     type: z.literal('http'),
     /** Appended to each backend's base URL (which ends in /v1), e.g. vLLM's LoRA loader. */
     path: z.string().min(1).default('/load_lora_adapter'),
+    /**
+     * What `path` is appended to: `api` = the backend URL as configured (ending in /v1); `server` = the server root
+     * without /v1, where SGLang serves /update_weights_from_disk and /load_lora_adapter. Absent = api.
+     */
+    base: z.enum(['api', 'server']).optional(),
     /**
      * JSON body; string values `${field}` are replaced by that field of the weights post (`${version}`,
      * `${lora_path}`, `${lora_name}`, ...) and `${backend}` by the backend URL.

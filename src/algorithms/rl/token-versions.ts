@@ -3,9 +3,13 @@
 // each of its tokens (`rollgate.model_version.segments`, version-segments.ts). Staleness is a property of the
 // tokens the policy generated, so a long rollout that crossed a swap loses only what is really too old.
 import type { TrajectoryRow } from '../../adapters/trajectories.js';
+import {
+  ATTR_MODEL_VERSION,
+  ATTR_MODEL_VERSION_SEGMENTS,
+  ATTR_RESPONSE_TOKEN_IDS,
+} from '../../contracts/span-attributes.js';
 import { readVersionSegments, type VersionSegment } from '../../gateway/version-segments.js';
 import type { Span } from '../../store/types.js';
-import { ATTR_MODEL_VERSION, ATTR_MODEL_VERSION_SEGMENTS, ATTR_RESPONSE_TOKEN_IDS } from '../../tracing/attributes.js';
 
 export interface CallVersion {
   /** The version the call was sent under (`rollgate.model_version`). */

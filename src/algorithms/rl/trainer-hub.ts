@@ -78,6 +78,9 @@ export class TrainerHub {
   #syncing: Promise<unknown> | null = null;
   #closed = false;
   readonly #handshake = new WeightHandshake();
+  /** Rollouts each queued batch holds, told to acknowledgement listeners (store retention) when it leaves. */
+  readonly #batchRollouts = new Map<string, readonly string[]>();
+  readonly #ackListeners = new Set<(rolloutIds: readonly string[]) => void>();
   /** The batch ids a prepare named, acknowledged by its commit unless the commit names its own. */
   #pendingBatchIds: readonly string[] | null = null;
   /** Weight swaps this gateway ran (GET /v1/rl/state, /metrics). */
@@ -92,9 +95,20 @@ export class TrainerHub {
     };
   }
 
-  publish(batch: Batch): void {
+  /**
+   * Queues a batch. `rolloutIds`: every rollout of its step, including those it left out (failed, dropped), which
+   * the trainer is done with too once it acknowledges the batch; default: the rollouts of its samples.
+   */
+  publish(batch: Batch, options: { readonly rolloutIds?: readonly string[] } = {}): void {
     this.#queue.push({ batch, deliveries: 0 });
+    this.#batchRollouts.set(batch.batch_id, options.rolloutIds ?? [...new Set(batch.samples.map((s) => s.rollout_id))]);
     this.#wake();
+  }
+
+  /** Told the rollouts of every batch as it is acknowledged; returns the unsubscribe function. */
+  onBatchRolloutsAcknowledged(listener: (rolloutIds: readonly string[]) => void): () => void {
+    this.#ackListeners.add(listener);
+    return () => this.#ackListeners.delete(listener);
   }
 
   /** Unacknowledged batches (handed out or not). */
@@ -152,6 +166,11 @@ export class TrainerHub {
       removed.push(id);
     }
     if (removed.length > 0) this.#plugin?.onAcknowledged(removed);
+    for (const id of removed) {
+      const rolloutIds = this.#batchRollouts.get(id) ?? [];
+      this.#batchRollouts.delete(id);
+      for (const listener of this.#ackListeners) listener(rolloutIds);
+    }
     return removed;
   }
 

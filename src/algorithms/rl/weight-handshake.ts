@@ -173,7 +173,9 @@ export class WeightHandshake {
         expired !== null
           ? `the prepare of weights version ${version} expired after ${expired.deadlineS} s and was aborted: prepare again`
           : current.phase === 'idle'
-            ? `no weights update is prepared (prepare version ${version} first)`
+            ? // A gateway that restarted since the prepare forgets it (and resumed the engines at start).
+              `no weights update is prepared on this gateway (state idle; a prepare made before a gateway restart ` +
+              `is forgotten, and the engines resumed on their old weights): prepare version ${version} again`
             : `weights version ${current.version} is ${current.phase}`,
       );
     }

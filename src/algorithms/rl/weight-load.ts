@@ -41,7 +41,8 @@ async function loadOverHttp(
   fields: Fields,
   options: { backend: string; fetch: typeof fetch },
 ): Promise<void> {
-  const url = `${options.backend.replace(/\/+$/, '')}${hook.path}`;
+  const api = options.backend.replace(/\/+$/, '');
+  const url = `${hook.base === 'server' ? api.replace(/\/v1$/, '') : api}${hook.path}`;
   const response = await options.fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...hook.headers },

@@ -1,33 +1,44 @@
 // One weight swap of a pool, in the pool's mode (docs/weight-swaps.md):
 //   drain: hold new calls -> wait until no generation is in flight -> load -> bump the version -> resume.
-//   keep:  hold new calls -> freeze every backend's generations (vLLM /pause?mode=keep) -> load -> bump the version
-//          (which resets or re-salts the prefix cache) while they are still frozen -> resume the engines -> resume.
+//   keep:  hold new calls -> freeze every backend's generations (vLLM /pause?mode=keep; SGLang /pause_generation
+//          retract) -> load -> bump the version (which resets or re-salts the prefix cache) while they are still
+//          frozen -> flush the SGLang caches -> resume the engines -> resume.
+//   abort-resubmit: hold new calls -> mark the pool's calls in flight for resubmission -> abort every backend's
+//          generations (vLLM /pause?mode=abort; SGLang /pause_generation abort) -> wait for the aborted answers ->
+//          load -> bump -> resume: the gateway sends each aborted non-stream call again under the new weights.
 // In keep mode nothing is aborted or waited for: the gateway holds new calls only while the weights load, and a
 // generation that spans the swap records which version computed each of its tokens (the bump happens while the
 // engines are frozen, so every id a stream relayed before it came from the old weights). A backend without dev
 // routes (404) is drained instead, alone, so the frozen ones do not wait for it to finish.
 // The session is split in steps so a native (NCCL/IPC) transfer can happen between begin and commit, driven by the
-// trainer (weight-handshake.ts). Every way out resumes the engines and the gateway (pitfall 47: a failed update
+// trainer (weight-handshake.ts). Every way out resumes the engines and the gateway (docs/failure-classes.md#47: a failed update
 // must never leave the gateway paused); a swap that fails keeps the pool's old version.
+
+import { adapterName } from '../../gateway/adapter-versions.js';
 import type { Logger } from '../../logger.js';
-import type { GatewayControl, ModelPoolInfo } from '../types.js';
+import type { BackendKind, GatewayControl, ModelPoolInfo } from '../types.js';
+import { adaptersToKeep } from './adapter-retirement.js';
 import {
   type EngineControlOptions,
   finishWeightUpdate,
+  flushEngineCache,
+  pauseEngineAbort,
   pauseEngineKeep,
   reportedWeightVersion,
   resumeEngine,
   type SleepLevel,
   sleepEngine,
   startWeightUpdate,
+  unloadAdapter,
   type WakeTag,
   wakeEngine,
 } from './engine-control.js';
 import type { WeightLoadHook } from './options.js';
 import type { WeightsUpdate } from './trainer-hub.js';
+import { TrainerHubError } from './trainer-hub-error.js';
 import { loadWeights } from './weight-load.js';
 
-export type SwapMode = 'drain' | 'keep';
+export type SwapMode = 'drain' | 'keep' | 'abort-resubmit';
 
 const DEFAULT_DRAIN_TIMEOUT_S = 600;
 const DEFAULT_ENGINE_TIMEOUT_MS = 30_000;
@@ -45,6 +56,17 @@ export interface WeightSwapOptions {
   readonly engineTimeoutMs?: number;
   /** Sent with every dev-route call (e.g. the backends' authorization). */
   readonly engineHeaders?: Readonly<Record<string, string>>;
+  /**
+   * Versioned adapters: how many of the newest versions stay loaded (maxStaleness + 1); older ones nobody uses are
+   * unloaded after the bump. Default 1.
+   */
+  readonly keepAdapterVersions?: number;
+  /**
+   * The swap only loads adapters with the weight-load hook (the one-shot POST /v1/rl/weights). Only such a swap may
+   * run on a pool with versioned adapters, and it holds nothing there: a native transfer or a colocated prepare
+   * changes weights that the versions in use would see change under them.
+   */
+  readonly adapterLoad?: boolean;
   /** Told of each backend drained because it cannot freeze its generations (counted as a metric). */
   readonly onFallback?: (options: { readonly model: string; readonly backend: string }) => void;
 }
@@ -58,6 +80,8 @@ export interface SwapReport {
   readonly drain_ms: number;
   /** Backends that could not freeze their generations and were drained instead (keep mode). */
   readonly drained_backends: readonly string[];
+  /** Versioned adapters: the versions unloaded after this swap because nothing used them any more. */
+  readonly unloaded_versions?: readonly number[];
   /** The whole swap, as the one-shot weights post has always reported it. */
   readonly sync_ms: number;
 }
@@ -85,6 +109,8 @@ export class WeightSwap {
   readonly #engine: EngineControlOptions;
   readonly #started = performance.now();
   readonly #frozen: string[] = [];
+  /** Backends whose generations were aborted (abort-resubmit); paused until the resume like the frozen ones. */
+  readonly #aborted: string[] = [];
   readonly #drained: string[] = [];
   /** Backends put to sleep for a colocated trainer and not fully woken yet; every way out wakes them. */
   readonly #asleep: string[] = [];
@@ -92,7 +118,20 @@ export class WeightSwap {
   #weightsAwake = false;
   #drainMs = 0;
   #pauseMs = 0;
+  #syncMs = 0;
   #ended = false;
+  /** Whether this swap holds the gateway's new calls (a versioned-adapter swap holds none). */
+  #gatePaused = false;
+  #unloaded: readonly number[] | null = null;
+
+  /** Versioned adapters: every version is its own adapter, so nothing in flight or new waits for the load. */
+  get #versioned(): boolean {
+    return this.#pool.adapterVersions !== undefined;
+  }
+
+  #kind(backend: string): BackendKind {
+    return this.#pool.backendKinds?.[backend] ?? 'vllm';
+  }
 
   private constructor(options: WeightSwapOptions, context: { control: SwapControl; pool: ModelPoolInfo }) {
     this.#options = options;
@@ -112,6 +151,13 @@ export class WeightSwap {
     const control = swapControl(options.control);
     const pool = (await control.modelPools()).find((p) => p.name === options.model);
     if (pool === undefined) throw new Error(`model pool ${options.model} not found`);
+    if (pool.adapterVersions !== undefined && options.adapterLoad !== true) {
+      throw new TrainerHubError(
+        'conflict',
+        `pool ${options.model} has versioned adapters: post each version with POST /v1/rl/weights (a native ` +
+          'transfer or a colocated prepare would change the weights under the adapter versions in use)',
+      );
+    }
     const swap = new WeightSwap(options, { control, pool });
     try {
       await swap.#pause(intent.reason);
@@ -124,6 +170,8 @@ export class WeightSwap {
 
   async #pause(reason: string): Promise<void> {
     const control = this.#control;
+    if (this.#versioned) return;
+    this.#gatePaused = true;
     if (this.mode === 'drain') {
       const started = performance.now();
       await control.pause({ reason });
@@ -131,23 +179,38 @@ export class WeightSwap {
       return;
     }
     await control.pause({ reason, drain: false });
-    const answers = await Promise.allSettled(this.backends.map((b) => pauseEngineKeep(b, this.#engine)));
+    const aborting = this.mode === 'abort-resubmit';
+    if (aborting) {
+      const mark = control.markForResubmit?.bind(control);
+      if (mark === undefined) throw new Error('the gateway cannot resubmit aborted calls: use swap mode drain or keep');
+      // Before the engines abort: an aborted answer of a call not marked would reach its agent as if it were whole.
+      await mark({ model: this.#options.model });
+    }
+    const answers = await Promise.allSettled(
+      this.backends.map((b) =>
+        (aborting ? pauseEngineAbort : pauseEngineKeep)(b, { ...this.#engine, kind: this.#kind(b) }),
+      ),
+    );
     const unsupported: string[] = [];
-    // Every frozen backend is remembered before any error is raised, so the failure path resumes it.
+    // Every paused backend is remembered before any error is raised, so the failure path resumes it.
     answers.forEach((answer, i) => {
       const backend = this.backends[i] as string;
-      if (answer.status === 'fulfilled') (answer.value ? this.#frozen : unsupported).push(backend);
+      if (answer.status === 'fulfilled')
+        (answer.value ? (aborting ? this.#aborted : this.#frozen) : unsupported).push(backend);
     });
     const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
-    if (unsupported.length === 0) return;
+    // Aborted generations answer at once; the swap waits for those answers so none is still being written when
+    // the version changes (their calls are then held at the gate, to be sent again).
+    const waitFor = aborting ? [...this.#aborted, ...unsupported] : unsupported;
+    if (waitFor.length === 0) return;
     const drainBackend = control.drainBackend?.bind(control);
     if (drainBackend === undefined) {
-      throw new Error(`backends ${unsupported.join(', ')} cannot freeze their generations and cannot be drained alone`);
+      throw new Error(`backends ${waitFor.join(', ')} cannot freeze their generations and cannot be drained alone`);
     }
     const { model, logger } = this.#options;
     for (const backend of unsupported) {
-      logger.warn('backend has no dev routes (404): drained instead of frozen for this weight swap', {
+      logger.warn('backend cannot freeze its generations (no pause route): drained instead for this weight swap', {
         model,
         backend,
       });
@@ -155,10 +218,10 @@ export class WeightSwap {
     }
     const started = performance.now();
     const timeoutS = this.#options.drainTimeoutS ?? DEFAULT_DRAIN_TIMEOUT_S;
-    const drained = await Promise.all(unsupported.map((url) => drainBackend({ model, url, timeoutS })));
+    const drained = await Promise.all(waitFor.map((url) => drainBackend({ model, url, timeoutS })));
     this.#drainMs = performance.now() - started;
     this.#drained.push(...unsupported);
-    const stuck = unsupported.filter((_, i) => drained[i] !== true);
+    const stuck = waitFor.filter((_, i) => drained[i] !== true);
     if (stuck.length > 0) throw new Error(`in-flight calls on ${stuck.join(', ')} did not drain in time`);
   }
 
@@ -201,9 +264,18 @@ export class WeightSwap {
   /** Runs the weight-load hook on every backend at once. */
   async load(hook: WeightLoadHook, update: WeightsUpdate): Promise<void> {
     const doFetch = this.#options.fetch ?? fetch;
+    const adapters = this.#pool.adapterVersions;
+    // A versioned pool loads the new version under its own name, beside the ones in use.
+    const loaded =
+      adapters === undefined
+        ? update
+        : {
+            ...update,
+            fields: { ...update.fields, lora_name: adapterName({ base: adapters.base, version: update.version }) },
+          };
     await Promise.all(
       this.backends.map((backend) =>
-        loadWeights(hook, { update, model: this.#options.model, backend, fetch: doFetch }),
+        loadWeights(hook, { update: loaded, model: this.#options.model, backend, fetch: doFetch }),
       ),
     );
   }
@@ -248,6 +320,11 @@ export class WeightSwap {
    * then resumes them and the gateway. A failed bump resumes on the old version and rethrows.
    */
   async commit(version: number): Promise<SwapReport> {
+    if (this.#versioned) {
+      await this.#commitVersioned(version);
+      await this.#resume();
+      return this.report(version);
+    }
     try {
       const frozenBump = this.#control.setFrozenModelVersion?.bind(this.#control);
       if (this.#frozen.length > 0 && frozenBump !== undefined) {
@@ -255,12 +332,65 @@ export class WeightSwap {
       } else {
         await this.#control.setModelVersion(this.#options.model, version);
       }
+      await this.#flushRetracted();
     } catch (error) {
       await this.#resumeAfterFailure();
       throw error;
     }
     await this.#resume();
     return this.report(version);
+  }
+
+  /**
+   * Versioned adapters: the bump names the versions that stay resident (the newest `keepAdapterVersions` and any
+   * still in use), then the others are unloaded from every engine. One a call started on meanwhile stays loaded
+   * (logged); a failed unload is logged too, since the new version already serves.
+   */
+  async #commitVersioned(version: number): Promise<void> {
+    const { model, logger } = this.#options;
+    const control = this.#control;
+    const before = (await control.modelPools()).find((p) => p.name === model)?.adapterVersions;
+    const setResident = control.setResidentModelVersion?.bind(control);
+    if (before === undefined || setResident === undefined) {
+      await control.setModelVersion(model, version);
+      return;
+    }
+    const { kept, dropped } = adaptersToKeep({ info: before, version, keep: this.#options.keepAdapterVersions ?? 1 });
+    await setResident({ model, version, resident: kept });
+    const after = (await control.modelPools()).find((p) => p.name === model)?.adapterVersions;
+    const busy = dropped.filter((v) => (after?.inflight[String(v)] ?? 0) > 0);
+    if (busy.length > 0) {
+      // Still resident, so a later swap finds them unused and unloads them.
+      logger.warn('adapter versions left loaded: calls still run on them', { model, versions: busy });
+      await setResident({ model, version, resident: [...kept, ...busy].sort((a, b) => a - b) });
+    }
+    const unload = dropped.filter((v) => !busy.includes(v));
+    const failures: string[] = [];
+    await Promise.all(
+      unload.flatMap((v) =>
+        this.backends.map((backend) =>
+          unloadAdapter(backend, {
+            ...this.#engine,
+            kind: this.#kind(backend),
+            name: adapterName({ base: before.base, version: v }),
+          }).catch((error: unknown) => {
+            failures.push(`${backend} v${v}: ${message(error)}`);
+          }),
+        ),
+      ),
+    );
+    if (failures.length > 0) logger.warn('unloading old adapter versions failed', { model, failures });
+    this.#unloaded = unload;
+  }
+
+  /**
+   * SGLang backends frozen by retracting their requests (or whose requests were aborted) hold no KV for them: their
+   * cache is flushed before they continue, so neither the retracted requests nor new ones reuse KV the old weights
+   * computed.
+   */
+  async #flushRetracted(): Promise<void> {
+    const retracted = [...this.#frozen, ...this.#aborted].filter((b) => this.#kind(b) === 'sglang');
+    await Promise.all(retracted.map((b) => flushEngineCache(b, this.#engine)));
   }
 
   /** Resumes the engines and the gateway on whatever weights the engines hold, the pool's version unchanged. */
@@ -275,7 +405,8 @@ export class WeightSwap {
       pause_ms: this.#pauseMs,
       drain_ms: this.#drainMs,
       drained_backends: [...this.#drained],
-      sync_ms: this.#pauseMs,
+      sync_ms: this.#syncMs,
+      ...(this.#unloaded === null ? {} : { unloaded_versions: [...this.#unloaded] }),
     };
   }
 
@@ -302,13 +433,17 @@ export class WeightSwap {
       } catch (error) {
         failures.push(`waking ${this.#asleep.join(', ')}: ${message(error)}`);
       }
-      const answers = await Promise.allSettled(this.#frozen.map((b) => resumeEngine(b, this.#engine)));
+      const paused = [...this.#frozen, ...this.#aborted];
+      const answers = await Promise.allSettled(
+        paused.map((b) => resumeEngine(b, { ...this.#engine, kind: this.#kind(b) })),
+      );
       failures = failures.concat(
-        answers.flatMap((a, i) => (a.status === 'rejected' ? [`${this.#frozen[i]}: ${message(a.reason)}`] : [])),
+        answers.flatMap((a, i) => (a.status === 'rejected' ? [`${paused[i]}: ${message(a.reason)}`] : [])),
       );
     } finally {
-      await this.#control.resume();
-      this.#pauseMs = performance.now() - this.#started;
+      if (this.#gatePaused) await this.#control.resume();
+      this.#syncMs = performance.now() - this.#started;
+      if (this.#gatePaused) this.#pauseMs = this.#syncMs;
     }
     if (failures.length > 0) {
       // Its frozen calls hang until someone resumes it: this must reach an operator.

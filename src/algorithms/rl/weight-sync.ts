@@ -1,7 +1,7 @@
 // The one-shot weight sync after a trainer posts new weights (POST /v1/rl/weights): a weight swap in the pool's
 // mode (weight-swap.ts: drain, or keep in-flight generations frozen), the weight-load hook on every backend (HTTP
 // such as vLLM's /v1/load_lora_adapter, or a command), the version check, then the version bump and the resume.
-// Every way out resumes (pitfall 47); a failed load or check keeps the old version, so spans never claim weights
+// Every way out resumes (docs/failure-classes.md#47); a failed load or check keeps the old version, so spans never claim weights
 // the backends do not serve.
 import type { Logger } from '../../logger.js';
 import type { GatewayControl } from '../types.js';
@@ -17,6 +17,8 @@ export interface WeightSyncOptions {
   readonly fetch?: typeof fetch;
   /** Overrides the pool's `swap.mode`. */
   readonly mode?: SwapMode;
+  /** Versioned adapters: the newest versions kept loaded. */
+  readonly keepAdapterVersions?: number;
   /** Told of each backend drained because it cannot freeze its generations. */
   readonly onFallback?: (options: { readonly model: string; readonly backend: string }) => void;
 }
@@ -32,6 +34,8 @@ export async function syncWeights(options: WeightSyncOptions, update: WeightsUpd
       ...(options.mode ? { mode: options.mode } : {}),
       ...(options.onFallback ? { onFallback: options.onFallback } : {}),
       ...(hook.type === 'http' ? { engineHeaders: hook.headers } : {}),
+      ...(options.keepAdapterVersions === undefined ? {} : { keepAdapterVersions: options.keepAdapterVersions }),
+      adapterLoad: true,
     },
     { reason: `loading weights version ${update.version}` },
   );

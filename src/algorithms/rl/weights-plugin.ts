@@ -19,6 +19,8 @@ export interface WeightsPluginOptions {
   readonly fetch?: typeof fetch;
   /** Seconds a prepared transfer may wait for its commit before it is aborted. */
   readonly prepareDeadlineS: number;
+  /** Versioned adapters: the newest versions kept loaded (the rl plugin's maxStaleness + 1). Default 1. */
+  readonly keepAdapterVersions?: number;
   /** Called after every completed swap, before the trainer gets its answer. */
   readonly onSwapped?: (report: SwapReport) => Promise<void> | void;
 }
@@ -35,6 +37,7 @@ export function createWeightsPlugin(
     // The hook's headers (e.g. the backends' authorization) go to their dev routes too.
     ...(hook.type === 'http' ? { engineHeaders: hook.headers } : {}),
     onFallback: (fallback) => hub.swapStats.recordFallback(fallback),
+    ...(options.keepAdapterVersions === undefined ? {} : { keepAdapterVersions: options.keepAdapterVersions }),
   };
   const swapped = async (report: SwapReport): Promise<void> => {
     hub.swapStats.recordSwap(model, report);

@@ -9,15 +9,16 @@
 import type { EventEmitter } from 'node:events';
 import type { Attributes } from '@opentelemetry/api';
 import { type HistoryConfig, isHistoryFamily } from '../../../config/history-schema.js';
+import * as A from '../../contracts/span-attributes.js';
 import { GatewayError } from '../../errors.js';
-import * as A from '../../tracing/attributes.js';
 import type { RewrittenBody } from '../body-rewrite.js';
 import type { ModelRegistry, ResolvedRoute } from '../model-registry.js';
 import { type AnswerBody, translatedJson, translatedStream, type UpstreamAnswer } from './answer-body.js';
 import { turnOfMessage } from './assistant-turn.js';
+import type { ChatFamily, PromptBlock } from './chat-family.js';
 import { completionBody, renderBody, unsupportedReason } from './completion-request.js';
 import { renderOnEngine } from './engine-render.js';
-import { type ChatFamily, chatFamily, type PromptBlock } from './family.js';
+import { chatFamily } from './family.js';
 import { isObj, type Obj } from './narrow.js';
 import type { Segment } from './segment.js';
 import { HistorySessions } from './sessions.js';

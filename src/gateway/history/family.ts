@@ -1,39 +1,7 @@
-// A chat-format family: what faithful history needs to know about a model's chat template and output format,
-// behind one small interface. The template itself stays the engine's (every prompt is rendered by the engine's own
-// /tokenize); the family only knows how the rendered ids divide into messages and how the engine's parsers read an
-// answer, so the gateway can splice served ids into the history and still answer the agent like the chat route.
+// The chat-format families by their config name (the interface they implement is chat-family.ts).
 import type { HistoryFamily } from '../../../config/history-schema.js';
-import type { AnswerParsing } from './answer-parsing.js';
+import type { ChatFamily } from './chat-family.js';
 import { qwen3Family } from './qwen3-family.js';
-
-/** One message of a rendered prompt: [start, end) in the ids. */
-export interface PromptBlock {
-  readonly start: number;
-  readonly end: number;
-  /** The role token (the template writes one per message). */
-  readonly role: number;
-  /** Index of the block's last end-of-turn token, or -1 (an open generation prompt). */
-  readonly turnEnd: number;
-}
-
-export interface AnswerParsingOptions {
-  /** The request has tools and lets the model call them (`tool_choice` absent or `auto`). */
-  readonly tools: boolean;
-  /** The prompt closed the think block itself (`chat_template_kwargs.enable_thinking: false`). */
-  readonly thinkingOff: boolean;
-}
-
-export interface ChatFamily {
-  readonly name: string;
-  /** The token that closes a message in the template; the engine's EOS for the assistant's turn. */
-  readonly endOfTurnId: number;
-  /** The role token of assistant messages. */
-  readonly assistantRole: number;
-  /** The messages of a rendered prompt, in order; tokens before the first message are not a block. */
-  splitBlocks(ids: readonly number[]): PromptBlock[];
-  /** The engine's reasoning and tool parsers for one request. */
-  answerParsing(options: AnswerParsingOptions): AnswerParsing;
-}
 
 // Keyed by the config's family list, so a name the config accepts without an implementation does not compile.
 const FAMILIES: Readonly<Record<HistoryFamily, ChatFamily>> = { qwen3: qwen3Family };

@@ -2,7 +2,7 @@
 // `<think>...</think>` (vLLM `--reasoning-parser qwen3`), tool calls in hermes `<tool_call>` blocks
 // (`--tool-call-parser hermes`). The ids are the tokenizer's, the same for every Qwen3 size.
 import type { AnswerParsing } from './answer-parsing.js';
-import type { AnswerParsingOptions, ChatFamily, PromptBlock } from './family.js';
+import type { AnswerParsingOptions, ChatFamily, PromptBlock } from './chat-family.js';
 import { createHermesToolParser } from './hermes-tool-parser.js';
 import { createThinkReasoningParser } from './reasoning-parser.js';
 

@@ -3,7 +3,7 @@
 // the prompt's assistant messages. The next call of the same conversation continues it; a call that does not
 // starts another segment (a new training row), never a wrong splice.
 import type { AssistantTurn } from './assistant-turn.js';
-import type { PromptBlock } from './family.js';
+import type { PromptBlock } from './chat-family.js';
 
 export interface Segment {
   /** 0 for the rollout's first segment, then 1, 2, ... (what the span reports). */

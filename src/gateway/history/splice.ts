@@ -7,7 +7,7 @@
 // The new prompt is then the engine's own context (last prompt + the ids it generated) followed by the rendering of
 // what came after: the served ids of every assistant turn stay as they were generated.
 import { type AssistantTurn, sameTurn } from './assistant-turn.js';
-import type { ChatFamily, PromptBlock } from './family.js';
+import type { ChatFamily, PromptBlock } from './chat-family.js';
 import type { Segment } from './segment.js';
 
 export type ForkReason =

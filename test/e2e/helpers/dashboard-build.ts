@@ -15,7 +15,7 @@ const SOURCES = [
   'dashboard/index.html',
   'dashboard/vite.config.ts',
   'src/adapters',
-  'src/tracing/attributes.ts',
+  'src/contracts',
   'src/store/types.ts',
 ];
 

@@ -3,7 +3,6 @@
 // messages, reward spans in the v0.3 format, and versioned resources with candidate lineage.
 import { randomBytes } from 'node:crypto';
 import { rewardAttributes } from '../../../src/adapters/reward.js';
-import type { Attributes, LightningStore, RolloutMode, SpanInput } from '../../../src/store/types.js';
 import {
   ATTR_GEN_AI_INPUT_MESSAGES,
   ATTR_GEN_AI_OPERATION_NAME,
@@ -22,7 +21,8 @@ import {
   GEN_AI_OPERATION_NAME_VALUE_CHAT,
   REWARD_SPAN_NAME,
   TOKEN_IDS_STATUS_VALUE_OK,
-} from '../../../src/tracing/attributes.js';
+} from '../../../src/contracts/span-attributes.js';
+import type { Attributes, LightningStore, RolloutMode, SpanInput } from '../../../src/store/types.js';
 
 export const FEATURED_ROLLOUT = 'ro-demo-featured';
 export const FEATURED_REWARD = 0.75;

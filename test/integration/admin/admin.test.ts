@@ -1,8 +1,8 @@
-// Admin API (routes/admin.ts, routes/metrics.ts): pause/resume/state/drain (pitfalls 46-47), atomic pool replace
-// with versions on spans (pitfall 48), agent tokens and scopes (pitfall 60), /metrics.
+// Admin API (routes/admin.ts, routes/metrics.ts): pause/resume/state/drain (docs/failure-classes.md (46-47)), atomic pool replace
+// with versions on spans (docs/failure-classes.md#48), agent tokens and scopes (docs/failure-classes.md#60), /metrics.
 import OpenAI, { RateLimitError } from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 import { type Fleet, MODEL, rolloutId, startFleet } from '../pools/fleet.js';
@@ -58,7 +58,7 @@ describe('pause, resume, drain', () => {
     expect(answer.choices[0]?.message.content).toBeTruthy();
   });
 
-  it('pitfall 46: in-flight stays at N until every upstream stream has closed, then drain reports 0', async () => {
+  it('docs/failure-classes.md#46: in-flight stays at N until every upstream stream has closed, then drain reports 0', async () => {
     const f = await fleetOf({ live: 1, mock: { interTokenMs: 40 } });
     const client = f.client(rolloutId(), { maxRetries: 0 });
     const streams = await Promise.all(

@@ -1,9 +1,9 @@
-// v1 proxy route (contracts.md §7.2-7.3, §7.6-7.7) with the openai SDK as the agent and the vLLM stand-in
+// v1 proxy route (docs/agl-v1.md) with the openai SDK as the agent and the vLLM stand-in
 // behind: body rewrite per mode, streaming allowed, spans recorded with rollgate.mode and overrides, the pause
 // gate shared with the main proxy, v1's 404s.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 
@@ -171,7 +171,7 @@ describe('v1 proxy route', () => {
     }
   });
 
-  it('a rollout deleted while its call is generating: the agent still gets the answer (pitfall 50)', async () => {
+  it('a rollout deleted while its call is generating: the agent still gets the answer (docs/failure-classes.md#50)', async () => {
     const slow = await startMockVllm({ model: MODEL, latencyMs: 400 });
     await api('/api/models', { method: 'DELETE' });
     await api('/api/models', { body: [{ model: MODEL, endpoint: slow.url, version: 5 }] });
@@ -192,7 +192,7 @@ describe('v1 proxy route', () => {
     }
   });
 
-  it('a streaming call holds its in-flight slot until the upstream stream closes (pitfall 46)', async () => {
+  it('a streaming call holds its in-flight slot until the upstream stream closes (docs/failure-classes.md#46)', async () => {
     const slow = await startMockVllm({ model: MODEL, interTokenMs: 30 });
     await api('/api/models', { method: 'DELETE' });
     await api('/api/models', { body: [{ model: MODEL, endpoint: slow.url, version: 7 }] });

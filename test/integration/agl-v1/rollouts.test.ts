@@ -1,4 +1,4 @@
-// v1 rollouts, events and the terminal cursor (contracts.md §7.8, pitfalls 39, 41, 66, 67) over a real socket:
+// v1 rollouts, events and the terminal cursor (docs/agl-v1.md, docs/failure-classes.md (39, 41, 66, 67)) over a real socket:
 // a v1-style trainer creates rollouts, agents post events, the trainer follows the terminal cursor while
 // rollouts are deleted concurrently.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

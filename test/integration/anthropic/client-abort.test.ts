@@ -2,7 +2,7 @@
 // translating sink (its close and destroy reach the agent's socket), and the call is recorded as
 // client_disconnected, as on the chat route.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type AnthropicAgents, anthropicAgents } from '../../helpers/anthropic-agent.js';
 import { abortedUpstream, type Harness, rolloutId, spansOnceWritten, startHarness } from '../gateway/harness.js';
 

@@ -6,7 +6,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { APIError } from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type AnthropicAgents, anthropicAgents, type NamedEvent, parseSse } from '../../helpers/anthropic-agent.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 

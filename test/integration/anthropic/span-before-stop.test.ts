@@ -4,9 +4,9 @@
 // would be seen before its span.
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import type { Span, SpanInput } from '../../../src/store/types.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { type AnthropicAgents, anthropicAgents } from '../../helpers/anthropic-agent.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';

@@ -3,7 +3,7 @@
 // events, `thinking.type: "disabled"` switches the template's thinking off, and thinking blocks sent back in a
 // later turn reach the template as the assistant message's reasoning.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type AnthropicAgents, anthropicAgents } from '../../helpers/anthropic-agent.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 

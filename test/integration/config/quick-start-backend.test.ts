@@ -33,7 +33,8 @@ describe('serve --backend without --model', () => {
     });
     expect(answer.choices[0]?.message.content).toBeTruthy();
     const sent = twin.requests.find((r) => r.path === '/v1/chat/completions');
-    expect((sent?.body as { model?: unknown }).model).toBe('Qwen/Qwen3-8B');
+    expect(sent, 'the twin saw the chat call').toBeDefined();
+    expect((sent?.body as { model?: unknown } | undefined)?.model).toBe('Qwen/Qwen3-8B');
   });
 
   it('with --model, maps that name as before', () => {

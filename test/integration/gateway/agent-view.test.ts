@@ -5,9 +5,9 @@
 // `agentView: 'raw'` passes everything on.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { RESPONSE_CACHE_METADATA_KEY } from '../../../src/gateway/response-cache.js';
 import type { Span } from '../../../src/store/types.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

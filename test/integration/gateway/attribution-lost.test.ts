@@ -1,9 +1,9 @@
-// pitfalls.md D.25 and D.29: every path (chat and completions, stream and non-stream, success, upstream
+// docs/failure-classes.md (25 and 29): every path (chat and completions, stream and non-stream, success, upstream
 // error, agent abort; path or header attribution) stores a span with the rollout, the attempt and the
 // sequence id allocated on arrival, and the span is readable over the store API the moment the agent
 // has its answer.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

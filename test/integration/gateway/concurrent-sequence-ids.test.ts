@@ -1,8 +1,8 @@
-// pitfalls.md D.26: concurrent calls in one rollout get sequence ids exactly 1..N in arrival order, and
+// docs/failure-classes.md#26: concurrent calls in one rollout get sequence ids exactly 1..N in arrival order, and
 // each span holds the content of the request that received that id, although the stand-in answers in
 // random order.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 const CALLS = 50;

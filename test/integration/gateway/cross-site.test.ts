@@ -136,3 +136,95 @@ describe('Host names a keyless loopback gateway answers', () => {
     }
   });
 });
+
+describe('State-changing requests from other sites (keyless gateway)', () => {
+  const EVIL = 'https://evil.example';
+  /** One body-less state-changing request per route family: what a form or a no-cors fetch can send. */
+  const FAMILIES: ReadonlyArray<{ family: string; method: string; path: string }> = [
+    { family: 'admin', method: 'POST', path: '/admin/pause' },
+    { family: 'admin', method: 'PUT', path: '/admin/pools/mock-model' },
+    { family: 'store-api', method: 'POST', path: '/v1/agl/queues/rollouts/dequeue' },
+    { family: 'store-api', method: 'DELETE', path: '/v1/agl/rollouts/r-victim' },
+    { family: 'agl-v1', method: 'POST', path: '/api/rollouts' },
+    { family: 'agl-v1', method: 'PATCH', path: '/api/rollouts/r-victim' },
+    { family: 'agl-v1 proxy', method: 'POST', path: '/proxy/pause' },
+    { family: 'openai', method: 'POST', path: '/v1/chat/completions' },
+    { family: 'anthropic', method: 'POST', path: '/v1/messages' },
+    { family: 'rl', method: 'POST', path: '/v1/rl/weights/abort' },
+    { family: 'otlp', method: 'POST', path: '/v1/traces' },
+  ];
+
+  async function paused(): Promise<boolean> {
+    return ((await (await fetch(`${h.url}/admin/state`)).json()) as { paused: boolean }).paused;
+  }
+
+  it('refuses each route family with 403 in its API shape when Origin names another site, and changes nothing', async () => {
+    const postsBefore = h.mock.requests.filter((r) => r.method === 'POST').length;
+    const rolloutsBefore = (await h.gateway.store.queryRollouts({})).total;
+    for (const { family, method, path } of FAMILIES) {
+      const crossSite: Array<Record<string, string>> = [
+        { origin: EVIL },
+        { origin: 'null' },
+        { 'sec-fetch-site': 'cross-site' },
+      ];
+      for (const headers of crossSite) {
+        const res = await rawRequest(h.url, { path, method, headers });
+        const label = `${family} ${method} ${path} ${JSON.stringify(headers)}`;
+        expect(res.status, `${label}: ${res.body}`).toBe(403);
+        if (family === 'anthropic') {
+          expect(JSON.parse(res.body), label).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
+        } else if (family !== 'otlp') {
+          expect(JSON.parse(res.body), label).toMatchObject({
+            error: { code: 'origin_not_allowed', type: 'permission_error' },
+          });
+        }
+      }
+    }
+    expect(await paused()).toBe(false);
+    expect((await h.gateway.store.queryRollouts({})).total).toBe(rolloutsBefore);
+    expect(h.mock.requests.filter((r) => r.method === 'POST')).toHaveLength(postsBefore);
+  });
+
+  it('takes requests without Origin, from the gateway own origin and from loopback pages', async () => {
+    const port = new URL(h.url).port;
+    const allowed: Array<Record<string, string>> = [
+      {},
+      { origin: `http://127.0.0.1:${port}` },
+      { origin: 'http://localhost:5173' },
+    ];
+    for (const headers of allowed) {
+      const pause = await rawRequest(h.url, { path: '/admin/pause', method: 'POST', headers });
+      expect(pause.status, `${JSON.stringify(headers)}: ${pause.body}`).toBe(200);
+      expect(await paused()).toBe(true);
+      const resume = await rawRequest(h.url, { path: '/admin/resume', method: 'POST', headers });
+      expect(resume.status).toBe(200);
+      expect(await paused()).toBe(false);
+    }
+    // Reads from anywhere are the CORS policy's business, not this guard's.
+    expect((await rawRequest(h.url, { path: '/admin/state', headers: { origin: EVIL } })).status).toBe(200);
+  });
+
+  it('takes the origins in server.corsOrigins, and any origin once keys are configured', async () => {
+    const listed = await startTestGateway({ server: { corsOrigins: ['https://trainer.example'] } });
+    const keyed = await startTestGateway({ auth: { adminKeys: ['admin-key-0123456789'] } });
+    try {
+      const ok = await rawRequest(listed.url, {
+        path: '/admin/pause',
+        method: 'POST',
+        headers: { origin: 'https://trainer.example' },
+      });
+      expect(ok.status, ok.body).toBe(200);
+      const other = await rawRequest(listed.url, { path: '/admin/resume', method: 'POST', headers: { origin: EVIL } });
+      expect(other.status).toBe(403);
+      const withKey = await rawRequest(keyed.url, {
+        path: '/admin/pause',
+        method: 'POST',
+        headers: { origin: EVIL, authorization: 'Bearer admin-key-0123456789' },
+      });
+      expect(withKey.status, withKey.body).toBe(200);
+    } finally {
+      await listed.close();
+      await keyed.close();
+    }
+  });
+});

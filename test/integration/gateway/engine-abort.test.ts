@@ -8,7 +8,7 @@ import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spansToTrajectories } from '../../../src/adapters/trajectories.js';
 import { spansToTriplets, type TrainingDrop } from '../../../src/adapters/triplets.js';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 const MODEL = 'mock-model';

@@ -1,4 +1,4 @@
-// pitfalls.md B.18: errors the gateway itself raises are OpenAI-shaped, carry x-request-id, and map to
+// docs/failure-classes.md#18: errors the gateway itself raises are OpenAI-shaped, carry x-request-id, and map to
 // the SDK's error classes: malformed JSON 400, body over the limit 413, unknown path 404, wrong method
 // 405, unknown model 404.
 import { type APIError, BadRequestError, NotFoundError } from 'openai';

@@ -1,7 +1,7 @@
 // The proxy routes also answer through `app.request()` in process (no node server: the answer goes
 // through a web Response), streamed and not, with the span stored like on the socket path.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

@@ -4,7 +4,7 @@
 // training data pairs choice 0 with prompt a only.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spansToTriplets } from '../../../src/adapters/triplets.js';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { tokenize } from '../../servers/mock-vllm.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 

@@ -1,9 +1,9 @@
-// pitfalls.md B.11-B.13 and 62: backend extras and unknown keys arrive upstream deep-equal; only the
+// docs/failure-classes.md (11-13 and 62): backend extras and unknown keys arrive upstream deep-equal; only the
 // documented keys are added or overridden, and the client's originals are recorded; logprobs are
 // injected per endpoint (bool for chat, int for completions); the agent's Authorization never reaches
 // the backend, the backend's own key does.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

@@ -1,11 +1,11 @@
-// The response cache on the forward path (architecture §5): an opted-in rollout's repeated temperature-0
+// The response cache on the forward path (docs/architecture.md): an opted-in rollout's repeated temperature-0
 // call is answered without the model, and is still a call in the store (own sequence id, same token ids,
 // `rollgate.cache.status = hit`). Calls that did not opt in, sample (temperature > 0) or stream always
 // reach the model.
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { HEADER_ROLLGATE_CACHE } from '../../../src/gateway/headers.js';
 import { RESPONSE_CACHE_METADATA_KEY } from '../../../src/gateway/response-cache.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

@@ -4,7 +4,7 @@
 // twin's ledger, and the agent's answer carries neither; a stream is not asked for them and says why.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

@@ -7,7 +7,7 @@
 // - no cache_salt is sent (SGLang flushes its cache on weight updates), and `reset` calls SGLang's /flush_cache.
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 const MODEL = 'mock-model';

@@ -1,8 +1,8 @@
-// pitfalls.md B.14 and B.16: a backend that drops token ids (old vLLM, GPT-OSS) still answers the agent
+// docs/failure-classes.md (14 and 16): a backend that drops token ids (old vLLM, GPT-OSS) still answers the agent
 // with 200, and the span says the ids are missing or partial; misaligned or non-finite logprobs are
 // recorded as absent, never padded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

@@ -6,8 +6,8 @@
 // Each is counted in /metrics by reason, and the adapters leave it out of training data.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spansToTriplets, type TrainingDrop } from '../../../src/adapters/triplets.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import type { Span } from '../../../src/store/types.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 function training(spans: Span[]): { logprobs: unknown[]; drops: string[] } {

@@ -1,9 +1,9 @@
-// pitfalls.md B.17: upstream errors keep their status; JSON bodies become OpenAI-shaped with a string
+// docs/failure-classes.md#17: upstream errors keep their status; JSON bodies become OpenAI-shaped with a string
 // code, non-JSON bodies pass through with their content type, retry-after is forwarded; each is an
 // error span.
 import { BadRequestError, RateLimitError } from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

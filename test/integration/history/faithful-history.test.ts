@@ -4,7 +4,7 @@
 // from token ids: the rollout is one row whose every generated token is one the engine served (the twin's ledger
 // says so), and the agent's answers are the ones the chat route gives for the same tokens.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { runToolAgent } from '../../helpers/tool-agent.js';
 import { rolloutId } from '../gateway/harness.js';
 import { AS_SENT, FAITHFUL, type HistoryHarness, historySpans, startHistoryHarness } from './harness.js';

@@ -4,7 +4,7 @@
 // is no fork. Side calls interleaved with the main conversation get their own segment.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { AGENT_TOOLS } from '../../helpers/tool-agent.js';
 import { rolloutId } from '../gateway/harness.js';
 import { AS_SENT, FAITHFUL, type HistoryHarness, historySpans, startHistoryHarness } from './harness.js';

@@ -14,6 +14,7 @@ import type { AppEnv } from '../../../middleware/env.js';
 import { notFound, onError } from '../../../middleware/openai-errors.js';
 import { requestId } from '../../../middleware/request-id.js';
 import { createOtlpRoutes } from '../../../routes/otlp.js';
+import { RolloutAttribution } from '../../../src/attribution/rollout-attribution.js';
 import { type LogFields, type Logger, silentLogger } from '../../../src/logger.js';
 import { type ListeningServer, listen } from '../../../src/server.js';
 import { MemoryStore } from '../../../src/store/memory.js';
@@ -41,12 +42,13 @@ async function startServer(options: { autoCreate: boolean }): Promise<Server> {
     },
     child: () => logger,
   };
-  const ingester = createOtlpIngester({ store, autoCreate: options.autoCreate, logger });
+  const pairs = new RolloutAttribution({ store, autoCreate: options.autoCreate });
+  const ingester = createOtlpIngester({ store, pairs, logger });
   const app = new Hono<AppEnv>();
   app.onError(onError);
   app.notFound(notFound);
   app.use(requestId());
-  app.route('/', createOtlpRoutes({ store, ingester, autoCreate: options.autoCreate, logger, maxBodyBytes: 1 << 20 }));
+  app.route('/', createOtlpRoutes({ ingester, maxBodyBytes: 1 << 20 }));
   const server: ListeningServer = await listen({
     fetch: app.fetch,
     host: '127.0.0.1',

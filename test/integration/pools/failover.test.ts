@@ -1,10 +1,10 @@
-// Model pools under faults (issue "Model pools" §1-3, pitfall 19): backends down at start, dying mid-run,
+// Model pools under faults (docs/routing.md, docs/failure-classes.md#19): backends down at start, dying mid-run,
 // hanging, answering 503 then recovering, closing mid-stream, slow first bytes; sticky routing and least-loaded
 // choice; retries never after the first byte; `x-should-retry: false` once the gateway has retried.
 import { APIError, InternalServerError } from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { pickSticky } from '../../../src/gateway/sticky-hash.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { type Fleet, MODEL, rolloutId, startFleet } from './fleet.js';
 
 const FAST_RETRY = { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 50 };
@@ -125,7 +125,7 @@ describe('fail-over', () => {
     expect(span?.attributes[A.ATTR_UPSTREAM_STATUS_CODE]).toBe(200);
   });
 
-  it('pitfall 19: a backend that always fails gets exactly maxAttempts tries and the SDK makes one call', async () => {
+  it('docs/failure-classes.md#19: a backend that always fails gets exactly maxAttempts tries and the SDK makes one call', async () => {
     fleet = await startFleet({ live: 1, model: { retry: FAST_RETRY } });
     const f = fleet;
     f.mocks[0]?.setFault('status=500');
@@ -161,7 +161,7 @@ describe('fail-over', () => {
     expect(span?.attributes[A.ATTR_UPSTREAM_RETRY_COUNT]).toBe(0);
   });
 
-  it('pitfall 23: a backend that closed an idle pooled socket does not fail the next call', async () => {
+  it('docs/failure-classes.md#23: a backend that closed an idle pooled socket does not fail the next call', async () => {
     fleet = await startFleet({ live: 1, mock: { keepAliveTimeoutMs: 100 }, model: { retry: FAST_RETRY } });
     const client = fleet.client(undefined, { maxRetries: 0 });
     await client.chat.completions.create({ model: MODEL, messages, max_tokens: 2 });

@@ -37,6 +37,8 @@ export async function startFleet(options: {
   live: number;
   dead?: number;
   mock?: MockVllmOptions;
+  /** The backends' `type` in the pool config (default vllm); pair `sglang` with `mock.dialect: 'sglang'`. */
+  backendType?: 'vllm' | 'sglang';
   model?: ModelOverrides;
   overrides?: ConfigOverrides;
 }): Promise<Fleet> {
@@ -48,7 +50,16 @@ export async function startFleet(options: {
   let gw: TestGateway;
   try {
     gw = await startTestGateway({
-      models: [{ name: MODEL, backends: urls.map((url) => ({ url })), ...options.model }],
+      models: [
+        {
+          name: MODEL,
+          backends: urls.map((url) => ({
+            url,
+            ...(options.backendType === undefined ? {} : { type: options.backendType }),
+          })),
+          ...options.model,
+        },
+      ],
       ...options.overrides,
     });
   } catch (error) {

@@ -5,10 +5,10 @@ import { ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/model-pool.js';
 import { sendUpstream } from '../../../src/gateway/upstream-tries.js';
 import { silentLogger } from '../../../src/logger.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 
 let mocks: MockVllm[] = [];

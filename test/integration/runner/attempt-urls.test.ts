@@ -1,4 +1,4 @@
-// The attempt's base URL and reward URL (contracts.md §1.8, §3.9) for any spelling of the gateway root.
+// The attempt's base URL and reward URL (docs/gateway.md, docs/store.md) for any spelling of the gateway root.
 import { describe, expect, it } from 'vitest';
 import { attemptBaseUrl, attemptRewardUrl, normalizeGatewayUrl } from '../../../src/runner/attempt-urls.js';
 import { createBackoff } from '../../../src/runner/backoff.js';

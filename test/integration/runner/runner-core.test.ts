@@ -346,7 +346,7 @@ describe('runner core with agent processes', () => {
     expect(isAlive(pid)).toBe(false);
   });
 
-  it('leaks no file descriptors across many agent processes (pitfall 42)', async () => {
+  it('leaks no file descriptors across many agent processes (docs/failure-classes.md#42)', async () => {
     const openFds = () => readdirSync('/proc/self/fd').length;
     const run = async (count: number) => {
       await store.enqueueManyRollouts(Array.from({ length: count }, (_, i) => ({ input: i })));

@@ -3,12 +3,12 @@
 // reward goes through the gateway's reward endpoint; both are stored as spans on the rollout.
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ATTR_RESPONSE_TOKEN_IDS, REWARD_SPAN_NAME, rewardValueAttr } from '../../../src/contracts/span-attributes.js';
 import { attemptRewardUrl } from '../../../src/runner/attempt-urls.js';
 import { postReward, RewardPostError } from '../../../src/runner/reward-client.js';
 import { runAgent } from '../../../src/runner/run-agent.js';
 import type { AttemptContext } from '../../../src/runner/types.js';
 import type { LightningStore } from '../../../src/store/types.js';
-import { ATTR_RESPONSE_TOKEN_IDS, REWARD_SPAN_NAME, rewardValueAttr } from '../../../src/tracing/attributes.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 

@@ -1,4 +1,4 @@
-// Listener and lifecycle: keep-alive vs idle clients (pitfall 23), port conflicts (pitfall 63), idempotent close,
+// Listener and lifecycle: keep-alive vs idle clients (docs/failure-classes.md#23), port conflicts (docs/failure-classes.md#63), idempotent close,
 // and long-poll waits released when their client goes away.
 
 import { once } from 'node:events';

@@ -1,5 +1,5 @@
-// /v1/agl/* over a real socket: statuses, shapes, validation, UNSET vs null (pitfall 37), not-found (pitfall 38),
-// idempotent enqueue (pitfall 22), rewards, long-poll waits (pitfall 40).
+// /v1/agl/* over a real socket: statuses, shapes, validation, UNSET vs null (docs/failure-classes.md#37), not-found (docs/failure-classes.md#38),
+// idempotent enqueue (docs/failure-classes.md#22), rewards, long-poll waits (docs/failure-classes.md#40).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
@@ -158,7 +158,7 @@ describe('queue and rollouts', () => {
   });
 });
 
-describe('UNSET vs null (pitfall 37)', () => {
+describe('UNSET vs null (docs/failure-classes.md#37)', () => {
   it('clears mode on explicit null, changes nothing on {}, and refuses null status/config', async () => {
     const started = await call('/v1/agl/rollouts', { body: { input: 'u', mode: 'train', metadata: { k: 'v' } } });
     const rid = started.body.rollout_id;
@@ -202,7 +202,7 @@ describe('UNSET vs null (pitfall 37)', () => {
   });
 });
 
-describe('not found (pitfall 38)', () => {
+describe('not found (docs/failure-classes.md#38)', () => {
   it('answers 404 naming the id on update, start_attempt, add_span and reward', async () => {
     const cases: Array<[string, unknown]> = [
       ['/v1/agl/rollouts/ro-ghost', { status: 'failed' }],
@@ -228,7 +228,7 @@ describe('not found (pitfall 38)', () => {
   });
 });
 
-describe('idempotent creates (pitfall 22)', () => {
+describe('idempotent creates (docs/failure-classes.md#22)', () => {
   it('returns the first result for a repeated Idempotency-Key instead of a duplicate', async () => {
     const headers = { 'idempotency-key': `key-${Date.now()}` };
     const body = { rollouts: [{ input: { unique: 'idem' }, metadata: { tag: 'idem' } }] };
@@ -352,7 +352,7 @@ describe('spans and rewards', () => {
   });
 });
 
-describe('waits (pitfall 40)', () => {
+describe('waits (docs/failure-classes.md#40)', () => {
   it('answers timeout 0 at once with the finished subset, omitting unknown ids', async () => {
     const done = await call('/v1/agl/rollouts', { body: { input: 'w' } });
     await call(`/v1/agl/rollouts/${done.body.rollout_id}`, { body: { status: 'succeeded' } });

@@ -1,7 +1,7 @@
-// pitfalls.md A.7: when the agent stops reading (openai-node aborts the request), the gateway cancels
+// docs/failure-classes.md#7: when the agent stops reading (openai-node aborts the request), the gateway cancels
 // the upstream request quickly and records the call as client_disconnected.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { abortedUpstream, type Harness, rolloutId, spansOnceWritten, startHarness } from '../gateway/harness.js';
 
 let h: Harness;

@@ -1,8 +1,8 @@
-// pitfalls.md A.6: an upstream failure after headers (socket closed, an error event, garbage) reaches the
+// docs/failure-classes.md#6: an upstream failure after headers (socket closed, an error event, garbage) reaches the
 // openai-node agent as an APIError, never as a clean-looking truncated stream; the span is ERROR with
 // stream_error and keeps the partial ids.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { expectApiErrorAfterEvents } from '../../helpers/broken-stream.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 

@@ -1,4 +1,4 @@
-// pitfalls.md A.4: no sleeps in the stream path. With a 0 ms stand-in, the time to the first chunk through the
+// docs/failure-classes.md#4: no sleeps in the stream path. With a 0 ms stand-in, the time to the first chunk through the
 // gateway (attributed, so the call is recorded) stays within 5 ms of the direct time over 200 streams. Calls
 // alternate between the two paths so both see the same machine load, and the bound is on the median of the paired
 // differences: a sleep in the path delays every call, while a loaded CI machine (other test files run beside this

@@ -1,9 +1,9 @@
-// The Responses API through the gateway (contracts.md §1.7, pitfall A.10), with the openai SDK as the agent:
+// The Responses API through the gateway (docs/gateway.md, docs/failure-classes.md#10), with the openai SDK as the agent:
 // answers equal the backend's, named events and sequence numbers arrive unchanged with no `data: [DONE]`, the
 // span is in the store when the SDK's stream ends, tool calls round-trip, and a broken stream is an APIError.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { expectApiErrorAfterEvents } from '../../helpers/broken-stream.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
@@ -84,7 +84,7 @@ describe('non-stream', () => {
 });
 
 describe('stream', () => {
-  it('keeps event names and sequence numbers unchanged and appends no [DONE] (pitfall A.10)', async () => {
+  it('keeps event names and sequence numbers unchanged and appends no [DONE] (docs/failure-classes.md#10)', async () => {
     const rid = rolloutId();
     const viaGateway = await rawStream(`${h.gw.url}/rollout/${rid}/attempt/a1/v1/responses`, request);
     const viaBackend = await rawStream(`${h.mock.url}/responses`, request);

@@ -1,8 +1,8 @@
-// pitfalls.md A.1: token ids and logprobs are recorded identically for stream and non-stream calls,
+// docs/failure-classes.md#1: token ids and logprobs are recorded identically for stream and non-stream calls,
 // chat and completions, n=1 and n=2.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as A from '../../../src/contracts/span-attributes.js';
 import type { Span } from '../../../src/store/types.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
 let h: Harness;

@@ -1,7 +1,7 @@
-// pitfalls.md A.3: the first chunk reaches the agent before the upstream pauses end, and its id is the
+// docs/failure-classes.md#3: the first chunk reaches the agent before the upstream pauses end, and its id is the
 // upstream's id (a real stream, not one synthesised after the fact).
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
 let h: Harness;

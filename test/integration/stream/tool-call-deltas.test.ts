@@ -1,8 +1,8 @@
-// pitfalls.md A.2: a tool call whose arguments arrive in fragments across chunks, with logprobs per
+// docs/failure-classes.md#2: a tool call whose arguments arrive in fragments across chunks, with logprobs per
 // chunk, is recorded exactly as the non-stream response of the same request.
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import * as A from '../../../src/contracts/span-attributes.js';
 import type { Span } from '../../../src/store/types.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
 const ARGS = { city: 'Reykjavik', units: 'metric', days: 5, note: 'x'.repeat(160) };

@@ -1,8 +1,8 @@
-// pitfalls.md A.8: the usage chunk the gateway asks for never reaches an agent that did not ask for it
+// docs/failure-classes.md#8: the usage chunk the gateway asks for never reaches an agent that did not ask for it
 // (no `choices: []` chunk, no `usage` member), yet the span has usage; an agent that asked gets exactly
 // one; a non-stream request never carries stream_options upstream.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import * as A from '../../../src/tracing/attributes.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
 let h: Harness;

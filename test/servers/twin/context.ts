@@ -29,6 +29,7 @@ export interface ResolvedOptions {
   randomOrder: { maxDelayMs: number } | undefined;
   defaultSampling: SamplingSettings;
   dialect: TwinDialect;
+  metrics: boolean;
 }
 
 export interface TwinContext {

@@ -4,7 +4,7 @@
 // Prefix cache: full blocks of `blockSize` prompt (and generated) tokens, keyed like vLLM's block hashes by
 // (LoRA internal id, cache_salt, the token prefix) and NOT by the weights. Each block remembers the weights that
 // computed it. A request that reuses blocks computed under other weights really is computed under the oldest of
-// them (vLLM issue #42125: after an in-place LoRA reload, or a weight update without a cache reset, shared prefixes
+// them (vllm-project/vllm#42125: after an in-place LoRA reload, or a weight update without a cache reset, shared prefixes
 // reuse stale KV). A new cache_salt, POST /reset_prefix_cache, /pause (abort|wait, clear_cache) and /sleep clear it.
 import { VllmError } from './errors.js';
 import type { TwinWeights } from './types.js';
@@ -25,6 +25,11 @@ export interface LoraAdapter {
 /** One generation request as the scheduler sees it. */
 export class ActiveRequest {
   aborted = false;
+  /**
+   * Set by an SGLang `retract` pause while the request runs: its KV was freed, and it is prefilled again (prompt and
+   * tokens so far) by whatever weights the engine holds when it continues.
+   */
+  retracted = false;
   private readonly listeners = new Set<() => void>();
 
   /** The ids /abort_requests accepts: the response id (`chatcmpl-...`) and the caller's request id. */
@@ -61,6 +66,15 @@ export function olderWeights(a: TwinWeights, b: TwinWeights): TwinWeights {
   return (a.lora?.version ?? 0) <= (b.lora?.version ?? 0) ? a : b;
 }
 
+/** The scheduler's statistics as an engine publishes them on /metrics (twin/metrics.ts renders them). */
+export interface EngineMetrics {
+  readonly running: number;
+  readonly waiting: number;
+  readonly promptTokens: number;
+  readonly generationTokens: number;
+  readonly finishedRequests: number;
+}
+
 export class Engine {
   private base = 0;
   private label: string | null = null;
@@ -76,8 +90,54 @@ export class Engine {
   private readonly running = new Set<ActiveRequest>();
   private readonly queued = new Set<ActiveRequest>();
   private readonly waiters = new Set<() => void>();
+  /** The token counters of /metrics: prompts count once their prefill is done (their first token), as in vLLM. */
+  private promptTokens = 0;
+  private generationTokens = 0;
+  private finishedRequests = 0;
+  /**
+   * Set by the twin's /_twin/hang: the engine loop is stuck (a deadlock, a stuck collective) while the HTTP server,
+   * /health included, still answers. Nothing is admitted or stepped, and /metrics keeps showing what the loop last
+   * published, since a real engine's statistics come from the loop itself.
+   */
+  private hungAt: EngineMetrics | null = null;
 
   constructor(readonly blockSize: number) {}
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Progress statistics (/metrics)
+
+  /** A choice produced its first token: its prompt's prefill is done. */
+  countPrefill(promptTokens: number): void {
+    this.promptTokens += promptTokens;
+  }
+
+  countGenerated(tokens: number): void {
+    this.generationTokens += tokens;
+  }
+
+  /** What /metrics shows now. */
+  get metrics(): EngineMetrics {
+    return (
+      this.hungAt ?? {
+        running: this.running.size,
+        waiting: this.queued.size,
+        promptTokens: this.promptTokens,
+        generationTokens: this.generationTokens,
+        finishedRequests: this.finishedRequests,
+      }
+    );
+  }
+
+  /** Sticks (true) or frees (false) the engine loop; /health is unaffected. */
+  setHung(hung: boolean): void {
+    if (hung && this.hungAt === null) this.hungAt = this.metrics;
+    if (!hung) this.hungAt = null;
+    this.notify();
+  }
+
+  get hung(): boolean {
+    return this.hungAt !== null;
+  }
 
   // -------------------------------------------------------------------------------------------------------------
   // Weights and adapters
@@ -219,7 +279,7 @@ export class Engine {
   }
 
   private get blocked(): boolean {
-    return this.pauseMode !== null || this.asleep.size > 0;
+    return this.pauseMode !== null || this.asleep.size > 0 || this.hungAt !== null;
   }
 
   /** Whether admit() would make a new request wait (paused or asleep). */
@@ -237,12 +297,15 @@ export class Engine {
 
   /** Before each step: a request frozen by /pause?mode=keep (or a keep-mode sleep) waits for /resume. */
   gate(request: ActiveRequest): Promise<void> {
-    return this.waitFor(request, () => this.pauseMode !== 'keep');
+    return this.waitFor(request, () => this.pauseMode !== 'keep' && this.hungAt === null);
   }
 
   finish(request: ActiveRequest): void {
     this.queued.delete(request);
-    if (this.running.delete(request)) this.notify();
+    if (this.running.delete(request)) {
+      if (!request.aborted) this.finishedRequests += 1;
+      this.notify();
+    }
   }
 
   get inFlight(): number {
@@ -273,6 +336,11 @@ export class Engine {
     if (mode === 'abort') for (const r of [...this.running]) r.abort();
     await this.drain();
     if (clearCache) this.resetPrefixCache();
+  }
+
+  /** SGLang's `retract` pause: the running requests lose their KV and are recomputed when they continue. */
+  retractRunning(): void {
+    for (const r of this.running) r.retracted = true;
   }
 
   resume(): void {

@@ -18,6 +18,8 @@ export interface JobChoice {
   stale: TwinWeights | null;
   /** The weights that computed the prompt (for caching its blocks). */
   prefillWeights: TwinWeights;
+  /** Set when a retracted choice was prefilled again: the weights of the KV of its first `upTo` tokens. */
+  recomputed?: { readonly upTo: number; readonly weights: TwinWeights };
 }
 
 export interface PromptAdmission {
@@ -150,6 +152,20 @@ export class Job {
     return choice;
   }
 
+  /**
+   * After the engine's gate: a request retracted meanwhile (SGLang `retract`) is prefilled again, so its KV (prompt
+   * and tokens so far) is now the current weights', stale reuse included.
+   */
+  recomputeIfRetracted(): void {
+    if (!this.active.retracted) return;
+    this.active.retracted = false;
+    const weights = this.ctx.engine.weightsFor(this.meta.lora);
+    for (const c of this.choices) {
+      c.stale = null;
+      c.recomputed = { upTo: c.promptIds.length + c.seq.ids.length, weights };
+    }
+  }
+
   /** The weights computing this choice's next token. */
   weightsNow(choice: JobChoice): TwinWeights {
     return choice.stale ?? this.ctx.engine.weightsFor(this.meta.lora);
@@ -172,6 +188,8 @@ export class Job {
     }
     choice.entry.text = choice.seq.decodedText;
     if (ids.length > 0) {
+      if (start === 0) this.ctx.engine.countPrefill(choice.promptIds.length);
+      this.ctx.engine.countGenerated(ids.length);
       this.ex.record.tokensGenerated += ids.length;
       this.ex.notify();
     }
@@ -213,7 +231,10 @@ export class Job {
         ids: all,
         loraId: this.loraId,
         salt: this.meta.cacheSalt,
-        weightsAt: (i) => (i < promptLen ? c.prefillWeights : (c.seq.weights[i - promptLen] ?? c.prefillWeights)),
+        weightsAt: (i) => {
+          if (c.recomputed !== undefined && i < c.recomputed.upTo) return c.recomputed.weights;
+          return i < promptLen ? c.prefillWeights : (c.seq.weights[i - promptLen] ?? c.prefillWeights);
+        },
       });
     }
     this.ctx.engine.finish(this.active);

@@ -76,6 +76,7 @@ export async function runNonStream(ctx: TwinContext, options: { ex: Exchange; jo
   if (!ctx.options.paceNonStream) {
     await delay({ ex, ms: ctx.options.latencyMs, active });
     await ctx.engine.gate(active);
+    job.recomputeIfRetracted();
     job.runToEnd();
   } else {
     await delay({ ex, ms: ctx.options.ttftMs, active });
@@ -116,6 +117,7 @@ async function roundRobin(
       pending = true;
       if (!first) await delay({ ex, ms: ctx.options.interTokenMs, active });
       await ctx.engine.gate(active);
+      job.recomputeIfRetracted();
       if (job.aborted || options.halted()) return;
       first = false;
       if (!(await options.step(choice))) return;

@@ -43,6 +43,15 @@ export async function handleDevRoute(
       await engine.pause(pauseMode(query), boolQuery(query, 'clear_cache', true));
       sendJson(ex, 200, JSON.stringify({ status: 'paused' }));
       return true;
+    // The twin's own: the engine loop hangs (or runs again) while /health keeps answering 200.
+    case 'POST /_twin/hang':
+      engine.setHung(true);
+      sendJson(ex, 200, JSON.stringify({ hung: true }));
+      return true;
+    case 'POST /_twin/unhang':
+      engine.setHung(false);
+      sendJson(ex, 200, JSON.stringify({ hung: false }));
+      return true;
     case 'POST /resume':
       engine.resume();
       sendJson(ex, 200, JSON.stringify({ status: 'resumed' }));
@@ -177,4 +186,6 @@ export const DEV_PATHS: ReadonlySet<string> = new Set([
   '/weight_info',
   '/_twin/ledger',
   '/_twin/state',
+  '/_twin/hang',
+  '/_twin/unhang',
 ]);

@@ -5,7 +5,8 @@
 //   verl-on-SGLang read. Streams send the cumulative text, output_ids and logprobs in every event, then [DONE].
 // - POST /pause_generation {mode: abort | retract | in_place} (default abort: in-flight requests end with
 //   finish_reason abort), POST /continue_generation. retract and in_place hold the requests and continue them after
-//   /continue_generation; in_place keeps their KV, so /flush_cache fails while they are held.
+//   /continue_generation; in_place keeps their KV, so /flush_cache fails while they are held; retract frees it, and
+//   the requests are prefilled again (prompt and tokens so far) by the weights the engine holds when they continue.
 // - GET|POST /flush_cache: 200, or 400 while requests run. POST /update_weights_from_disk {model_path,
 //   weight_version?, abort_all_requests?, flush_cache? = true}: waits for running requests unless generation is
 //   paused, and flushes the prefix cache by default on every update (so stale KV is never reused).
@@ -157,6 +158,7 @@ export async function handleSglangControlRoute(
       pauseModes.set(engine, mode as SglangPauseMode);
       // abort ends the running requests and holds new ones; retract and in_place hold the running ones too.
       await engine.pause(mode === 'abort' ? 'abort' : 'keep', false);
+      if (mode === 'retract') engine.retractRunning();
       sendJson(ex, 200, JSON.stringify({ message: 'Generation paused successfully.', status: 'ok' }));
       return true;
     }

@@ -7,9 +7,10 @@ import { templateFor } from './chat-template.js';
 import type { ResolvedOptions, RouteRequest, TwinContext } from './context.js';
 import { Engine } from './engine.js';
 import { errorBodyWriter, FastApiError, VllmError } from './errors.js';
-import { type Exchange, sendDetail, sendEmpty, sendJson, sendVllmError } from './exchange.js';
+import { type Exchange, sendDetail, sendEmpty, sendJson, sendText, sendVllmError } from './exchange.js';
 import { FaultBook, parseFaultSpec } from './faults.js';
 import { Ledger } from './ledger.js';
+import { renderMetrics } from './metrics.js';
 import { defaultRespond } from './respond.js';
 import { DEV_PATHS, handleDevRoute } from './routes-dev.js';
 import { handleChat, handleCompletions } from './routes-openai.js';
@@ -103,6 +104,7 @@ function resolveOptions(options: MockVllmOptions): ResolvedOptions {
     randomOrder: randomOrder ? { maxDelayMs: randomOrder.maxDelayMs ?? 50 } : undefined,
     defaultSampling: DEFAULT_SAMPLING,
     dialect: options.dialect ?? 'vllm',
+    metrics: options.metrics ?? true,
   };
 }
 
@@ -256,6 +258,12 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
 
     const { method, path } = record;
     if (path === '/health' && method === 'GET') return sendEmpty(ex, 200);
+    if (path === '/metrics' && method === 'GET' && resolved.metrics) {
+      return sendText(
+        ex,
+        renderMetrics({ dialect: resolved.dialect, model: resolved.model, metrics: ctx.engine.metrics }),
+      );
+    }
     if (path === '/version' && method === 'GET' && resolved.dialect === 'vllm') {
       return sendJson(ex, 200, JSON.stringify({ version: '0.11.0-mock' }));
     }

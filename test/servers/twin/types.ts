@@ -177,6 +177,11 @@ export interface MockVllmOptions {
   stopStringIds?: 'vllm' | 'cut';
   /** The engine dialect: 'vllm' (default) or 'sglang' (docs/engine-twin.md, "SGLang dialect"). */
   dialect?: TwinDialect;
+  /**
+   * Serve GET /metrics in the engine's Prometheus text format (default true; vLLM always serves it, SGLang only with
+   * --enable-metrics). false: /metrics answers 404, as SGLang without that flag or an OpenAI-style server does.
+   */
+  metrics?: boolean;
 }
 
 export interface MockVllm {

@@ -1,4 +1,4 @@
-// contracts.md §5.2, pitfalls.md 54.
+// docs/training-data.md, docs/failure-classes.md#54.
 import { describe, expect, it } from 'vitest';
 import { spansToMessages } from '../../../src/adapters/messages.js';
 import { makeSpan } from './fixtures.js';

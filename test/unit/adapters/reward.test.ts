@@ -1,4 +1,4 @@
-// contracts.md §4.4, pitfalls.md 51.
+// docs/architecture.md, docs/failure-classes.md#51.
 import { describe, expect, it } from 'vitest';
 import {
   findFinalReward,

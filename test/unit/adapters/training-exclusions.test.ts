@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { spansToTrajectories } from '../../../src/adapters/trajectories.js';
 import { spansToTriplets, type TrainingDrop } from '../../../src/adapters/triplets.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import type { Attributes, Span } from '../../../src/store/types.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { callSpan, makeSpan, rewardSpan } from './fixtures.js';
 
 function read(spans: Span[]) {

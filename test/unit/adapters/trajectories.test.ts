@@ -1,4 +1,4 @@
-// contracts.md §5.3, pitfalls.md 55.
+// docs/trajectories.md, docs/failure-classes.md#55.
 import { describe, expect, it } from 'vitest';
 import { spansToTrajectories, tripletsToTrajectories } from '../../../src/adapters/trajectories.js';
 import { spansToTriplets } from '../../../src/adapters/triplets.js';

@@ -1,4 +1,4 @@
-// contracts.md §5.1 behaviour table, pitfalls.md 20, 21, 52, 53.
+// docs/training-data.md behaviour table, docs/failure-classes.md (20, 21, 52, 53).
 import { describe, expect, it } from 'vitest';
 import { spansToTriplets } from '../../../src/adapters/triplets.js';
 import type { Span } from '../../../src/store/types.js';

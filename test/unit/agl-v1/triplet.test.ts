@@ -1,4 +1,4 @@
-// The v1 `format=triplet` projection (contracts.md §7.9), including its reference case and dedupe rule.
+// The v1 `format=triplet` projection (docs/agl-v1.md), including its reference case and dedupe rule.
 import { describe, expect, it } from 'vitest';
 import type { V1Event } from '../../../src/agl-v1/events.js';
 import { toTripletEvents } from '../../../src/agl-v1/triplet.js';

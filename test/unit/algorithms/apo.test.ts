@@ -9,8 +9,8 @@ import type { AlgorithmContext } from '../../../src/algorithms/types.js';
 import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import type { JsonObject, JsonValue, NamedResources } from '../../../src/store/types.js';
-import { type FakeHandler, withFakeWorker } from './fake-worker.js';
 import { tempFilePath } from '../../helpers/temp-path.js';
+import { type FakeHandler, withFakeWorker } from './fake-worker.js';
 
 const RULES = ['alpha', 'beta', 'gamma'];
 const SEED = 'Solve {task}.';

@@ -1,4 +1,4 @@
-// pitfalls.md 56 (timeouts counted and cancelled), the evaluate built-in and its report.
+// docs/failure-classes.md#56 (timeouts counted and cancelled), the evaluate built-in and its report.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 // The report writer replaces only an earlier report: never a device, a socket or a link (issue: a test suite run
 // as root once turned /dev/null into a regular file through the temp-file-plus-rename).
-import { lstatSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';

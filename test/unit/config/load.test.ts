@@ -13,6 +13,9 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** What `store.retention` resolves to when the config says nothing: keep everything. */
+const KEEP_EVERYTHING = { maxAgeS: null, maxRollouts: null, afterBatchAck: false, intervalS: 60 };
+
 function write(name: string, content: unknown): string {
   const path = join(dir, name);
   writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
@@ -33,7 +36,7 @@ describe('loadConfig', () => {
   it('uses built-in defaults when there is no file', () => {
     const config = loadConfig({ cwd: dir, env: {} });
     expect(config.server).toMatchObject({ host: '127.0.0.1', port: 8080, keepAliveTimeoutMs: 120_000 });
-    expect(config.store).toEqual({ kind: 'sqlite', path: './data/rollgate.db' });
+    expect(config.store).toEqual({ kind: 'sqlite', path: './data/rollgate.db', retention: KEEP_EVERYTHING });
     expect(config.models).toEqual([]);
   });
 
@@ -61,7 +64,7 @@ describe('loadConfig', () => {
     });
     expect(config.server).toMatchObject({ port: 9200, host: '0.0.0.0', bodyLimitBytes: 1024 });
     expect(config.server.corsOrigins).toEqual(['http://a', 'http://b']);
-    expect(config.store).toEqual({ kind: 'sqlite', path: '/tmp/x.db' });
+    expect(config.store).toEqual({ kind: 'sqlite', path: '/tmp/x.db', retention: KEEP_EVERYTHING });
     expect(config.rollouts.autoCreate).toBe(false);
   });
 
@@ -88,6 +91,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ cwd: dir, env: {}, flags: { store: 'sqlite:/tmp/a.db' } }).store).toEqual({
       kind: 'sqlite',
       path: '/tmp/a.db',
+      retention: KEEP_EVERYTHING,
     });
     expect(parseStoreSpec('postgres://u@h/db')).toEqual({ kind: 'postgres', url: 'postgres://u@h/db' });
     const quick = loadConfig({ cwd: dir, env: {}, flags: { backend: 'http://127.0.0.1:8000/v1', model: 'qwen' } });
@@ -129,7 +133,7 @@ describe('the shipped config files', () => {
   it('proxy.config.json is valid and references the generated schema', () => {
     const config = loadConfig({ cwd: process.cwd(), env: {} });
     expect(config.$schema).toBe('./proxy.config.schema.json');
-    expect(config.store).toEqual({ kind: 'sqlite', path: './data/rollgate.db' });
+    expect(config.store).toEqual({ kind: 'sqlite', path: './data/rollgate.db', retention: KEEP_EVERYTHING });
     expect(config.models).toMatchObject([
       { name: 'default', backends: [{ url: 'http://127.0.0.1:8000/v1', type: 'vllm' }] },
     ]);

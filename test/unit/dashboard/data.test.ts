@@ -5,7 +5,6 @@ import { candidateInfo } from '../../../dashboard/src/candidates.js';
 import { autoGrouping, groupRewards, type RewardSample, stepOf } from '../../../dashboard/src/reward-series.js';
 import { finalReward, isLlmSpan, llmCallOf, rewardsOf } from '../../../dashboard/src/spans.js';
 import { rewardAttributes } from '../../../src/adapters/reward.js';
-import type { Attributes, Span } from '../../../src/store/types.js';
 import {
   ATTR_GEN_AI_INPUT_MESSAGES,
   ATTR_GEN_AI_OUTPUT_MESSAGES,
@@ -19,7 +18,8 @@ import {
   LEGACY_LITELLM_REQUEST_SPAN,
   LEGACY_REWARD_SPAN_NAME,
   REWARD_SPAN_NAME,
-} from '../../../src/tracing/attributes.js';
+} from '../../../src/contracts/span-attributes.js';
+import type { Attributes, Span } from '../../../src/store/types.js';
 
 let seq = 0;
 function span(name: string, attributes: Attributes, sequenceId = ++seq): Span {

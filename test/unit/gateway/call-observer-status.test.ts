@@ -27,7 +27,7 @@ describe('rollgate_requests_total labels', () => {
     ]);
   });
 
-  it("a gateway error counts the status it was sent with and its code as the outcome", async () => {
+  it('a gateway error counts the status it was sent with and its code as the outcome', async () => {
     expect(await countedLines({ 'error.type': 'upstream_timeout' })).toEqual([
       'rollgate_requests_total{route="chat",status="504",model="m",outcome="upstream_timeout"} 1',
     ]);

@@ -1,4 +1,4 @@
-// pitfalls.md B.11-B.13 at the unit level: the body rewrite adds or overrides documented keys only,
+// docs/failure-classes.md (11-13) at the unit level: the body rewrite adds or overrides documented keys only,
 // per endpoint and backend type, and records the client's originals.
 import { describe, expect, it } from 'vitest';
 import { type RewriteOptions, rewriteBody } from '../../../src/gateway/body-rewrite.js';

@@ -3,8 +3,8 @@
 // enable_response_messages and the output_text logprobs include on non-stream, non-background calls only, and the
 // rewrite says why when it could not ask.
 import { describe, expect, it } from 'vitest';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { type RewriteOptions, rewriteBody } from '../../../src/gateway/body-rewrite.js';
-import * as A from '../../../src/tracing/attributes.js';
 
 const BASE: RewriteOptions = {
   endpoint: 'chat',

@@ -3,9 +3,9 @@
 // made the raw values differ from the behaviour policy's.
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { adjustedSamplingParams, logprobSemanticsAttributes } from '../../../src/gateway/logprob-semantics.js';
 import { createBackend, modelPolicy, type ResolvedRoute } from '../../../src/gateway/model-registry.js';
-import * as A from '../../../src/tracing/attributes.js';
 
 describe('adjustedSamplingParams', () => {
   it('names every parameter that changes the distribution, and only those', () => {

@@ -1,4 +1,4 @@
-// pitfalls.md G.46-47: the in-flight slot is held until the caller releases it (upstream closed),
+// docs/failure-classes.md (46-47): the in-flight slot is held until the caller releases it (upstream closed),
 // pause refuses with 429 + Retry-After + X-Agl-Paused, hold mode is bounded, drain is event-driven.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isGatewayError } from '../../../src/errors.js';
@@ -10,7 +10,7 @@ describe('PauseGate', () => {
     vi.useRealTimers();
   });
 
-  it('reports a pause that outlives alertAfterS once, and never one that was resumed in time (pitfall 47)', () => {
+  it('reports a pause that outlives alertAfterS once, and never one that was resumed in time (docs/failure-classes.md#47)', () => {
     vi.useFakeTimers();
     const overdue: PauseState[] = [];
     const gate = new PauseGate({

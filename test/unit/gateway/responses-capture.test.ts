@@ -1,4 +1,4 @@
-// The Responses API path at the unit level (pitfall A.10): the relay forwards named events byte-identical,
+// The Responses API path at the unit level (docs/failure-classes.md#10): the relay forwards named events byte-identical,
 // appends nothing, holds back only the terminal event, reports a stream cut before it; the capture reads the
 // same call from the whole object and from the events; the rewrite maps the model name and adds nothing else.
 import { describe, expect, it } from 'vitest';

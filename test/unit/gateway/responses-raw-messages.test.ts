@@ -2,9 +2,9 @@
 // the shapes vLLM releases have sent: one consolidated output entry, one entry per stream delta (joined), and
 // gpt-oss's harmony messages (no ids: nothing is claimed). The ids are checked against `usage.output_tokens`.
 import { describe, expect, it } from 'vitest';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { CallCapture } from '../../../src/gateway/call-capture.js';
 import { canonicalRecord } from '../../../src/gateway/canonical.js';
-import * as A from '../../../src/tracing/attributes.js';
 
 const lp = (token: string, logprob: number) => ({ token, logprob, bytes: [], top_logprobs: [] });
 

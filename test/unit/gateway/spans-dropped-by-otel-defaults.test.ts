@@ -1,12 +1,12 @@
-// pitfalls.md B.30 and D.29: spans go to the store through the gateway's own provider without the
+// docs/failure-classes.md (30 and 29): spans go to the store through the gateway's own provider without the
 // batch processor's drop-on-full queue; a burst loses none, a span with many attributes keeps them all,
 // and each write can be awaited. Also checks the ReadableSpan -> store Span conversion.
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { StoreSpanProcessor } from '../../../exporters/store-span-exporter.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { createTracing, type Tracing } from '../../../src/tracing/provider.js';
 
 let store: MemoryStore;

@@ -1,4 +1,4 @@
-// pitfalls.md A.5: the SSE splitter scans only new bytes, so 1-byte reads stay linear; events split
+// docs/failure-classes.md#5: the SSE splitter scans only new bytes, so 1-byte reads stay linear; events split
 // across reads, CRLF separators and multi-byte UTF-8 split across reads all decode correctly.
 import { describe, expect, it } from 'vitest';
 import { readSseFields } from '../../../src/gateway/sse-event.js';

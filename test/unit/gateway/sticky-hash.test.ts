@@ -1,4 +1,4 @@
-// pitfalls.md G.49: the sticky hash must be bit-exact with the Python reference.
+// docs/failure-classes.md#49: the sticky hash must be bit-exact with the Python reference.
 import { describe, expect, it } from 'vitest';
 import { pickSticky, stickyIndex } from '../../../src/gateway/sticky-hash.js';
 

@@ -1,9 +1,10 @@
-// pitfalls.md B.15 and B.16: every upstream shape (chat/completions, stream/non-stream, old/new vLLM,
+// docs/failure-classes.md (15 and 16): every upstream shape (chat/completions, stream/non-stream, old/new vLLM,
 // fields missing) yields the canonical record or an explicit missing/partial; logprobs that are
 // misaligned, non-finite or at vLLM's -9999.0 placeholder are absent, with the reason.
 import { describe, expect, it } from 'vitest';
-import { CallCapture, type Endpoint } from '../../../src/gateway/call-capture.js';
-import { type CanonicalRecord, canonicalRecord } from '../../../src/gateway/canonical.js';
+import type { CanonicalRecord, Endpoint } from '../../../src/contracts/call-record.js';
+import { CallCapture } from '../../../src/gateway/call-capture.js';
+import { canonicalRecord } from '../../../src/gateway/canonical.js';
 
 function fromWhole(endpoint: Endpoint, body: unknown, complete = true): CanonicalRecord {
   const capture = new CallCapture(endpoint);

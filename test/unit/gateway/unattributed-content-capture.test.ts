@@ -5,12 +5,12 @@ import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
 import { StoreSpanProcessor } from '../../../exporters/store-span-exporter.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import type { CallAttribution } from '../../../src/gateway/forward.js';
 import { createProxy, type Proxy as GatewayProxy } from '../../../src/gateway/proxy.js';
 import { WebResponseSink } from '../../../src/gateway/web-sink.js';
 import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 
 let mock: MockVllm;

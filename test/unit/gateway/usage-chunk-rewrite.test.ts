@@ -1,4 +1,4 @@
-// pitfalls.md A.8 and A.9 at the byte level: the relay forwards untouched events byte-identical (also
+// docs/failure-classes.md (8 and 9) at the byte level: the relay forwards untouched events byte-identical (also
 // when split across reads), removes `"usage": null` members and consumes the usage chunk only for an
 // agent that did not ask for usage, holds back [DONE], and turns garbage or an error event into one
 // OpenAI error event.

@@ -1,4 +1,4 @@
-// pitfalls.md I.60: separate agent and admin scopes, constant-time comparison, public health routes.
+// docs/failure-classes.md#60: separate agent and admin scopes, constant-time comparison, public health routes.
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { auth, requirementFor } from '../../../middleware/auth.js';

@@ -50,7 +50,15 @@ describe('admin gateway control', () => {
       backendApiKey: ({ model, url }) => (model === 'm' && url === backendUrl ? BACKEND_KEY : undefined),
     });
     expect(await control.modelPools?.()).toEqual([
-      { name: 'm', version: 0, backends: [backendUrl], logprobsMode: 'raw', swapMode: 'drain', verifyVersion: 'auto' },
+      {
+        name: 'm',
+        version: 0,
+        backends: [backendUrl],
+        backendKinds: { [backendUrl]: 'openai' },
+        logprobsMode: 'raw',
+        swapMode: 'drain',
+        verifyVersion: 'auto',
+      },
     ]);
     await control.pause?.({ reason: 'weights' });
     const paused = (await (await fetch(`${gw.url}/admin/state`)).json()) as { paused: boolean; reason: string };

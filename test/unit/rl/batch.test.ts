@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { type BuildBatchOptions, buildBatch } from '../../../src/algorithms/rl/batch.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import { type Attributes, FAILURE_REASONS, type FailureReason, type Rollout } from '../../../src/store/types.js';
 import {
   ATTR_CALL_OUTCOME,
   ATTR_CALL_ROLE,
@@ -11,7 +9,9 @@ import {
   ATTR_TOKEN_IDS_STATUS,
   CALL_OUTCOME_VALUE_ABORTED,
   CALL_ROLE_VALUE_AUXILIARY,
-} from '../../../src/tracing/attributes.js';
+} from '../../../src/contracts/span-attributes.js';
+import { MemoryStore } from '../../../src/store/memory.js';
+import { type Attributes, FAILURE_REASONS, type FailureReason, type Rollout } from '../../../src/store/types.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 
 interface Turn {

@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildProgram } from '../../../src/cli.js';
 import { type ExportLevel, type ExportRow, exportRows } from '../../../src/commands/export.js';
+import * as A from '../../../src/contracts/span-attributes.js';
 import { SqliteStore } from '../../../src/store/sqlite.js';
 import type { Attributes } from '../../../src/store/types.js';
-import * as A from '../../../src/tracing/attributes.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 
 async function collect(rows: AsyncIterable<ExportRow>): Promise<ExportRow[]> {

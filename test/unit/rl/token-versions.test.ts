@@ -4,14 +4,14 @@
 import { describe, expect, it } from 'vitest';
 import { type Batch, type BuildBatchOptions, buildBatch, emptyDropCounts } from '../../../src/algorithms/rl/batch.js';
 import { decodeBatch, encodeBatch } from '../../../src/algorithms/rl/batch-codec.js';
-import { readVersionSegments, versionSegments } from '../../../src/gateway/version-segments.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import type { Attributes, Rollout } from '../../../src/store/types.js';
 import {
   ATTR_MODEL_VERSION,
   ATTR_MODEL_VERSION_SEGMENTS,
   ATTR_RESPONSE_LOGPROBS,
-} from '../../../src/tracing/attributes.js';
+} from '../../../src/contracts/span-attributes.js';
+import { readVersionSegments, versionSegments } from '../../../src/gateway/version-segments.js';
+import { MemoryStore } from '../../../src/store/memory.js';
+import type { Attributes, Rollout } from '../../../src/store/types.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 
 interface Call {

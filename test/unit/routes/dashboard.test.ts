@@ -48,6 +48,7 @@ describe('dashboard routes', () => {
       '/rollouts/ro-1/spans/abcdef0123456789',
       '/resources',
       '/algorithm',
+      '/swaps',
     ];
     expect(paths).toHaveLength(DASHBOARD_CLIENT_ROUTES.length);
     for (const path of paths) {

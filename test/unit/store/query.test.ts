@@ -8,7 +8,7 @@ function page(options: Parameters<typeof validatePage>[0]) {
   return validatePage(options, { allowedSortFields: fields });
 }
 
-describe('query helpers (contracts.md §3.8)', () => {
+describe('query helpers (docs/architecture.md)', () => {
   it('sorts *_time nulls as +infinity and other nulls as the empty value, stably', () => {
     const items = [
       { id: 1, name: 'b', end_time: null, count: 3 },

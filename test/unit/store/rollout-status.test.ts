@@ -21,7 +21,7 @@ function state(status: RolloutStatus, queued = false): RolloutState {
   return { status, end_time: TERMINAL.has(status) ? 5 : null, failure_reason: null, queued };
 }
 
-// contracts.md §3.3 rollout_status_from_attempt, written out as a literal table.
+// docs/architecture.md rollout_status_from_attempt, written out as a literal table.
 const DERIVED: Record<AttemptStatus, { retry: RolloutStatus; noRetry: RolloutStatus }> = {
   preparing: { retry: 'preparing', noRetry: 'preparing' },
   running: { retry: 'running', noRetry: 'running' },
@@ -50,7 +50,7 @@ describe('nextRolloutState over every (rollout status, attempt status, event) tr
   for (const rollout of ROLLOUT_STATUSES) {
     for (const attempt of ATTEMPT_STATUSES) {
       it(`rollout ${rollout} x attempt ${attempt}`, () => {
-        // span on the latest attempt: the heartbeat first moves the attempt (§3.4), then the rollout (§3.3)
+        // span on the latest attempt: the heartbeat first moves the attempt (docs/architecture.md), then the rollout (docs/architecture.md)
         const afterBeat = nextAttemptState(
           { status: attempt, start_time: 0, end_time: null, last_heartbeat_time: null },
           { kind: 'heartbeat' },

@@ -20,7 +20,7 @@ describe('nextWorkerState', () => {
   });
 
   for (const status of ATTEMPT_STATUSES) {
-    it(`attempt ${status} moves the worker per §3.5`, () => {
+    it(`attempt ${status} moves the worker per docs/architecture.md`, () => {
       const busy: WorkerState = {
         ...initialWorkerState(),
         status: 'busy',

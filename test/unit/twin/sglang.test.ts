@@ -256,6 +256,26 @@ describe('pause, continue and weight updates', () => {
   });
 });
 
+describe('retract', () => {
+  it('a retracted request is prefilled again by the new weights: the blocks it caches are not the old ones', async () => {
+    const h = await sglang({ interTokenMs: 10, respond: (_p, ctx) => `weights ${ctx.weights.base} `.repeat(8) });
+    const long = [{ role: 'user', content: 'A long shared prefix for the cache. '.repeat(6) }];
+    const stream = postStream(h, '/v1/chat/completions', { messages: long });
+    await h.twin.waitFor((r) => r.tokensGenerated >= 3);
+    await h.post('/pause_generation', { mode: 'retract' });
+    await h.post('/update_weights_from_disk', { model_path: '/ckpt/2' });
+    expect((await h.post('/flush_cache')).status).toBe(200);
+    await h.post('/continue_generation');
+    await stream;
+    // The retracted request cached its prompt blocks when it ended: computed by the weights it was prefilled with
+    // again, so a new request on the same prefix reuses them without reading KV of the old weights.
+    const after = (await h.post('/v1/chat/completions', { messages: long })).body as AnyRecord;
+    expect(h.twin.ledger.last()?.cachedTokens).toBeGreaterThan(0);
+    expect(h.twin.ledger.last()?.staleKv).toBe(false);
+    expect(after.choices[0].message.content).toContain('weights 1');
+  });
+});
+
 describe('errors', () => {
   it('answers a status fault and a bad body in the flat shape, with a stream error wrapped in `error`', async () => {
     const h = await sglang();

@@ -1,6 +1,6 @@
 // Weights, LoRA adapters and the prefix cache. vLLM keys cached KV blocks by the LoRA adapter's internal id and
 // the tokens, not by the weights: after an in-place reload (or a base update without a cache reset) a shared
-// prefix is served from KV computed by the old weights (vLLM issue #42125). The twin computes such a request under
+// prefix is served from KV computed by the old weights (vllm-project/vllm#42125). The twin computes such a request under
 // the stale weights for real, and its ledger says so; a new cache_salt or POST /reset_prefix_cache avoids it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnyRecord, chat, startTwinHarness, type TwinHarness } from './harness.js';

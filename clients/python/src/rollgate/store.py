@@ -12,7 +12,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Generic, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar
 from urllib.parse import quote
 
 from ._http import HttpClient, Retry, RetryPolicy
@@ -37,6 +37,32 @@ class Page(Generic[T]):
     total: int
     limit: int
     offset: int
+
+
+#: The gateway's largest page per list (docs/store.md); a query for more (or for everything) reads several pages.
+_MAX_PAGE = {"rollouts": 1000, "attempts": 1000, "spans": 500}
+
+
+def _follow_pages(
+    fetch: Callable[[int, int], Page[dict[str, Any]]], *, page_size: int, limit: int | None, offset: int | None
+) -> Page[dict[str, Any]]:
+    """``limit`` None or -1 means every match, as in the store contract; the gateway serves at most ``page_size``
+    per request, so the pages are read one after another with ``offset``."""
+    wanted = -1 if limit is None else limit
+    start = offset or 0
+    if 0 < wanted <= page_size:
+        return fetch(wanted, start)
+    items: list[dict[str, Any]] = []
+    total = 0
+    while True:
+        size = page_size if wanted == -1 else min(page_size, wanted - len(items))
+        page = fetch(size, start + len(items))
+        items.extend(page.items)
+        total = page.total
+        # An empty page ends it even if ``total`` says more: rows deleted meanwhile would otherwise loop for ever.
+        if (wanted != -1 and len(items) >= wanted) or not page.items or start + len(items) >= total:
+            break
+    return Page(items=items, total=total, limit=wanted, offset=start)
 
 
 def _q(value: str) -> str:
@@ -170,20 +196,23 @@ class StoreClient:
         sort_by: str | None = None,
         sort_order: str | None = None,
     ) -> Page[dict[str, Any]]:
-        """Rollouts matching every given filter."""
-        body = {
+        """Rollouts matching every given filter; every match unless ``limit`` is given (read page by page)."""
+        filters = {
             "status_in": list(status_in) if status_in is not None else None,
             "rollout_id_in": list(rollout_ids) if rollout_ids is not None else None,
             "rollout_id_contains": rollout_id_contains,
-            "limit": limit,
-            "offset": offset,
             "sort_by": sort_by,
             "sort_order": sort_order,
         }
-        raw = self._http.request(
-            "POST", "/v1/agl/rollouts/search", json_body={k: v for k, v in body.items() if v is not None}
-        ).json()
-        return _page(raw)
+
+        def fetch(page_limit: int, page_offset: int) -> Page[dict[str, Any]]:
+            body = {**filters, "limit": page_limit, "offset": page_offset}
+            raw = self._http.request(
+                "POST", "/v1/agl/rollouts/search", json_body={k: v for k, v in body.items() if v is not None}
+            ).json()
+            return _page(raw)
+
+        return _follow_pages(fetch, page_size=_MAX_PAGE["rollouts"], limit=limit, offset=offset)
 
     def update_rollout(self, rollout_id: str, **fields: Any) -> dict[str, Any]:
         """Updates a rollout (e.g. ``status="cancelled"``, ``metadata={...}``); a key set to None clears it."""
@@ -193,8 +222,13 @@ class StoreClient:
         return raw
 
     def query_attempts(self, rollout_id: str) -> Page[dict[str, Any]]:
-        """The rollout's attempts, oldest first."""
-        return _page(self._http.request("GET", f"/v1/agl/rollouts/{_q(rollout_id)}/attempts").json())
+        """The rollout's attempts, oldest first (all of them, read page by page)."""
+
+        def fetch(page_limit: int, page_offset: int) -> Page[dict[str, Any]]:
+            path = f"/v1/agl/rollouts/{_q(rollout_id)}/attempts?limit={page_limit}&offset={page_offset}"
+            return _page(self._http.request("GET", path).json())
+
+        return _follow_pages(fetch, page_size=_MAX_PAGE["attempts"], limit=None, offset=None)
 
     def latest_attempt(self, rollout_id: str) -> dict[str, Any] | None:
         raw = self._http.request("GET", f"/v1/agl/rollouts/{_q(rollout_id)}/attempts/latest").json()
@@ -221,19 +255,17 @@ class StoreClient:
         limit: int | None = None,
         offset: int | None = None,
     ) -> Page[dict[str, Any]]:
-        """The rollout's spans (LLM calls, rewards, agent spans) in sequence order."""
-        body = {
-            "rollout_id": rollout_id,
-            "attempt_id": attempt_id,
-            "name": name,
-            "name_contains": name_contains,
-            "limit": limit,
-            "offset": offset,
-        }
-        raw = self._http.request(
-            "POST", "/v1/agl/spans/search", json_body={k: v for k, v in body.items() if v is not None}
-        ).json()
-        return _page(raw)
+        """The rollout's spans (LLM calls, rewards, agent spans) in sequence order; all unless ``limit`` is given."""
+        filters = {"rollout_id": rollout_id, "attempt_id": attempt_id, "name": name, "name_contains": name_contains}
+
+        def fetch(page_limit: int, page_offset: int) -> Page[dict[str, Any]]:
+            body = {**filters, "limit": page_limit, "offset": page_offset}
+            raw = self._http.request(
+                "POST", "/v1/agl/spans/search", json_body={k: v for k, v in body.items() if v is not None}
+            ).json()
+            return _page(raw)
+
+        return _follow_pages(fetch, page_size=_MAX_PAGE["spans"], limit=limit, offset=offset)
 
     def post_reward(
         self, rollout_id: str, value: float, *, attempt_id: str = "latest", name: str | None = None

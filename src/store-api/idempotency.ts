@@ -1,4 +1,4 @@
-// Idempotent rollout creation (pitfall 22): a retried POST with the same Idempotency-Key returns what the first
+// Idempotent rollout creation (docs/failure-classes.md#22): a retried POST with the same Idempotency-Key returns what the first
 // request created instead of a duplicate. The key is turned into the rollout ids themselves (a hash of scope, key
 // and position), and the store already treats a known rollout_id as "return it unchanged". So the guarantee lives
 // in the store's own data: it holds across gateway restarts and across replicas sharing one database, needs no
@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 
 export type IdempotentScope = 'enqueue' | 'start';
 
-/** The id format of every rollout (contracts.md §3.1: "ro-" + 12 hex), the same 48 bits random ids carry. */
+/** The id format of every rollout (docs/architecture.md: "ro-" + 12 hex), the same 48 bits random ids carry. */
 const KEYED_ID_HEX_CHARS = 12;
 
 export function keyedRolloutId(scope: IdempotentScope, key: string, index: number): string {

@@ -1,4 +1,5 @@
-// The only file where span attribute names appear (contracts.md §4.2–4.4).
+// The only file where span attribute names appear: the names every reader of a span relies on (the store's
+// token-id columns, tracing, the adapters, the dashboard), so it sits below all of them and imports nothing.
 // GenAI semconv names are copied here on purpose: the JS incubating entry point is unstable.
 
 // --- agent-lightning attribution (names kept verbatim so its readers work) ---
@@ -6,7 +7,7 @@ export const ATTR_ROLLOUT_ID = 'agentlightning.rollout_id' as const;
 export const ATTR_ATTEMPT_ID = 'agentlightning.attempt_id' as const;
 export const ATTR_SPAN_SEQUENCE_ID = 'agentlightning.span_sequence_id' as const;
 
-// --- canonical token-level record (contracts.md §4.3) ---
+// --- canonical token-level record (docs/architecture.md) ---
 export const ATTR_PROMPT_TOKEN_IDS = 'prompt_token_ids' as const;
 export const ATTR_RESPONSE_TOKEN_IDS = 'response_token_ids' as const;
 export const ATTR_LOGPROBS_CONTENT = 'logprobs.content' as const;
@@ -100,6 +101,12 @@ export const CALL_ROLE_VALUE_AUXILIARY = 'auxiliary' as const;
 export const ATTR_CALL_ROLE_SOURCE = 'rollgate.call.role_source' as const;
 export const ATTR_CLIENT_RETRY_COUNT = 'rollgate.client_retry_count' as const;
 export const ATTR_MODE = 'rollgate.mode' as const;
+/**
+ * On a call the gateway sent in place of one an abort-resubmit weight swap aborted (docs/weight-swaps.md): the
+ * aborted try's sequence id. The aborted try is then no turn the rollout built upon, and training leaves it out
+ * without dropping the rollout.
+ */
+export const ATTR_RESUBMIT_OF = 'rollgate.resubmit_of' as const;
 export const ATTR_MODEL_VERSION = 'rollgate.model_version' as const;
 /**
  * True when the pool moved to a newer version on the same backend server while the call was in flight: the
@@ -184,7 +191,7 @@ export const GEN_AI_PROVIDER_NAME_VALUE_VLLM = 'vllm' as const;
 export const GEN_AI_PROVIDER_NAME_VALUE_SGLANG = 'sglang' as const;
 export const GEN_AI_PROVIDER_NAME_VALUE_OPENAI = 'openai' as const;
 
-// --- rewards (contracts.md §4.4): emit only the v0.3 format; read all of them ---
+// --- rewards (docs/architecture.md): emit only the v0.3 format; read all of them ---
 export const REWARD_SPAN_NAME = 'agentlightning.annotation' as const;
 export const LEGACY_REWARD_SPAN_NAME = 'agentlightning.reward' as const;
 export const REWARD_ATTR_PREFIX = 'agentlightning.reward' as const;
@@ -195,7 +202,7 @@ export const ATTR_LEGACY_REWARD = 'reward' as const;
 export const ATTR_AGENTOPS_TASK_OUTPUT = 'agentops.task.output' as const;
 export const ATTR_AGENTOPS_ENTITY_OUTPUT = 'agentops.entity.output' as const;
 
-// --- legacy producers accepted on read / ingest (contracts.md §4.1) ---
+// --- legacy producers accepted on read / ingest (docs/architecture.md) ---
 export const LEGACY_LITELLM_REQUEST_SPAN = 'litellm_request' as const;
 export const LEGACY_RAW_GEN_AI_REQUEST_SPAN = 'raw_gen_ai_request' as const;
 export const ATTR_LEGACY_VLLM_PROMPT_TOKEN_IDS = 'llm.hosted_vllm.prompt_token_ids' as const;
@@ -203,7 +210,7 @@ export const ATTR_LEGACY_VLLM_RESPONSE_TOKEN_IDS = 'llm.hosted_vllm.response_tok
 export const ATTR_LEGACY_VLLM_CHOICES = 'llm.hosted_vllm.choices' as const;
 export const ATTR_LEGACY_VLLM_ID = 'llm.hosted_vllm.id' as const;
 
-// --- agent-lightning v1 events posted to /api/rollouts/{rid}/attempt/{aid}/events (contracts.md §7.8) ---
+// --- agent-lightning v1 events posted to /api/rollouts/{rid}/attempt/{aid}/events (docs/agl-v1.md) ---
 /** The v1 `event_type` of a span stored for a posted event (reward events also carry the v0.3 reward keys). */
 export const ATTR_AGL_V1_EVENT_TYPE = 'rollgate.agl_v1.event_type' as const;
 /** The posted event's `data`, as JSON. */

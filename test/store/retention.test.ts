@@ -1,0 +1,273 @@
+// Retention on a real SQLite file (docs/store.md): what each policy deletes, that queued and running rollouts stay,
+// that pruning yields to the event loop, that the file shrinks, that a span racing a prune never brings half a
+// rollout back nor fails a write for a rollout that stays, and that an acknowledged RL batch deletes its rollouts.
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Batch, emptyDropCounts } from '../../src/algorithms/rl/batch.js';
+import { openPostgresStore } from '../../src/store/postgres-store.js';
+import { pruneOnce, type RetentionPolicy, type RetentionStore } from '../../src/store/retention.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import type { LightningStore, SpanInput } from '../../src/store/types.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { numberedSpan } from '../helpers/numbered-span.js';
+import { tempFilePath } from '../helpers/temp-path.js';
+
+const OFF: RetentionPolicy = { maxAgeS: null, maxRollouts: null, afterBatchAck: false };
+/** ~8 KB of incompressible messages, new for each span, so deletes free whole pages whatever the format shares. */
+const payload = (): string => randomBytes(6_000).toString('base64');
+
+const open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const item of open.splice(0)) await item.close();
+});
+
+function span(rid: string, aid: string, n: number): SpanInput {
+  return numberedSpan({
+    rid,
+    aid,
+    n,
+    name: 'openai.chat',
+    attributes: { 'gen_ai.prompt': payload() },
+  }) as unknown as SpanInput;
+}
+
+/** `finished` succeeded rollouts with 3 spans each, then `queued` queued and `running` running ones. */
+async function fill(
+  store: LightningStore & RetentionStore,
+  counts: { finished: number; queued: number; running: number },
+) {
+  const finished: string[] = [];
+  for (let i = 0; i < counts.finished; i++) {
+    const r = await store.startRollout({ input: { i } });
+    await store.addManySpans([1, 2, 3].map((n) => span(r.rollout_id, r.attempt.attempt_id, n)));
+    await store.updateAttempt(r.rollout_id, 'latest', { status: 'succeeded' });
+    finished.push(r.rollout_id);
+  }
+  const queued = (
+    await store.enqueueManyRollouts(Array.from({ length: counts.queued }, (_, i) => ({ input: { i } })))
+  ).map((r) => r.rollout_id);
+  const running: Array<{ rid: string; aid: string }> = [];
+  for (let i = 0; i < counts.running; i++) {
+    const r = await store.startRollout({ input: { i } });
+    await store.addSpan(span(r.rollout_id, r.attempt.attempt_id, 1));
+    running.push({ rid: r.rollout_id, aid: r.attempt.attempt_id });
+  }
+  return { finished, queued, running };
+}
+
+/** The database's size as SQLite sees it (pages in use and free), read on a connection of its own. */
+function databaseBytes(path: string): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    return (db.pragma('page_count', { simple: true }) as number) * (db.pragma('page_size', { simple: true }) as number);
+  } finally {
+    db.close();
+  }
+}
+
+async function sqliteStore(): Promise<{ store: SqliteStore; path: string }> {
+  const path = tempFilePath('retention.db');
+  const store = new SqliteStore({ path, fileCheckIntervalMs: 0 });
+  open.push(store);
+  return { store, path };
+}
+
+describe('pruneOnce on SQLite', () => {
+  it('maxRollouts deletes the oldest finished rollouts only, yields to the event loop, and shrinks the file', async () => {
+    const { store, path } = await sqliteStore();
+    const { finished, queued, running } = await fill(store, { finished: 400, queued: 30, running: 20 });
+    const bytesBefore = databaseBytes(path);
+
+    // Another task on the same event loop (what a proxied call is): it must get turns while the round runs.
+    let turns = 0;
+    let pruning = true;
+    const other = (async () => {
+      while (pruning) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        turns++;
+      }
+    })();
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
+    const report = await pruneOnce({ store, policy: { ...OFF, maxRollouts: 150 }, step: 25 });
+    loop.disable();
+    pruning = false;
+    await other;
+
+    // 450 rollouts, keep 150: the 300 oldest finished go; queued and running ones are never candidates.
+    expect(report.deleted).toBe(300);
+    const kept = await store.queryRollouts({ limit: -1 });
+    expect(kept.total).toBe(150);
+    const keptIds = new Set(kept.items.map((r) => r.rollout_id));
+    for (const rid of finished.slice(0, 300)) expect(keptIds.has(rid)).toBe(false);
+    for (const rid of [...finished.slice(300), ...queued, ...running.map((r) => r.rid)])
+      expect(keptIds.has(rid)).toBe(true);
+    expect((await store.querySpans(finished[0] as string)).total).toBe(0);
+    expect((await store.statistics()).total_spans).toBe(100 * 3 + running.length);
+
+    // Small steps with a yield after each: the other task ran between every two steps (300 deletes, 25 a step),
+    // and no step stalled it for long (the bound is loose: a shared CI core also pauses the whole process).
+    expect(turns).toBeGreaterThanOrEqual(300 / 25);
+    expect(loop.max / 1e6).toBeLessThan(500);
+    expect(report.reclaimedPages).toBeGreaterThan(0);
+    // The freed pages left the database; the file itself is cut at the next checkpoint (at the latest on close).
+    expect(databaseBytes(path)).toBeLessThan(bytesBefore * 0.6);
+
+    // The next round starts from its cursor and finds nothing more to do.
+    const again = await pruneOnce({ store, policy: { ...OFF, maxRollouts: 150 }, cursor: report.cursor });
+    expect(again.deleted).toBe(0);
+    await store.close();
+    expect(statSync(path).size).toBeLessThan(bytesBefore * 0.6);
+  });
+
+  it('maxAgeS deletes rollouts that finished before the cutoff and stops at the first newer one', async () => {
+    const { store } = await sqliteStore();
+    const { finished, queued, running } = await fill(store, { finished: 30, queued: 5, running: 5 });
+    const now = Date.now() / 1000;
+    expect((await pruneOnce({ store, policy: { ...OFF, maxAgeS: 3600 }, now })).deleted).toBe(0);
+    const later = await pruneOnce({ store, policy: { ...OFF, maxAgeS: 3600 }, now: now + 7200 });
+    expect(later.deleted).toBe(finished.length);
+    const left = await store.queryRollouts({ limit: -1 });
+    expect(left.items.map((r) => r.rollout_id).sort()).toEqual([...queued, ...running.map((r) => r.rid)].sort());
+  });
+
+  it('a span racing the prune of its rollout is refused alone; the rollout stays gone and other writes succeed', async () => {
+    const { store } = await sqliteStore();
+    const { finished, running } = await fill(store, { finished: 200, queued: 0, running: 10 });
+    const aids = new Map<string, string>();
+    for (const rid of finished) aids.set(rid, (await store.getLatestAttempt(rid))?.attempt_id as string);
+
+    const prune = pruneOnce({ store, policy: { ...OFF, maxRollouts: running.length }, step: 10 });
+    // Late spans for the rollouts being pruned, and live traffic for the running ones, all while the prune runs.
+    const late = finished.map((rid, i) => store.addSpan(span(rid, aids.get(rid) as string, 100 + i)));
+    const live = running.flatMap(({ rid, aid }) => [2, 3, 4].map((n) => store.addSpan(span(rid, aid, n))));
+    const [report, lateResults, liveResults] = await Promise.all([
+      prune,
+      Promise.allSettled(late),
+      Promise.allSettled(live),
+    ]);
+
+    expect(report.deleted).toBe(finished.length);
+    for (const result of liveResults) expect(result.status).toBe('fulfilled');
+    // A late span either landed before its rollout's delete (and went with it) or was refused as unknown.
+    for (const result of lateResults) {
+      if (result.status === 'rejected') expect(String(result.reason)).toMatch(/not found|unknown|Rollout/i);
+    }
+    for (const rid of finished) {
+      expect(await store.getRolloutById(rid)).toBeNull();
+      expect((await store.querySpans(rid)).total).toBe(0);
+    }
+    for (const { rid } of running) expect((await store.querySpans(rid)).total).toBe(4);
+    expect((await store.statistics()).total_spans).toBe(running.length * 4);
+  });
+});
+
+const PG_URL = process.env.ROLLGATE_TEST_PG_URL;
+
+describe.skipIf(PG_URL === undefined)('pruneOnce on PostgreSQL', () => {
+  it('deletes the oldest finished rollouts with their spans and keeps queued and running ones', async () => {
+    const schema = `rollgate_retention_${randomBytes(4).toString('hex')}`;
+    const store = await openPostgresStore({ url: PG_URL as string, schema, poolSize: 2 });
+    try {
+      const { finished, queued, running } = await fill(store, { finished: 40, queued: 5, running: 5 });
+      const report = await pruneOnce({ store, policy: { ...OFF, maxRollouts: 20 }, step: 7 });
+      expect(report.deleted).toBe(30);
+      const kept = new Set((await store.queryRollouts({ limit: -1 })).items.map((r) => r.rollout_id));
+      expect(kept).toEqual(new Set([...finished.slice(30), ...queued, ...running.map((r) => r.rid)]));
+      expect((await store.querySpans(finished[0] as string)).total).toBe(0);
+      expect((await store.statistics()).total_spans).toBe(10 * 3 + running.length);
+    } finally {
+      await store.close();
+      const admin = new pg.Client({ connectionString: PG_URL });
+      await admin.connect();
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await admin.end();
+    }
+  });
+});
+
+describe('retention in the gateway', () => {
+  let gw: TestGateway | undefined;
+  afterEach(async () => {
+    await gw?.close();
+    gw = undefined;
+  });
+
+  it('maxRollouts from the config prunes in the background, on its interval, down to the limit', async () => {
+    gw = await startTestGateway({ store: { retention: { maxRollouts: 3, intervalS: 0.05 } } });
+    const { store } = gw.gateway;
+    const deleted: string[] = [];
+    const enough = new Promise<void>((resolve) => {
+      const stop = store.onRolloutDeleted((rid) => {
+        deleted.push(rid);
+        if (deleted.length === 7) {
+          stop();
+          resolve();
+        }
+      });
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const r = await store.startRollout({ input: { i } });
+      await store.updateAttempt(r.rollout_id, 'latest', { status: 'succeeded' });
+      ids.push(r.rollout_id);
+    }
+    const active = await store.enqueueRollout({ input: { active: true } });
+    await enough;
+    // Keep 3: rounds run while the rollouts arrive and delete the oldest finished first; the queued one stays.
+    expect(deleted.sort()).toEqual(ids.slice(0, 7).sort());
+    const left = (await store.queryRollouts({ limit: -1 })).items.map((r) => r.rollout_id);
+    expect(left).toContain(active.rollout_id);
+  });
+
+  it('afterBatchAck deletes the finished rollouts of an RL batch once the trainer acknowledges it over HTTP', async () => {
+    gw = await startTestGateway({ store: { retention: { afterBatchAck: true } } });
+    const { store, rlHub } = gw.gateway;
+    const batchRollouts: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await store.startRollout({ input: { i } });
+      await store.updateAttempt(r.rollout_id, 'latest', { status: i === 3 ? 'failed' : 'succeeded' });
+      batchRollouts.push(r.rollout_id);
+    }
+    const other = await store.startRollout({ input: { other: true } });
+    await store.updateAttempt(other.rollout_id, 'latest', { status: 'succeeded' });
+    const batch: Batch = {
+      batch_id: 'step-0',
+      step: 0,
+      model_version: 0,
+      advantage_estimator: 'grpo',
+      created_at: Date.now() / 1000,
+      samples: [],
+      stats: { rollouts: 4, groups: 1, mean_reward: null, dropped: emptyDropCounts() },
+    };
+    rlHub.publish(batch, { rolloutIds: batchRollouts });
+    expect((await store.queryRollouts({ limit: -1 })).total).toBe(5);
+
+    // The round runs in the background: the store tells each delete (subscribed first, as the first may land
+    // before the ack's answer).
+    const deleted = new Set<string>();
+    const allDeleted = new Promise<void>((resolve) => {
+      const stop = store.onRolloutDeleted((rid) => {
+        deleted.add(rid);
+        if (deleted.size === batchRollouts.length) {
+          stop();
+          resolve();
+        }
+      });
+    });
+    const ack = await fetch(`${gw.url}/v1/rl/batches/step-0/ack`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(ack.status).toBe(200);
+    await allDeleted;
+    expect([...deleted].sort()).toEqual([...batchRollouts].sort());
+    const left = await store.queryRollouts({ limit: -1 });
+    expect(left.items.map((r) => r.rollout_id)).toEqual([other.rollout_id]);
+  });
+});

@@ -1,0 +1,212 @@
+// The SQLite store keeps spans in the span codec (docs/store.md, "span format"): a chat call recorded through a
+// real gateway in front of the engine twin reads back byte for byte, before and after a restart; rollouts of a
+// real RL run's shape take at most 2 bytes per stored token; a file written before the codec is converted by
+// the migration and still reads back.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import OpenAI from 'openai';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import { SCHEMA_VERSION } from '../../src/store/sqlite-schema.js';
+import { packIntArrays } from '../../src/store/token-ids-codec.js';
+import { VarintPacker } from '../../src/store/token-ids-varint-codec.js';
+import type { Attributes, Span, SpanInput } from '../../src/store/types.js';
+import { startTestGateway } from '../helpers/gateway.js';
+import { RESPONSE_IDS, rolloutCalls } from '../helpers/rl-rollout-shape.js';
+import { startMockVllm } from '../servers/mock-vllm.js';
+import { makeSpan } from './contract.js';
+
+const root = mkdtempSync(join(tmpdir(), 'rollgate-span-format-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let files = 0;
+const newPath = (): string => join(root, `format-${++files}.db`);
+
+/** A real SQLite store that remembers each stored span as the store returned it (its JSON text). */
+class RecordingStore extends SqliteStore {
+  readonly written = new Map<string, string>();
+
+  override async addSpan(input: SpanInput): Promise<Span | null> {
+    const span = await super.addSpan(input);
+    if (span !== null) this.written.set(span.span_id, JSON.stringify(span));
+    return span;
+  }
+}
+
+function spanRows(path: string): Array<{ span_id: string; packing: number; bytes: number }> {
+  const db = new BetterSqlite3(path, { readonly: true });
+  try {
+    return db
+      .prepare('SELECT span_id, packing, length(data) + ifnull(length(packed), 0) AS bytes FROM spans ORDER BY id')
+      .all() as Array<{ span_id: string; packing: number; bytes: number }>;
+  } finally {
+    db.close();
+  }
+}
+
+async function expectSameText(store: SqliteStore, rolloutId: string, written: ReadonlyMap<string, string>) {
+  const page = await store.querySpans(rolloutId, { limit: -1 });
+  expect(page.items.length).toBe(written.size);
+  for (const span of page.items) expect(JSON.stringify(span), span.span_id).toBe(written.get(span.span_id));
+}
+
+describe('SQLite span format', () => {
+  it('reads a chat call recorded through the gateway back byte for byte, also after a restart', async () => {
+    const path = newPath();
+    const store = new RecordingStore({ path, fileCheckIntervalMs: 0 });
+    const mock = await startMockVllm();
+    const gw = await startTestGateway({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] }, { store });
+    let rolloutId = '';
+    try {
+      const started = await store.startRollout({ input: 'task' });
+      rolloutId = started.rollout_id;
+      const client = new OpenAI({
+        baseURL: `${gw.url}/rollout/${rolloutId}/attempt/${started.attempt.attempt_id}/v1`,
+        apiKey: 'k',
+        maxRetries: 0,
+      });
+      const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
+        { role: 'system', content: `You are helpful. ${'Ünïcödé 漢字 😀 '.repeat(40)}` },
+        { role: 'user', content: 'hi there' },
+      ];
+      for (let turn = 0; turn < 3; turn++) {
+        const reply = await client.chat.completions.create({
+          model: 'mock-model',
+          messages,
+          logprobs: true,
+          top_logprobs: 2,
+        });
+        messages.push({ role: 'assistant', content: reply.choices[0]?.message.content ?? '' });
+        messages.push({ role: 'user', content: `and then ${turn}?` });
+      }
+      // Each call's span is stored before its answer reaches the agent.
+      expect(store.written.size).toBe(3);
+      const first = JSON.parse([...store.written.values()][0] ?? '{}') as Span;
+      // What the call carries: ids, logprobs twice (array and the engine's JSON), GenAI messages.
+      for (const name of ['prompt_token_ids', 'response_token_ids', 'rollgate.response.logprobs', 'logprobs.content'])
+        expect(first.attributes[name], name).toBeDefined();
+      await expectSameText(store, rolloutId, store.written);
+      expect(spanRows(path).map((r) => r.packing)).toEqual([3, 3, 3]);
+    } finally {
+      await gw.close();
+      await mock.close();
+      await store.close();
+    }
+    const reopened = new SqliteStore({ path, fileCheckIntervalMs: 0 });
+    try {
+      await expectSameText(reopened, rolloutId, store.written);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('stores rollouts of a real RL run (4 calls, growing prefix, logprobs, ~8 KB of messages) in at most 2 bytes per token', async () => {
+    const path = newPath();
+    const store = new SqliteStore({ path, fileCheckIntervalMs: 0 });
+    let tokens = 0;
+    const written = new Map<string, Attributes>();
+    let checked = '';
+    try {
+      for (let seed = 0; seed < 24; seed++) {
+        const { rollout_id, attempt } = await store.startRollout({ input: seed });
+        checked = rollout_id;
+        for (const [i, attributes] of rolloutCalls(rollout_id, attempt.attempt_id, seed).entries()) {
+          await store.addSpan(makeSpan(rollout_id, attempt.attempt_id, { span_id: `c${i}`, attributes }));
+          tokens += (attributes.prompt_token_ids as number[]).length + RESPONSE_IDS;
+          if (seed === 23) written.set(`c${i}`, attributes);
+        }
+      }
+      const page = await store.querySpans(checked, { limit: -1 });
+      for (const span of page.items) expect(span.attributes).toEqual(written.get(span.span_id));
+    } finally {
+      await store.close();
+    }
+    const bytes = spanRows(path).reduce((sum, row) => sum + row.bytes, 0);
+    expect(bytes / tokens).toBeLessThanOrEqual(2);
+    // After a restart the first call's shared dictionary comes from the file, not from memory.
+    const reopened = new SqliteStore({ path, fileCheckIntervalMs: 0 });
+    try {
+      const page = await reopened.querySpans(checked, { limit: -1 });
+      for (const span of page.items) expect(span.attributes).toEqual(written.get(span.span_id));
+    } finally {
+      await reopened.close();
+    }
+    const db = new BetterSqlite3(path, { readonly: true });
+    try {
+      expect(db.prepare('SELECT count(*) AS n FROM span_dictionaries').get()).toEqual({ n: 1 });
+    } finally {
+      db.close();
+    }
+  });
+
+  it('converts the span rows of a version-4 file (int32 runs, varints with prompt prefixes) and reads them back', async () => {
+    const path = newPath();
+    const first = new SqliteStore({ path, fileCheckIntervalMs: 0 });
+    const started = await first.startRollout({ input: 'old', rollout_id: 'ro-old' });
+    const aid = started.attempt.attempt_id;
+    await first.close();
+    const calls = rolloutCalls('ro-old', aid, 7);
+    const spans = calls.map((attributes, i) => ({
+      ...makeSpan('ro-old', aid, { span_id: `c${i}`, attributes }),
+      sequence_id: i + 1,
+    }));
+    // Rows the way versions 3 and 4 wrote them: packing 1 (int32 runs), then packing 2 with a prompt prefix.
+    const raw = new BetterSqlite3(path);
+    const insert = raw.prepare(
+      'INSERT INTO spans (rollout_id, attempt_id, span_id, sequence_id, data, packed, packing, base_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    const legacy = packIntArrays(spans[0]?.attributes ?? {});
+    const firstRow = insert.run(
+      'ro-old',
+      aid,
+      'c0',
+      1,
+      JSON.stringify({ ...spans[0], attributes: legacy.rest }),
+      legacy.packed,
+      1,
+      null,
+    );
+    const packer = new VarintPacker();
+    let baseId = Number(firstRow.lastInsertRowid);
+    for (const [i, span] of spans.entries()) {
+      if (i === 0) continue;
+      const before = spans[i - 1]?.attributes ?? {};
+      const length = (before.prompt_token_ids as number[]).length + (before.response_token_ids as number[]).length;
+      const { rest, packed } = packer.pack(span.attributes, { name: 'prompt_token_ids', length });
+      const row = insert.run(
+        'ro-old',
+        aid,
+        `c${i}`,
+        i + 1,
+        JSON.stringify({ ...span, attributes: rest }),
+        packed,
+        2,
+        baseId,
+      );
+      baseId = Number(row.lastInsertRowid);
+    }
+    raw.pragma('user_version = 4');
+    raw.close();
+    const before = spanRows(path).reduce((sum, row) => sum + row.bytes, 0);
+
+    const store = new SqliteStore({ path, fileCheckIntervalMs: 0 });
+    try {
+      const page = await store.querySpans('ro-old', { limit: -1 });
+      expect(page.items.map((s) => s.span_id)).toEqual(['c0', 'c1', 'c2', 'c3']);
+      for (const [i, span] of page.items.entries()) expect(span.attributes).toEqual(calls[i]);
+      const rows = spanRows(path);
+      expect(rows.map((r) => r.packing)).toEqual([3, 3, 3, 3]);
+      expect(rows.reduce((sum, row) => sum + row.bytes, 0)).toBeLessThan(before / 3);
+      expect((await store.statistics()).total_span_bytes).toBe(rows.reduce((sum, row) => sum + row.bytes, 0));
+    } finally {
+      await store.close();
+    }
+    const db = new BetterSqlite3(path, { readonly: true });
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    } finally {
+      db.close();
+    }
+  });
+});
