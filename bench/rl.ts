@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { buildBatch, type StepRollout } from '../src/algorithms/rl/batch.js';
 import { encodeBatch } from '../src/algorithms/rl/batch-codec.js';
 import { ATTR_MODEL_VERSION, ATTR_RESPONSE_LOGPROBS } from '../src/contracts/span-attributes.js';
-import { SqliteStore } from '../src/store/sqlite.js';
-import type { Rollout, SpanInput } from '../src/store/types.js';
+import type { Rollout, SpanInput } from '../src/store/core/types.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);

@@ -8,9 +8,9 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { configSchema } from '../config/schema.js';
 import { createGateway } from '../src/app.js';
 import { silentLogger } from '../src/logger.js';
-import { MemoryStore } from '../src/store/memory.js';
-import { SqliteStore } from '../src/store/sqlite.js';
-import type { EnqueueRolloutRequest, LightningStore } from '../src/store/types.js';
+import type { EnqueueRolloutRequest, LightningStore } from '../src/store/core/types.js';
+import { MemoryStore } from '../src/store/memory/memory.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 
 const N = Number(process.argv[2] ?? 100_000);
 const KIND = process.argv[3] === 'sqlite' ? 'sqlite' : 'memory';

@@ -6,8 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { openPostgresStore } from '../src/store/postgres-store.js';
-import type { LightningStore, SpanInput } from '../src/store/types.js';
+import type { LightningStore, SpanInput } from '../src/store/core/types.js';
+import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
 import {
   type BenchResult,
   benchSpan,

@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { pruneOnce } from '../src/store/retention.js';
-import { SqliteStore } from '../src/store/sqlite.js';
-import type { SpanInput } from '../src/store/types.js';
+import { pruneOnce } from '../src/store/core/retention.js';
+import type { SpanInput } from '../src/store/core/types.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 
 const N = Number(process.argv[2] ?? 20_000);
 const KEEP = 1_000;

@@ -16,9 +16,9 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import pg from 'pg';
-import { openPostgresStore } from '../src/store/postgres-store.js';
-import { SqliteStore } from '../src/store/sqlite.js';
-import type { LightningStore, SpanInput } from '../src/store/types.js';
+import type { LightningStore, SpanInput } from '../src/store/core/types.js';
+import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 import { RESPONSE_IDS, rolloutCalls } from '../test/helpers/rl-rollout-shape.js';
 import { benchSpan } from './store.js';
 

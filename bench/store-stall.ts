@@ -1,6 +1,6 @@
 // `npx tsx bench/store-stall.ts`: how long the SQLite store's commits hold the event loop, with SQLite's automatic
 // checkpoint (run inside the commit that crosses 1000 WAL pages) against checkpoints on a worker thread
-// (src/store/sqlite-wal-checkpointer.ts). One ~4 KB row per commit, as one agent at a time commits one span per call;
+// (src/store/sqlite/sqlite-wal-checkpointer.ts). One ~4 KB row per commit, as one agent at a time commits one span per call;
 // the event-loop delay is measured with monitorEventLoopDelay. The two modes take turns, so both see the same load.
 //
 // Env: STALL_COMMITS (per run, default 6000), STALL_ROUNDS (default 3).
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
-import { WalCheckpointer } from '../src/store/sqlite-wal-checkpointer.js';
+import { WalCheckpointer } from '../src/store/sqlite/sqlite-wal-checkpointer.js';
 
 const COMMITS = Number(process.env.STALL_COMMITS ?? 6000);
 const ROUNDS = Number(process.env.STALL_ROUNDS ?? 3);

@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { MemoryStore } from '../src/store/memory.js';
-import { SqliteStore } from '../src/store/sqlite.js';
-import type { Attributes, LightningStore, SpanInput } from '../src/store/types.js';
+import type { Attributes, LightningStore, SpanInput } from '../src/store/core/types.js';
+import { MemoryStore } from '../src/store/memory/memory.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 
 export interface StoreBenchBackend {
   name: string;

@@ -22,7 +22,7 @@ import { tripletsToTrajectories } from '../src/adapters/trajectories.js';
 import { spansToTriplets, type TokenTriplet } from '../src/adapters/triplets.js';
 import { createGateway, type Gateway } from '../src/app.js';
 import { silentLogger } from '../src/logger.js';
-import type { Span } from '../src/store/types.js';
+import type { Span } from '../src/store/core/types.js';
 import { type AgentRun, type HistoryStyle, runToolAgent } from '../test/helpers/tool-agent.js';
 import { type LedgerEntry, qwen3Tokenizer } from '../test/servers/mock-vllm.js';
 

@@ -9,7 +9,7 @@ import { type HrTime, type Attributes as OtelAttributes, type SpanContext, SpanS
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ATTR_ATTEMPT_ID, ATTR_ROLLOUT_ID, ATTR_SPAN_SEQUENCE_ID } from '../src/contracts/span-attributes.js';
 import type { Logger } from '../src/logger.js';
-import { isStoreError, type StoreError } from '../src/store/errors.js';
+import { isStoreError, type StoreError } from '../src/store/core/errors.js';
 import type {
   Attributes,
   AttributeValue,
@@ -17,7 +17,7 @@ import type {
   SpanInput,
   SpanStatus,
   SpanContext as StoreSpanContext,
-} from '../src/store/types.js';
+} from '../src/store/core/types.js';
 import type { PendingSpanWrites, SpanWriteOutcome } from '../src/tracing/pending-writes.js';
 
 function hrToSeconds(time: HrTime): number {

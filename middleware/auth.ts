@@ -4,7 +4,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { ANONYMOUS_ADMIN, type KeyRing, type Principal } from '../src/auth/keys.js';
 import { GatewayError } from '../src/errors.js';
-import { HEADER_API_KEY, HEADER_AUTHORIZATION, HEADER_ROLLOUT_ID } from '../src/gateway/headers.js';
+import { HEADER_API_KEY, HEADER_AUTHORIZATION, HEADER_ROLLOUT_ID } from '../src/gateway/upstream/headers.js';
 import type { AppEnv } from './env.js';
 
 export type Requirement =

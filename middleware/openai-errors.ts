@@ -13,10 +13,10 @@ import {
   HEADER_REQUEST_ID,
   HEADER_RETRY_AFTER,
   HEADER_SHOULD_RETRY,
-} from '../src/gateway/headers.js';
+} from '../src/gateway/upstream/headers.js';
 import { silentLogger } from '../src/logger.js';
-import { isStoreError, type StoreErrorCode } from '../src/store/errors.js';
-import { storageFailure } from '../src/store/sqlite-file-guard.js';
+import { isStoreError, type StoreErrorCode } from '../src/store/core/errors.js';
+import { storageFailure } from '../src/store/sqlite/sqlite-file-guard.js';
 import { aglV1ErrorBody, isAglV1Path } from './agl-v1-errors.js';
 import type { AppEnv } from './env.js';
 import { isOtlpTracesPath, otlpErrorBody } from './otlp-errors.js';

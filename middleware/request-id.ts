@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { MiddlewareHandler } from 'hono';
-import { HEADER_REQUEST_ID } from '../src/gateway/headers.js';
+import { HEADER_REQUEST_ID } from '../src/gateway/upstream/headers.js';
 import type { AppEnv } from './env.js';
 
 const SAFE_REQUEST_ID = /^[\w.:-]{1,128}$/;

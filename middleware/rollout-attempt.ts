@@ -9,9 +9,9 @@
 import type { MiddlewareHandler } from 'hono';
 import type { RolloutAttribution } from '../src/attribution/rollout-attribution.js';
 import { GatewayError } from '../src/errors.js';
-import type { RolloutModeHint } from '../src/gateway/body-rewrite.js';
-import { HEADER_ATTEMPT_ID, HEADER_ROLLOUT_ID } from '../src/gateway/headers.js';
-import type { LightningStore } from '../src/store/types.js';
+import type { RolloutModeHint } from '../src/gateway/request/body-rewrite.js';
+import { HEADER_ATTEMPT_ID, HEADER_ROLLOUT_ID } from '../src/gateway/upstream/headers.js';
+import type { LightningStore } from '../src/store/core/types.js';
 import type { RolloutEnv } from './env.js';
 
 export type AttributedEnv = {

@@ -20,9 +20,9 @@ import { z } from 'zod';
 import type { AppEnv } from '../middleware/env.js';
 import type { KeyRing } from '../src/auth/keys.js';
 import { isGatewayError } from '../src/errors.js';
-import type { PoolRegistry } from '../src/gateway/model-pool.js';
-import type { PauseGate } from '../src/gateway/pause-gate.js';
-import type { ResubmitBook } from '../src/gateway/swap-resubmit.js';
+import type { PoolRegistry } from '../src/gateway/pools/model-pool.js';
+import type { PauseGate } from '../src/gateway/swap/pause-gate.js';
+import type { ResubmitBook } from '../src/gateway/swap/swap-resubmit.js';
 import type { Readiness } from '../src/readiness.js';
 import { parseRequest, readJsonBody } from './request-body.js';
 
@@ -32,7 +32,7 @@ export interface AdminRoutesOptions {
   readonly keys: KeyRing;
   /** The store's write health and shutdown (src/readiness.ts); without it only the pools decide. */
   readonly readiness?: Readiness;
-  /** The calls an abort-resubmit weight swap marks (src/gateway/swap-resubmit.ts); without it the route is 404. */
+  /** The calls an abort-resubmit weight swap marks (src/gateway/swap/swap-resubmit.ts); without it the route is 404. */
   readonly resubmitBook?: ResubmitBook;
 }
 

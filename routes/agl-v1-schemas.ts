@@ -1,7 +1,7 @@
 // Request schemas of the agent-lightning v1 compatibility routes (docs/agl-v1.md).
 import { z } from 'zod';
 import { V1_STATES } from '../src/agl-v1/rollout-map.js';
-import { V1_LIST_DEFAULT_PAGE } from '../src/store/page-limits.js';
+import { V1_LIST_DEFAULT_PAGE } from '../src/store/core/page-limits.js';
 import { jsonObjectSchema, jsonValueSchema } from './store-api-schemas.js';
 
 const idSchema = z.string().regex(/^[\w.:@+-]{1,256}$/, 'expected 1-256 characters of [A-Za-z0-9_.:@+-]');

@@ -18,11 +18,11 @@ import { V1Rollouts } from '../src/agl-v1/v1-rollouts.js';
 import type { RolloutAttribution } from '../src/attribution/rollout-attribution.js';
 import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
-import type { Gateway } from '../src/gateway/forward.js';
-import { HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/headers.js';
-import type { PauseGate } from '../src/gateway/pause-gate.js';
-import { COMPLETIONS_MAX_PAGE, V1_LIST_MAX_PAGE } from '../src/store/page-limits.js';
-import type { LightningStore } from '../src/store/types.js';
+import type { Gateway } from '../src/gateway/engine/forward.js';
+import type { PauseGate } from '../src/gateway/swap/pause-gate.js';
+import { HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/upstream/headers.js';
+import { COMPLETIONS_MAX_PAGE, V1_LIST_MAX_PAGE } from '../src/store/core/page-limits.js';
+import type { LightningStore } from '../src/store/core/types.js';
 import {
   eventBodySchema,
   eventsQuerySchema,

@@ -15,9 +15,9 @@ import { countTokens } from '../src/gateway/anthropic/count-tokens.js';
 import { anthropicModelPage } from '../src/gateway/anthropic/models.js';
 import { type TranslatedRequest, translateMessagesRequest } from '../src/gateway/anthropic/request.js';
 import { AnthropicSink } from '../src/gateway/anthropic/sink.js';
-import type { Gateway } from '../src/gateway/forward.js';
-import { HEADER_ANTHROPIC_VERSION, HEADER_ROLLOUT_ID } from '../src/gateway/headers.js';
-import type { ModelRegistry } from '../src/gateway/model-registry.js';
+import type { Gateway } from '../src/gateway/engine/forward.js';
+import type { ModelRegistry } from '../src/gateway/pools/model-registry.js';
+import { HEADER_ANTHROPIC_VERSION, HEADER_ROLLOUT_ID } from '../src/gateway/upstream/headers.js';
 import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './proxy-call.js';
 
 type AnthropicEnv = ProxyEnv;

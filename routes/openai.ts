@@ -7,7 +7,7 @@ import { rolloutAttempt, type SequenceStore } from '../middleware/rollout-attemp
 import type { RolloutAttribution } from '../src/attribution/rollout-attribution.js';
 import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
-import type { Gateway } from '../src/gateway/forward.js';
+import type { Gateway } from '../src/gateway/engine/forward.js';
 import type { ResponsesMode } from '../src/gateway/responses-via-chat/mode.js';
 import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './proxy-call.js';
 import { refuseResponsesUpgrade, responsesViaChat } from './responses-via-chat.js';

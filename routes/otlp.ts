@@ -9,7 +9,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../middleware/env.js';
 import { GatewayError } from '../src/errors.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../src/json-depth.js';
-import { isStoreError } from '../src/store/errors.js';
+import { isStoreError } from '../src/store/core/errors.js';
 import { createOtlpCodec, type OtlpCodec } from '../src/tracing/otlp-codec.js';
 import type { OtlpIngester } from '../src/tracing/otlp-ingest.js';
 import { type OtlpTraceRequest, otlpTraceRequestSchema } from '../src/tracing/otlp-spans.js';

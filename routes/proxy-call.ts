@@ -10,17 +10,17 @@ import type { JsonBodyEnv } from '../middleware/body-json.js';
 import type { AttributedEnv } from '../middleware/rollout-attempt.js';
 import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
-import type { AgentSink } from '../src/gateway/agent-sink.js';
-import type { AgentView } from '../src/gateway/agent-view.js';
-import { parseCallRoleHeader } from '../src/gateway/call-role.js';
-import type { Gateway } from '../src/gateway/forward.js';
+import { parseCallRoleHeader } from '../src/gateway/capture/call-role.js';
+import type { Gateway } from '../src/gateway/engine/forward.js';
+import type { AgentView } from '../src/gateway/request/agent-view.js';
+import type { AgentSink } from '../src/gateway/stream/agent-sink.js';
+import { WebResponseSink } from '../src/gateway/stream/web-sink.js';
 import {
   HEADER_CLAUDE_CODE_REQUEST_CLASS,
   HEADER_ROLLGATE_CACHE,
   HEADER_ROLLGATE_CALL_ROLE,
   HEADER_STAINLESS_RETRY_COUNT,
-} from '../src/gateway/headers.js';
-import { WebResponseSink } from '../src/gateway/web-sink.js';
+} from '../src/gateway/upstream/headers.js';
 
 export type ProxyEnv = {
   Bindings: Partial<HttpBindings>;

@@ -7,7 +7,7 @@
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import * as A from '../src/contracts/span-attributes.js';
 import { GatewayError } from '../src/errors.js';
-import type { Gateway } from '../src/gateway/forward.js';
+import type { Gateway } from '../src/gateway/engine/forward.js';
 import type { ResponsesMode } from '../src/gateway/responses-via-chat/mode.js';
 import {
   type TranslatedResponsesRequest,

@@ -8,10 +8,10 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../middleware/env.js';
-import { FinalRewards } from '../src/store/final-rewards.js';
-import { STORE_API_MAX_PAGE } from '../src/store/page-limits.js';
-import type { StoreSummary } from '../src/store/store-summary.js';
-import { type LightningStore, ROLLOUT_STATUSES, type RolloutStatus } from '../src/store/types.js';
+import { STORE_API_MAX_PAGE } from '../src/store/core/page-limits.js';
+import { type LightningStore, ROLLOUT_STATUSES, type RolloutStatus } from '../src/store/core/types.js';
+import { FinalRewards } from '../src/store/summaries/final-rewards.js';
+import type { StoreSummary } from '../src/store/summaries/store-summary.js';
 import { parseRequest, readJsonBody } from './request-body.js';
 
 const PREFIX = '/v1/agl';

@@ -2,7 +2,13 @@
 // Shapes follow agent-lightning v0.3's pydantic models so its Python client works unchanged: search bodies
 // accept explicit nulls for "no filter", update bodies distinguish an absent key (UNSET) from null.
 import { z } from 'zod';
-import { ATTEMPT_FIELDS, RESOURCES_FIELDS, ROLLOUT_FIELDS, SPAN_FIELDS, WORKER_FIELDS } from '../src/store/query.js';
+import {
+  ATTEMPT_FIELDS,
+  RESOURCES_FIELDS,
+  ROLLOUT_FIELDS,
+  SPAN_FIELDS,
+  WORKER_FIELDS,
+} from '../src/store/core/query.js';
 import {
   ATTEMPT_STATUSES,
   FAILURE_REASONS,
@@ -12,7 +18,7 @@ import {
   ROLLOUT_MODES,
   ROLLOUT_STATUSES,
   WORKER_STATUSES,
-} from '../src/store/types.js';
+} from '../src/store/core/types.js';
 
 /** Every value inside a parsed JSON body is JSON by construction; only presence is checked. */
 export const jsonValueSchema = z.custom<JsonValue>((value) => value !== undefined, { message: 'Required' });

@@ -4,8 +4,8 @@
 import { type Context, Hono } from 'hono';
 import type { AppEnv } from '../middleware/env.js';
 import { GatewayError } from '../src/errors.js';
-import { HEADER_IDEMPOTENCY_KEY } from '../src/gateway/headers.js';
-import { COMPLETIONS_MAX_PAGE, STORE_API_MAX_PAGE } from '../src/store/page-limits.js';
+import { HEADER_IDEMPOTENCY_KEY } from '../src/gateway/upstream/headers.js';
+import { COMPLETIONS_MAX_PAGE, STORE_API_MAX_PAGE } from '../src/store/core/page-limits.js';
 import type {
   EnqueueRolloutRequest,
   LightningStore,
@@ -13,7 +13,7 @@ import type {
   Rollout,
   SpanInput,
   StartRolloutRequest,
-} from '../src/store/types.js';
+} from '../src/store/core/types.js';
 import { withKeyedId } from '../src/store-api/idempotency.js';
 import { addReward } from '../src/store-api/reward.js';
 import { parseRequest, readJsonBody } from './request-body.js';

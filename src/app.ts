@@ -28,21 +28,21 @@ import { createStoreApiRoutes } from '../routes/store-api.js';
 import { TrainerHub } from './algorithms/rl/trainer-hub.js';
 import { RolloutAttribution } from './attribution/rollout-attribution.js';
 import { createKeyRing } from './auth/keys.js';
-import { CallObserver } from './gateway/call-observer.js';
-import { gateGateway } from './gateway/gated-gateway.js';
-import { createPoolRegistry } from './gateway/model-pool.js';
-import { PauseGate } from './gateway/pause-gate.js';
-import { createProxy } from './gateway/proxy.js';
+import { CallObserver } from './gateway/engine/call-observer.js';
+import { createProxy } from './gateway/engine/proxy.js';
+import { createPoolRegistry } from './gateway/pools/model-pool.js';
 import { responsesModeLookup } from './gateway/responses-via-chat/mode.js';
-import { ResubmitBook, recordedIdsFromStore, resubmittingGateway } from './gateway/swap-resubmit.js';
+import { gateGateway } from './gateway/swap/gated-gateway.js';
+import { PauseGate } from './gateway/swap/pause-gate.js';
+import { ResubmitBook, recordedIdsFromStore, resubmittingGateway } from './gateway/swap/swap-resubmit.js';
 import type { Logger } from './logger.js';
 import { GatewayMetrics } from './metrics.js';
 import { createPinoLogger } from './pino-logger.js';
 import { Readiness } from './readiness.js';
 import { type ListeningServer, listen } from './server.js';
-import { createStore } from './store/create-store.js';
-import { startRetention } from './store/retention-service.js';
-import type { LightningStore } from './store/types.js';
+import { createStore } from './store/core/create-store.js';
+import { startRetention } from './store/core/retention-service.js';
+import type { LightningStore } from './store/core/types.js';
 import { createOtlpIngester } from './tracing/otlp-ingest.js';
 
 export interface Gateway {
@@ -184,7 +184,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     weightSwaps: () => rlHub.swapStats.snapshot(),
   });
 
-  // Pools whose weight swaps abort generations: their aborted calls are sent again (src/gateway/swap-resubmit.ts).
+  // Pools whose weight swaps abort generations: their aborted calls are sent again (src/gateway/swap/swap-resubmit.ts).
   const resubmitBook = new ResubmitBook();
   const resubmitPools = new Set(config.models.filter((m) => m.swap.mode === 'abort-resubmit').map((m) => m.name));
   const routesGateway = () =>

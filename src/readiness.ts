@@ -4,8 +4,8 @@
 // trip (a one-row commit for SQLite), so answers are cached for a second and probes never overlap or reach the hot
 // path; a probe that hangs (a database host gone without a reset) counts as a store that cannot write. The pools'
 // backends are judged next to it, in the same answer (routes/admin.ts).
-import type { LightningStore } from './store/types.js';
-import { unwritable, type WriteHealth } from './store/write-health.js';
+import type { LightningStore } from './store/core/types.js';
+import { unwritable, type WriteHealth } from './store/core/write-health.js';
 
 export interface ReadinessOptions {
   readonly store: Pick<LightningStore, 'checkWritable'>;

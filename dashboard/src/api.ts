@@ -1,7 +1,6 @@
 // Client of the public store API (/v1/agl/*, docs/store.md), plus the gateway's history rates
 // (/metrics/history) and the RL trainer hub's state (/v1/rl/state). The dashboard reads nothing else.
 import type { ModelHistoryStats } from '../../src/history-stats.js';
-import type { RolloutReward, StoreSummary } from '../../src/store/store-summary.js';
 import type {
   Attempt,
   AttemptedRollout,
@@ -11,7 +10,8 @@ import type {
   RolloutStatus,
   Span,
   StoreStatistics,
-} from '../../src/store/types.js';
+} from '../../src/store/core/types.js';
+import type { RolloutReward, StoreSummary } from '../../src/store/summaries/store-summary.js';
 import type { KeyStore } from './api-key.js';
 
 export type QueryValue = string | number | readonly string[] | null | undefined;

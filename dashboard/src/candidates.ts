@@ -3,7 +3,7 @@
 // parent_resources_id, round, scores: {purpose: score}}` on its prompt template; other algorithms'
 // common spellings (`parent`, `score`, top level or under `metadata`) are read too. Nothing shows when
 // a snapshot carries none of them.
-import type { ResourcesUpdate } from '../../src/store/types.js';
+import type { ResourcesUpdate } from '../../src/store/core/types.js';
 
 export interface CandidateInfo {
   readonly version: string | null;

@@ -1,6 +1,6 @@
 // Final rewards per rollout, asked for a whole table page in one request (GET /v1/agl/rewards); finished
 // rollouts are cached because their reward no longer changes, so a revisited page asks only for the rest.
-import type { Rollout } from '../../src/store/types.js';
+import type { Rollout } from '../../src/store/core/types.js';
 import type { StoreApi } from './api.js';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);

@@ -1,6 +1,6 @@
 // Groups finished rollouts' final rewards into chart points: per step/round when the algorithm
 // labels its rollouts, per resources version (APO candidates), or per batch of completions.
-import type { Rollout } from '../../src/store/types.js';
+import type { Rollout } from '../../src/store/core/types.js';
 
 export type Grouping = 'step' | 'resources' | 'batch';
 export const GROUPINGS: readonly Grouping[] = ['step', 'resources', 'batch'];

@@ -29,7 +29,7 @@ import {
   LEGACY_LITELLM_REQUEST_SPAN,
   LEGACY_RAW_GEN_AI_REQUEST_SPAN,
 } from '../../src/contracts/span-attributes.js';
-import type { Attributes, AttributeValue, Span } from '../../src/store/types.js';
+import type { Attributes, AttributeValue, Span } from '../../src/store/core/types.js';
 
 export type { RewardDimension };
 

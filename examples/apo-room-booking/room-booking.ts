@@ -4,7 +4,7 @@
 import OpenAI from 'openai';
 import { formatTemplate } from '../../src/algorithms/apo/placeholders.js';
 import type { AgentFunction } from '../../src/runner/types.js';
-import type { JsonValue, NamedResources } from '../../src/store/types.js';
+import type { JsonValue, NamedResources } from '../../src/store/core/types.js';
 
 export interface Room {
   name: string;

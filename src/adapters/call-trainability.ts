@@ -21,8 +21,8 @@ import {
   TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH,
   TOKEN_IDS_STATUS_VALUE_OK,
 } from '../contracts/span-attributes.js';
-import { readVersionSegments } from '../gateway/version-segments.js';
-import type { Attributes } from '../store/types.js';
+import { readVersionSegments } from '../gateway/swap/version-segments.js';
+import type { Attributes } from '../store/core/types.js';
 
 /** Why a call is never a training sample (error calls are told apart by `LlmCall.isError`). */
 export type CallDropReason =

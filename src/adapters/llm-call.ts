@@ -19,7 +19,7 @@ import {
   LOGPROB_FLOOR,
   STREAM_STATUS_VALUE_OK,
 } from '../contracts/span-attributes.js';
-import type { Attributes, Span } from '../store/types.js';
+import type { Attributes, Span } from '../store/core/types.js';
 import { type CallDropReason, callDropReason, tokenDropReason } from './call-trainability.js';
 import { maybeParseLiteral } from './literal.js';
 

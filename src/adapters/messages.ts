@@ -9,7 +9,7 @@ import {
   ATTR_GEN_AI_SYSTEM_INSTRUCTIONS,
   ATTR_GEN_AI_TOOL_DEFINITIONS,
 } from '../contracts/span-attributes.js';
-import type { Attributes, Span } from '../store/types.js';
+import type { Attributes, Span } from '../store/core/types.js';
 import { maybeParseLiteral, parseLiteral } from './literal.js';
 import { sortSpansBySequence } from './span-order.js';
 

@@ -12,7 +12,7 @@ import {
   rewardNameAttr,
   rewardValueAttr,
 } from '../contracts/span-attributes.js';
-import type { Attributes, Span } from '../store/types.js';
+import type { Attributes, Span } from '../store/core/types.js';
 import { maybeParseLiteral } from './literal.js';
 
 export interface RewardDimension {

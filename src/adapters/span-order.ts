@@ -1,4 +1,4 @@
-import type { Span } from '../store/types.js';
+import type { Span } from '../store/core/types.js';
 
 /**
  * Spans in sequence order. Timestamps never order calls: proxies on different machines have

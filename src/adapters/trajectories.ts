@@ -1,7 +1,7 @@
 // Triplets -> training rows (docs/trajectories.md, agent-lightning v1 trajectory merging). A turn merges
 // into the current row only when its prompt ids start token-exactly with the row's context (previous
 // prompt + response): that holds only when ids are the engine's own, never re-tokenised (docs/failure-classes.md#55).
-import type { Span } from '../store/types.js';
+import type { Span } from '../store/core/types.js';
 import { findFinalReward } from './reward.js';
 import { sortSpansBySequence } from './span-order.js';
 import { spansToTriplets, type TokenTriplet, type TrainingDrop } from './triplets.js';

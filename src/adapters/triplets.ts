@@ -4,8 +4,8 @@
 // cannot be trained on (aborted, incomplete token ids) never become triplets.
 
 import { ATTR_MODEL_VERSION_SEGMENTS, ATTR_RESUBMIT_OF } from '../contracts/span-attributes.js';
-import { readVersionSegments } from '../gateway/version-segments.js';
-import type { Span, Triplet } from '../store/types.js';
+import { readVersionSegments } from '../gateway/swap/version-segments.js';
+import type { Span, Triplet } from '../store/core/types.js';
 import type { CallDropReason } from './call-trainability.js';
 import { type LlmCall, readLlmCall } from './llm-call.js';
 import { getRewardValue } from './reward.js';

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { callDropReason } from '../adapters/call-trainability.js';
 import { getRewardValue, rewardAttributes } from '../adapters/reward.js';
 import * as A from '../contracts/span-attributes.js';
-import type { Attributes, AttributeValue, JsonObject, JsonValue, Span, SpanInput } from '../store/types.js';
+import type { Attributes, AttributeValue, JsonObject, JsonValue, Span, SpanInput } from '../store/core/types.js';
 
 export interface V1Event {
   event_type: string;

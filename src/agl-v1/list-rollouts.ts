@@ -4,7 +4,7 @@
 // needs to fill one page, and yields to the event loop between store pages, so other requests run in between
 // (an in-process store answers without I/O, so an await alone would not let them).
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import type { LightningStore, RolloutStatus } from '../store/types.js';
+import type { LightningStore, RolloutStatus } from '../store/core/types.js';
 import { toV1Rollout, type V1Rollout, type V1State } from './rollout-map.js';
 
 /** Response header with the `offset` of the next page; absent on the last page. */

@@ -8,8 +8,8 @@
 // sees `queuing` until it PATCHes `running` itself. Once the store rollout is finished (PATCH, or rollgate's
 // own watchdog/cancel), the store status wins.
 import { z } from 'zod';
-import { isTerminalStatus } from '../store/rollout-status.js';
-import type { FailureReason, JsonObject, JsonValue, Rollout, RolloutStatus } from '../store/types.js';
+import { isTerminalStatus } from '../store/core/rollout-status.js';
+import type { FailureReason, JsonObject, JsonValue, Rollout, RolloutStatus } from '../store/core/types.js';
 
 export const V1_METADATA_KEY = 'agl_v1';
 export const V1_STATES = ['queuing', 'running', 'succeeded', 'failed'] as const;

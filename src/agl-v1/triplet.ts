@@ -3,7 +3,7 @@
 // dedupe still sees it) with empty response ids, which v1 trainers skip, and says why in `untrainable`.
 
 import { FINISH_REASON_VALUE_ABORT, LOGPROB_FLOOR } from '../contracts/span-attributes.js';
-import type { JsonObject, JsonValue } from '../store/types.js';
+import type { JsonObject, JsonValue } from '../store/core/types.js';
 import { MODEL_REQUEST_EVENT, REWARD_EVENT, UNTRAINABLE_KEY, type V1Event } from './events.js';
 
 /** Set on every other call of a rollout whose surviving calls include an aborted one. */

@@ -2,7 +2,7 @@
 // registration for a model rollgate serves swaps that pool's backends for the registered endpoints in one atomic
 // replace, so no call finds the pool without backends while a trainer moves it (docs/weight-swaps.md); spans carry
 // the version. Models rollgate does not serve are only listed.
-import type { PoolRegistry } from '../gateway/model-pool.js';
+import type { PoolRegistry } from '../gateway/pools/model-pool.js';
 
 export interface V1Model {
   model: string;

@@ -4,8 +4,8 @@
 // under one per-rollout lock, so an attempt cannot start between a PATCH's read and its write.
 import type { RolloutAttribution } from '../attribution/rollout-attribution.js';
 import { GatewayError } from '../errors.js';
-import { StoreError } from '../store/errors.js';
-import type { AttemptedRollout, JsonObject, JsonValue, LightningStore, Rollout } from '../store/types.js';
+import { StoreError } from '../store/core/errors.js';
+import type { AttemptedRollout, JsonObject, JsonValue, LightningStore, Rollout } from '../store/core/types.js';
 import { eventSpan, spanToEvent, type V1Event } from './events.js';
 import { KeyedLock } from './keyed-lock.js';
 import {

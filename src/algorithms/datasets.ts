@@ -1,7 +1,7 @@
 // Datasets for algorithms: JSONL files, one task (any JSON value) per non-empty line.
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
-import type { JsonValue } from '../store/types.js';
+import type { JsonValue } from '../store/core/types.js';
 import { AlgorithmConfigError } from './errors.js';
 import type { Datasets } from './types.js';
 

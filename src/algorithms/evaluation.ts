@@ -14,8 +14,8 @@ import type {
   RolloutMode,
   RolloutStatus,
   Span,
-} from '../store/types.js';
-import { TERMINAL_STATUSES } from '../store/types.js';
+} from '../store/core/types.js';
+import { TERMINAL_STATUSES } from '../store/core/types.js';
 import { AlgorithmAbortedError } from './errors.js';
 
 /** `zero`: a timed-out task scores 0 and counts; `exclude`: it is left out of the mean (flagged in results). */

@@ -2,7 +2,7 @@
 // reader never sees half a report, also when a plugin rewrites it after every round.
 import { lstat, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { JsonObject } from '../store/types.js';
+import type { JsonObject } from '../store/core/types.js';
 
 export type AlgorithmRunStatus = 'succeeded' | 'failed' | 'aborted';
 

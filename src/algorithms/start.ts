@@ -5,7 +5,7 @@ import { setMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import type { AlgorithmConfig } from '../../config/schema.js';
 import type { Logger } from '../logger.js';
-import type { JsonObject, LightningStore } from '../store/types.js';
+import type { JsonObject, LightningStore } from '../store/core/types.js';
 import { loadDatasets } from './datasets.js';
 import { isAbortError } from './errors.js';
 import { algorithmLabel, createAlgorithmFromConfig } from './loader.js';

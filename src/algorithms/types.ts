@@ -2,7 +2,7 @@
 // `createAlgorithm(options)` returning `{ name, run(ctx) }`; everything it may touch arrives in `ctx`, so
 // the same plugin runs inside `rollgate serve` (embedded store) or alone against a gateway's store API.
 import type { Logger } from '../logger.js';
-import type { JsonObject, JsonValue, LightningStore } from '../store/types.js';
+import type { JsonObject, JsonValue, LightningStore } from '../store/core/types.js';
 import type { TrainerHub } from './rl/trainer-hub.js';
 
 /** A served model pool as the gateway sees it. */

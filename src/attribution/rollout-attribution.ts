@@ -6,11 +6,12 @@
 // a deleted and re-created rollout is checked again at once by every entry point, not only by the one whose
 // route happened to do the delete. Deletes on another replica are not seen here; the span writer forgets a
 // rollout when its write finds the rollout gone (see docs/failure-classes.md, "deleted rollout").
-import { KnownPairs } from '../gateway/known-pairs.js';
-import { RESPONSE_CACHE_METADATA_KEY } from '../gateway/response-cache.js';
-import { StoreError } from '../store/errors.js';
-import { isTerminalStatus } from '../store/rollout-status.js';
-import type { AttemptedRollout, LightningStore, Rollout, RolloutMode } from '../store/types.js';
+
+import { RESPONSE_CACHE_METADATA_KEY } from '../gateway/request/response-cache.js';
+import { StoreError } from '../store/core/errors.js';
+import { isTerminalStatus } from '../store/core/rollout-status.js';
+import type { AttemptedRollout, LightningStore, Rollout, RolloutMode } from '../store/core/types.js';
+import { KnownPairs } from './known-pairs.js';
 
 /** What the entry points read from a rollout on every call, kept with the pair so it costs no lookup. */
 export interface RolloutFacts {

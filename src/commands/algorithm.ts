@@ -11,7 +11,7 @@ import { createStoreOnlyGatewayControl } from '../algorithms/gateway-control.js'
 import { validateAlgorithmConfigs } from '../algorithms/loader.js';
 import { startAlgorithms } from '../algorithms/start.js';
 import { createPinoLogger, type LogLevelSetting } from '../pino-logger.js';
-import { HttpStore } from '../store/http.js';
+import { HttpStore } from '../store/client/http.js';
 import { parseGatewayUrl } from './gateway-url-option.js';
 
 export const EXIT_ALGORITHM_FAILED = 1;

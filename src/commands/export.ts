@@ -16,9 +16,9 @@ import { spansToTriplets, type TrainingDrop, type TrainingDropReason } from '../
 import { ATTR_MODEL_VERSION } from '../contracts/span-attributes.js';
 import { silentLogger } from '../logger.js';
 import { normalizeGatewayUrl } from '../runner/attempt-urls.js';
-import { createStore } from '../store/create-store.js';
-import { HttpStore } from '../store/http.js';
-import type { LightningStore, Rollout, RolloutStatus, Span } from '../store/types.js';
+import { HttpStore } from '../store/client/http.js';
+import { createStore } from '../store/core/create-store.js';
+import type { LightningStore, Rollout, RolloutStatus, Span } from '../store/core/types.js';
 
 export const EXIT_EXPORT_ERROR = 1;
 export const EXIT_USAGE_ERROR = 2;

@@ -10,7 +10,7 @@ import { createAgentTokenMinter } from '../runner/agent-tokens.js';
 import { createProcessExecutor, DEFAULT_KILL_GRACE_MS } from '../runner/process-executor.js';
 import { createProgressReporter } from '../runner/progress.js';
 import { createRunner, DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_SHUTDOWN_GRACE_MS } from '../runner/runner.js';
-import { HttpStore } from '../store/http.js';
+import { HttpStore } from '../store/client/http.js';
 import { parseGatewayUrl } from './gateway-url-option.js';
 
 export const EXIT_STARTUP_ERROR = 1;

@@ -11,15 +11,15 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { ConfigError, parseStoreSpec } from '../../config/load.js';
 import { configSchema, type StoreConfig } from '../../config/schema.js';
 import { silentLogger } from '../logger.js';
-import { createStore } from '../store/create-store.js';
-import { isRetentionStore, pruneOnce, type RetentionStore } from '../store/retention.js';
+import { createStore } from '../store/core/create-store.js';
+import { isRetentionStore, pruneOnce, type RetentionStore } from '../store/core/retention.js';
 import {
   type LightningStore,
   ROLLOUT_STATUSES,
   type Rollout,
   type RolloutStatus,
   TERMINAL_STATUSES,
-} from '../store/types.js';
+} from '../store/core/types.js';
 
 export const EXIT_STORE_ERROR = 1;
 export const EXIT_STORE_USAGE = 2;

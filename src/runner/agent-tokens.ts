@@ -2,9 +2,9 @@
 // A token lets an agent call the model and post rewards for its own rollout only, so a runner holding the admin
 // key never hands that key, or a key valid for every rollout, to agent code.
 
-import { HEADER_AUTHORIZATION } from '../gateway/headers.js';
+import { HEADER_AUTHORIZATION } from '../gateway/upstream/headers.js';
 import { HttpCallError } from '../http-call-error.js';
-import type { AttemptedRollout } from '../store/types.js';
+import type { AttemptedRollout } from '../store/core/types.js';
 import { normalizeGatewayUrl } from './attempt-urls.js';
 import type { AgentKeyProvider } from './runner.js';
 

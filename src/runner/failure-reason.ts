@@ -2,7 +2,7 @@
 // infrastructure failures out of its baselines instead of scoring them as bad answers.
 // Two sources: the error an in-process agent threw (the openai SDK's APIError carries the gateway's HTTP status
 // and error code), and, for agents that only exit (processes), the attempt's last recorded call.
-import type { FailureReason, Span } from '../store/types.js';
+import type { FailureReason, Span } from '../store/core/types.js';
 
 const ERROR_TYPE_ATTRIBUTE = 'error.type';
 

@@ -3,7 +3,7 @@
 // Exit status 0 => succeeded; anything else (code, signal, could not start) => failed, with the details stored
 // on the attempt. On timeout or shutdown the whole process tree is stopped (SIGTERM, SIGKILL after a grace).
 
-import type { JsonObject } from '../store/types.js';
+import type { JsonObject } from '../store/core/types.js';
 import { normalizeGatewayUrl } from './attempt-urls.js';
 import { type OutputStream, spawnProcessTree } from './process-tree.js';
 import type { AttemptContext, AttemptExecutor, AttemptOutcome } from './types.js';

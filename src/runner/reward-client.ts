@@ -1,7 +1,7 @@
 // Posts an attempt's reward to the gateway's reward endpoint (`POST {"value": number}`), the same call a
 // process agent makes with ROLLGATE_REWARD_URL, so in-process and process agents store rewards identically.
 
-import { HEADER_AUTHORIZATION } from '../gateway/headers.js';
+import { HEADER_AUTHORIZATION } from '../gateway/upstream/headers.js';
 import { HttpCallError } from '../http-call-error.js';
 
 export interface PostRewardOptions {

@@ -4,8 +4,8 @@
 //
 // Without a `store`, it talks to the gateway's store API (`/v1/agl/*`) and closes that client when done.
 
-import { HttpStore } from '../store/http.js';
-import type { LightningStore } from '../store/types.js';
+import { HttpStore } from '../store/client/http.js';
+import type { LightningStore } from '../store/core/types.js';
 import { createAgentTokenMinter } from './agent-tokens.js';
 import { createRunner, type RunnerOptions } from './runner.js';
 import type { AgentFunction, RunnerStats } from './types.js';

@@ -17,7 +17,13 @@
 
 import { hostname } from 'node:os';
 import { type Logger, silentLogger } from '../logger.js';
-import type { AttemptedRollout, FailureReason, JsonObject, LightningStore, NamedResources } from '../store/types.js';
+import type {
+  AttemptedRollout,
+  FailureReason,
+  JsonObject,
+  LightningStore,
+  NamedResources,
+} from '../store/core/types.js';
 import { attemptBaseUrl, attemptRewardUrl } from './attempt-urls.js';
 import { type BackoffOptions, createBackoff, sleep } from './backoff.js';
 import { reasonOfLastCall } from './failure-reason.js';

@@ -1,6 +1,6 @@
 // The runner's public shapes: what an agent receives for one attempt and what it hands back.
 
-import type { AttemptedRollout, FailureReason, JsonObject, JsonValue, NamedResources } from '../store/types.js';
+import type { AttemptedRollout, FailureReason, JsonObject, JsonValue, NamedResources } from '../store/core/types.js';
 
 /** Why the runner aborted an attempt's signal: the rollout's timeout, the runner stopping, or an admin cancel. */
 export type AbortReason = 'timeout' | 'shutdown' | 'cancelled';

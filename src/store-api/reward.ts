@@ -8,8 +8,8 @@ import {
   rewardNameAttr,
   rewardValueAttr,
 } from '../contracts/span-attributes.js';
-import { StoreError } from '../store/errors.js';
-import type { LightningStore, Span } from '../store/types.js';
+import { StoreError } from '../store/core/errors.js';
+import type { LightningStore, Span } from '../store/core/types.js';
 
 export interface RewardPost {
   readonly rolloutId: string;

@@ -3,7 +3,7 @@
 // the missing sequence ids in one call, then one addManySpans. What is skipped is counted; each kind of skip is
 // logged once, not per span.
 import type { Logger } from '../logger.js';
-import type { LightningStore, SpanInput } from '../store/types.js';
+import type { LightningStore, SpanInput } from '../store/core/types.js';
 import { mapOtlpSpans, type OtlpTraceRequest } from './otlp-spans.js';
 
 export type OtlpIngestStore = Pick<LightningStore, 'nextSequenceIds' | 'addManySpans'>;

@@ -3,7 +3,7 @@
 // decimal strings). Rollout, attempt and sequence ids come from span attributes first, then resource attributes.
 import { z } from 'zod';
 import { ATTR_ATTEMPT_ID, ATTR_ROLLOUT_ID, ATTR_SPAN_SEQUENCE_ID } from '../contracts/span-attributes.js';
-import type { Attributes, AttributeValue, SpanEvent, SpanInput, SpanLink } from '../store/types.js';
+import type { Attributes, AttributeValue, SpanEvent, SpanInput, SpanLink } from '../store/core/types.js';
 
 const bytesLike = z.union([z.string(), z.instanceof(Uint8Array)]);
 const int64 = z.union([z.string(), z.number(), z.bigint()]);

@@ -14,7 +14,7 @@ import { type Batch, buildBatch } from '../../src/algorithms/rl/batch.js';
 import { type ExportLevel, exportRows } from '../../src/commands/export.js';
 import { attemptBaseUrl, attemptRewardUrl } from '../../src/runner/attempt-urls.js';
 import { postReward } from '../../src/runner/reward-client.js';
-import type { Rollout, Span } from '../../src/store/types.js';
+import type { Rollout, Span } from '../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { type MockRespond, type MockVllm, startEngineTwin, type TwinWeights } from '../servers/mock-vllm.js';
 import {

@@ -9,7 +9,7 @@
 // carried (to say what a reader could know). It never calls the adapters it audits.
 import type { BatchSample } from '../../src/algorithms/rl/batch.js';
 import * as A from '../../src/contracts/span-attributes.js';
-import type { Span } from '../../src/store/types.js';
+import type { Span } from '../../src/store/core/types.js';
 import type { Ledger, LedgerEntry, TwinWeights } from '../servers/mock-vllm.js';
 
 /**

@@ -13,7 +13,7 @@ import { createStoreOnlyGatewayControl } from '../../src/algorithms/gateway-cont
 import { startAlgorithms } from '../../src/algorithms/start.js';
 import { silentLogger } from '../../src/logger.js';
 import { createRunner, type Runner } from '../../src/runner/index.js';
-import type { JsonObject, Span } from '../../src/store/types.js';
+import type { JsonObject, Span } from '../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { type StandInModel, startOptimizerModel, startRoomModel } from '../servers/apo-models.js';
 

@@ -9,7 +9,7 @@ import {
   rewardNameAttr,
   rewardValueAttr,
 } from '../../src/contracts/span-attributes.js';
-import type { EnqueueRolloutRequest, LightningStore, SpanInput } from '../../src/store/types.js';
+import type { EnqueueRolloutRequest, LightningStore, SpanInput } from '../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { numberedSpan } from '../helpers/numbered-span.js';
 import { CHROMIUM_PATH, type Chromium, isChromiumAvailable, launchChromium } from './helpers/chromium.js';

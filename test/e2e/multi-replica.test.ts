@@ -12,7 +12,7 @@ import OpenAI from 'openai';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
-import { openPostgresStore } from '../../src/store/postgres-store.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { type ServingProcess, startServe } from '../helpers/cli-process.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 

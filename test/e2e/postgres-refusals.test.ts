@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import OpenAI, { APIError } from 'openai';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgresStore, type PostgresStore } from '../../src/store/postgres-store.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { type MockVllm, startEngineTwin } from '../servers/mock-vllm.js';
 

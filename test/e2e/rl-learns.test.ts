@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { createRunner, type Runner } from '../../src/runner/index.js';
-import { HttpStore } from '../../src/store/http.js';
+import { HttpStore } from '../../src/store/client/http.js';
 import { runReferenceTrainer } from '../servers/reference-trainer.js';
 import { startTinyPolicy, type TinyPolicy } from '../servers/tiny-policy.js';
 import { type RlRig, startRlRig } from './helpers/rl-rig.js';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { REWARD_SPAN_NAME, rewardValueAttr } from '../../src/contracts/span-attributes.js';
-import type { Attempt, LightningStore, Rollout } from '../../src/store/types.js';
+import type { Attempt, LightningStore, Rollout } from '../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 /** Generous: each runner and each tsx agent is a fresh Node process, slow on a loaded 2-core machine. */

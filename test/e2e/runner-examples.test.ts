@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ATTR_PROMPT_TOKEN_IDS, REWARD_SPAN_NAME, rewardValueAttr } from '../../src/contracts/span-attributes.js';
-import type { Attempt, LightningStore, Rollout, Span } from '../../src/store/types.js';
+import type { Attempt, LightningStore, Rollout, Span } from '../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { findPython, IS_CI, PYTHON_CLIENT_SRC } from '../helpers/python.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';

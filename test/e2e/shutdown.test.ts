@@ -11,7 +11,7 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import { silentLogger } from '../../src/logger.js';
-import { createStore } from '../../src/store/create-store.js';
+import { createStore } from '../../src/store/core/create-store.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

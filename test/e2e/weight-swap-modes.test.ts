@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBatch } from '../../src/algorithms/rl/batch.js';
 import * as A from '../../src/contracts/span-attributes.js';
-import type { Rollout } from '../../src/store/types.js';
+import type { Rollout } from '../../src/store/core/types.js';
 import { SwapRig as Rig, SWAP_POOL, type SwapRig, spanTokenVersions, weightsVersion } from '../helpers/swap-rig.js';
 import type { LedgerEntry } from '../servers/mock-vllm.js';
 

@@ -8,7 +8,7 @@ import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
-import { pickSticky } from '../../src/gateway/sticky-hash.js';
+import { pickSticky } from '../../src/gateway/pools/sticky-hash.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 

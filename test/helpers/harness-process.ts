@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { spansToTrajectories } from '../../src/adapters/trajectories.js';
 import { spansToTriplets, type TrainingDrop } from '../../src/adapters/triplets.js';
-import type { Span } from '../../src/store/types.js';
+import type { Span } from '../../src/store/core/types.js';
 import type { MockChatMessage, MockRequestRecord, MockRespond, MockVllm } from '../servers/mock-vllm.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

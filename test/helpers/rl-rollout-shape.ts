@@ -4,7 +4,7 @@
 // engine's `logprobs.content` (its tokens spell the answer), and ~8 KB of GenAI messages (a 3 KB system prompt,
 // tools, a history that grows).
 // Deterministic: the same seed gives the same bytes. Used by the store-scale benchmark and the span format tests.
-import type { Attributes } from '../../src/store/types.js';
+import type { Attributes } from '../../src/store/core/types.js';
 
 const CALLS_PER_ROLLOUT = 4;
 const FIRST_PROMPT_IDS = 1_550;

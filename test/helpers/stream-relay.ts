@@ -3,10 +3,10 @@
 
 import type { Endpoint } from '../../src/contracts/call-record.js';
 import type { OpenAIErrorBody } from '../../src/errors.js';
-import type { AgentSink } from '../../src/gateway/agent-sink.js';
-import type { AgentViewStrip } from '../../src/gateway/agent-view.js';
-import { CallCapture } from '../../src/gateway/call-capture.js';
-import { StreamRelay } from '../../src/gateway/stream-relay.js';
+import { CallCapture } from '../../src/gateway/capture/call-capture.js';
+import type { AgentViewStrip } from '../../src/gateway/request/agent-view.js';
+import type { AgentSink } from '../../src/gateway/stream/agent-sink.js';
+import { StreamRelay } from '../../src/gateway/stream/stream-relay.js';
 
 export interface RelayRun {
   /** Everything written to the agent, in order. */

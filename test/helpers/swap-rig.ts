@@ -9,7 +9,7 @@ import { rlOptionsSchema } from '../../src/algorithms/rl/options.js';
 import { createWeightsPlugin } from '../../src/algorithms/rl/weights-plugin.js';
 import * as A from '../../src/contracts/span-attributes.js';
 import { silentLogger } from '../../src/logger.js';
-import type { Span } from '../../src/store/types.js';
+import type { Span } from '../../src/store/core/types.js';
 import { type MockVllm, type MockVllmOptions, startEngineTwin, type TwinWeights } from '../servers/mock-vllm.js';
 import { startTestGateway, type TestGateway } from './gateway.js';
 

@@ -4,7 +4,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { MemoryStore } from '../../src/store/memory.js';
+import { MemoryStore } from '../../src/store/memory/memory.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../servers/mock-vllm.js';
 

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../../src/json-depth.js';
-import { isStoreError, type StoreErrorCode } from '../../src/store/errors.js';
+import { isStoreError, type StoreErrorCode } from '../../src/store/core/errors.js';
 import type {
   AttemptedRollout,
   JsonObject,
@@ -14,7 +14,7 @@ import type {
   RolloutLifecycle,
   Span,
   SpanInput,
-} from '../../src/store/types.js';
+} from '../../src/store/core/types.js';
 
 export interface StoreContractFactory {
   create(options: { watchdogIntervalMs: number }): Promise<LightningStore>;

@@ -3,10 +3,10 @@
 // run; PostgreSQL runs when ROLLGATE_TEST_PG_URL is set.
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { MemoryStore } from '../../src/store/memory.js';
-import { openPostgresStore } from '../../src/store/postgres-store.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
-import type { LightningStore } from '../../src/store/types.js';
+import type { LightningStore } from '../../src/store/core/types.js';
+import { MemoryStore } from '../../src/store/memory/memory.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { tempFilePath } from '../helpers/temp-path.js';
 
 const PG_URL = process.env.ROLLGATE_TEST_PG_URL;

@@ -3,10 +3,10 @@
 import { bypass, HttpResponse, http } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isStoreError } from '../../src/store/errors.js';
-import { HttpStore, HttpStoreError } from '../../src/store/http.js';
-import { MemoryStore } from '../../src/store/memory.js';
-import type { LightningStore } from '../../src/store/types.js';
+import { HttpStore, HttpStoreError } from '../../src/store/client/http.js';
+import { isStoreError } from '../../src/store/core/errors.js';
+import type { LightningStore } from '../../src/store/core/types.js';
+import { MemoryStore } from '../../src/store/memory/memory.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { describeLifecycleContract, describeStoreContract, makeSpan } from './contract.js';
 

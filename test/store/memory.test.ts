@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isStoreError } from '../../src/store/errors.js';
-import { MemoryStore } from '../../src/store/memory.js';
+import { isStoreError } from '../../src/store/core/errors.js';
+import { MemoryStore } from '../../src/store/memory/memory.js';
 import { describeLifecycleContract, describeStoreContract, makeSpan } from './contract.js';
 
 const memoryFactory = {

@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { splitIntArrayAttributes } from '../../src/store/postgres-codec.js';
-import { openPostgresStore, type PostgresStore } from '../../src/store/postgres-store.js';
-import type { Attributes } from '../../src/store/types.js';
+import type { Attributes } from '../../src/store/core/types.js';
+import { splitIntArrayAttributes } from '../../src/store/postgres/postgres-codec.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { RESPONSE_IDS, rolloutCalls } from '../helpers/rl-rollout-shape.js';
 import { makeSpan } from './contract.js';
 

@@ -5,11 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { createServer, connect as netConnect, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { mergeIntArrayAttributes, splitIntArrayAttributes } from '../../src/store/postgres-codec.js';
-import { splitSchemaFromUrl, validateSchemaName } from '../../src/store/postgres-db.js';
-import { migrate } from '../../src/store/postgres-migrations.js';
-import { openPostgresStore, type PostgresStore } from '../../src/store/postgres-store.js';
-import type { LightningStore } from '../../src/store/types.js';
+import type { LightningStore } from '../../src/store/core/types.js';
+import { mergeIntArrayAttributes, splitIntArrayAttributes } from '../../src/store/postgres/postgres-codec.js';
+import { splitSchemaFromUrl, validateSchemaName } from '../../src/store/postgres/postgres-db.js';
+import { migrate } from '../../src/store/postgres/postgres-migrations.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { describeLifecycleContract, describeStoreContract, makeSpan, type StoreContractFactory } from './contract.js';
 
 const PG_URL = process.env.ROLLGATE_TEST_PG_URL;

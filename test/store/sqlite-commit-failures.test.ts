@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { isStoreError } from '../../src/store/errors.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
-import type { JsonObject, SpanInput } from '../../src/store/types.js';
+import { isStoreError } from '../../src/store/core/errors.js';
+import type { JsonObject, SpanInput } from '../../src/store/core/types.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { makeSpan } from './contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rollgate-sqlite-failures-'));

@@ -4,9 +4,8 @@
 // that rollout pages are served by SQL with the same order as the in-process query, and that a failed commit
 // still changes nothing when the rollout it touched was not in memory.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { CoreStore } from '../../src/store/core-store.js';
-import { combineFilters, contains, ROLLOUT_FIELDS, sortAndPage, validatePage } from '../../src/store/query.js';
-import { SqliteBackend, type SqliteCacheOptions } from '../../src/store/sqlite-backend.js';
+import { CoreStore } from '../../src/store/core/core-store.js';
+import { combineFilters, contains, ROLLOUT_FIELDS, sortAndPage, validatePage } from '../../src/store/core/query.js';
 import type {
   AttemptedRollout,
   CompletionEntry,
@@ -14,7 +13,8 @@ import type {
   Rollout,
   RolloutQuery,
   RolloutStatus,
-} from '../../src/store/types.js';
+} from '../../src/store/core/types.js';
+import { SqliteBackend, type SqliteCacheOptions } from '../../src/store/sqlite/sqlite-backend.js';
 import { tempFilePath } from '../helpers/temp-path.js';
 import { makeSpan } from './contract.js';
 

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../src/store/sqlite.js';
-import { SCHEMA_VERSION } from '../../src/store/sqlite-schema.js';
-import { packIntArrays } from '../../src/store/token-ids-codec.js';
-import type { Attributes, SpanInput } from '../../src/store/types.js';
+import { packIntArrays } from '../../src/store/codec/token-ids-codec.js';
+import type { Attributes, SpanInput } from '../../src/store/core/types.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
+import { SCHEMA_VERSION } from '../../src/store/sqlite/sqlite-schema.js';
 import { makeSpan } from './contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rollgate-sqlite-prefix-'));

@@ -1,5 +1,5 @@
 // WAL checkpoints run on a worker thread with its own connection, never inside a commit on the event loop
-// (src/store/sqlite-wal-checkpointer.ts): the checkpointer on a raw database, then the store using it.
+// (src/store/sqlite/sqlite-wal-checkpointer.ts): the checkpointer on a raw database, then the store using it.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { SqliteStore } from '../../src/store/sqlite.js';
-import { type CheckpointResult, WalCheckpointer } from '../../src/store/sqlite-wal-checkpointer.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
+import { type CheckpointResult, WalCheckpointer } from '../../src/store/sqlite/sqlite-wal-checkpointer.js';
 import { makeSpan } from './contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rollgate-wal-'));

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../src/store/sqlite.js';
-import { SCHEMA_VERSION } from '../../src/store/sqlite-schema.js';
-import type { LightningStore } from '../../src/store/types.js';
+import type { LightningStore } from '../../src/store/core/types.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
+import { SCHEMA_VERSION } from '../../src/store/sqlite/sqlite-schema.js';
 import { describeLifecycleContract, describeStoreContract, makeSpan, type StoreContractFactory } from './contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rollgate-sqlite-'));

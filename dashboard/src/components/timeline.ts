@@ -1,5 +1,5 @@
 // Span timeline in sequence order: one row per span with a bar placed on the rollout's time axis.
-import type { Attempt, Span } from '../../../src/store/types.js';
+import type { Attempt, Span } from '../../../src/store/core/types.js';
 import { h } from '../dom.js';
 import { formatDuration, formatReward, pretty } from '../format.js';
 import { inSequenceOrder, isLlmSpan, llmCallOf, rewardsOf } from '../spans.js';

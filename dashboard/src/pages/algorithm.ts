@@ -1,6 +1,6 @@
 // Live view of an algorithm run: store totals, rollouts by status, and mean final reward per
 // step / resources version / batch as a line chart, refreshed while the page is open.
-import { ROLLOUT_STATUSES, type StoreStatistics } from '../../../src/store/types.js';
+import { ROLLOUT_STATUSES, type StoreStatistics } from '../../../src/store/core/types.js';
 import { isAbortError, isAuthError } from '../api.js';
 import { type ChartSeries, lineChart } from '../components/line-chart.js';
 import { statusChip } from '../components/status-chip.js';

@@ -1,5 +1,5 @@
 // Resource snapshots and their versions; algorithm candidates show their parent and score.
-import type { ResourcesUpdate } from '../../../src/store/types.js';
+import type { ResourcesUpdate } from '../../../src/store/core/types.js';
 import { candidateInfo } from '../candidates.js';
 import { jsonView } from '../components/json-view.js';
 import { pager } from '../components/pager.js';

@@ -1,5 +1,5 @@
 // One rollout: its fields, its attempts, and a span timeline in sequence order.
-import type { Attempt, AttemptedRollout, Rollout, Span } from '../../../src/store/types.js';
+import type { Attempt, AttemptedRollout, Rollout, Span } from '../../../src/store/core/types.js';
 import { ApiError } from '../api.js';
 import { jsonView } from '../components/json-view.js';
 import { statusChip } from '../components/status-chip.js';

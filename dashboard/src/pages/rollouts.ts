@@ -1,6 +1,11 @@
 // Rollouts table: status, mode, attempts, duration, reward, worker; filter by status and id; paging.
 // The filter lives in the URL so a view can be shared and survives a reload.
-import { type AttemptedRollout, ROLLOUT_STATUSES, type Rollout, type RolloutStatus } from '../../../src/store/types.js';
+import {
+  type AttemptedRollout,
+  ROLLOUT_STATUSES,
+  type Rollout,
+  type RolloutStatus,
+} from '../../../src/store/core/types.js';
 import { isAbortError } from '../api.js';
 import { historyHealth } from '../components/history-health.js';
 import { pager } from '../components/pager.js';

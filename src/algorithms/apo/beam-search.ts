@@ -3,8 +3,8 @@
 // evaluation is pinned to its candidate's namespaced resources id; timeouts are counted and cancelled;
 // critique evidence is stripped and capped; edits that break placeholders are rejected before evaluation;
 // all random choices come from one seeded RNG, drawn in a fixed order before any concurrent work starts.
-import { RESPONSE_CACHE_METADATA_KEY } from '../../gateway/response-cache.js';
-import type { JsonObject, JsonValue, NamedResources, RolloutMode } from '../../store/types.js';
+import { RESPONSE_CACHE_METADATA_KEY } from '../../gateway/request/response-cache.js';
+import type { JsonObject, JsonValue, NamedResources, RolloutMode } from '../../store/core/types.js';
 import { createLimiter } from '../concurrency.js';
 import { AlgorithmConfigError, isAbortError, throwIfAborted } from '../errors.js';
 import { type EvaluationResult, evaluateTasks } from '../evaluation.js';

@@ -2,7 +2,7 @@
 // the run is going (docs/failure-classes.md#57): candidates are written with `latest: false`, so there is no window in which
 // an un-pinned rollout could pick one up.
 // Ids are namespaced per run (`apo-<run>-v<n>`), never the bare `v<n>` that can collide with other users'.
-import type { JsonObject, LightningStore, NamedResources, ResourcesUpdate } from '../../store/types.js';
+import type { JsonObject, LightningStore, NamedResources, ResourcesUpdate } from '../../store/core/types.js';
 
 export interface CandidateLineage {
   readonly runId: string;

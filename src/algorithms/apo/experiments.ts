@@ -2,7 +2,7 @@
 // view of its spans. Token ids and logprobs never go in (they are noise to a text model and can be huge),
 // and the whole payload is held under a size cap (docs/failure-classes.md#58).
 import { type ChatConversation, spansToMessages } from '../../adapters/messages.js';
-import type { JsonObject, JsonValue, RolloutStatus, Span } from '../../store/types.js';
+import type { JsonObject, JsonValue, RolloutStatus, Span } from '../../store/core/types.js';
 import type { TaskResult } from '../evaluation.js';
 
 export interface Experiment {

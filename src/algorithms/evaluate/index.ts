@@ -1,6 +1,6 @@
 // `evaluate`: run a dataset once under the current (or given) resources and report mean reward, success
 // rate and per-task results.
-import type { JsonObject } from '../../store/types.js';
+import type { JsonObject } from '../../store/core/types.js';
 import { AlgorithmConfigError } from '../errors.js';
 import { evaluateTasks } from '../evaluation.js';
 import { parseAlgorithmOptions } from '../options.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ROLLOUT_MODES } from '../../store/types.js';
+import { ROLLOUT_MODES } from '../../store/core/types.js';
 
 export const evaluateOptionsSchema = z
   .object({

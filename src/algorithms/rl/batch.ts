@@ -9,7 +9,7 @@ import {
   type LightningStore,
   type Rollout,
   type Span,
-} from '../../store/types.js';
+} from '../../store/core/types.js';
 import { createLimiter } from '../concurrency.js';
 import { type AdvantageEstimator, groupAdvantages } from './advantages.js';
 import { rawAdjustedSequenceIds } from './logprob-semantics.js';

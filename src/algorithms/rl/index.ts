@@ -13,7 +13,7 @@ import {
   type NamedResources,
   type Rollout,
   TERMINAL_STATUSES,
-} from '../../store/types.js';
+} from '../../store/core/types.js';
 import { AlgorithmAbortedError, AlgorithmConfigError, throwIfAborted } from '../errors.js';
 import { parseAlgorithmOptions } from '../options.js';
 import type { Algorithm, AlgorithmContext, GatewayControl, ModelPoolInfo } from '../types.js';

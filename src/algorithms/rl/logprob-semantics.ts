@@ -5,8 +5,8 @@
 // calls whose agent sent such parameters itself (marked on their spans) lose their logprobs in the batch.
 
 import { ATTR_LOGPROBS_RAW_ADJUSTED_PARAMS } from '../../contracts/span-attributes.js';
-import { adjustedSamplingParams } from '../../gateway/logprob-semantics.js';
-import type { JsonValue, Span } from '../../store/types.js';
+import { adjustedSamplingParams } from '../../gateway/capture/logprob-semantics.js';
+import type { JsonValue, Span } from '../../store/core/types.js';
 import { AlgorithmConfigError } from '../errors.js';
 import type { ModelPoolInfo } from '../types.js';
 

@@ -1,7 +1,7 @@
 // The trainer protocol's shapes (routes/rl.ts), as zod schemas so the same definitions validate the
 // weights post and publish the JSON schema at GET /v1/rl/schema.
 import { z } from 'zod';
-import { FAILURE_REASONS } from '../../store/types.js';
+import { FAILURE_REASONS } from '../../store/core/types.js';
 
 /** POST /v1/rl/weights. Extra scalar fields (lora_path, lora_name, ...) go to the weight-load hook. */
 export const weightsPostSchema = z

@@ -8,8 +8,8 @@ import {
   ATTR_MODEL_VERSION_SEGMENTS,
   ATTR_RESPONSE_TOKEN_IDS,
 } from '../../contracts/span-attributes.js';
-import { readVersionSegments, type VersionSegment } from '../../gateway/version-segments.js';
-import type { Span } from '../../store/types.js';
+import { readVersionSegments, type VersionSegment } from '../../gateway/swap/version-segments.js';
+import type { Span } from '../../store/core/types.js';
 
 export interface CallVersion {
   /** The version the call was sent under (`rollgate.model_version`). */

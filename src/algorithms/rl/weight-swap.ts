@@ -14,7 +14,7 @@
 // trainer (weight-handshake.ts). Every way out resumes the engines and the gateway (docs/failure-classes.md#47: a failed update
 // must never leave the gateway paused); a swap that fails keeps the pool's old version.
 
-import { adapterName } from '../../gateway/adapter-versions.js';
+import { adapterName } from '../../gateway/swap/adapter-versions.js';
 import type { Logger } from '../../logger.js';
 import type { BackendKind, GatewayControl, ModelPoolInfo } from '../types.js';
 import { adaptersToKeep } from './adapter-retirement.js';

@@ -3,7 +3,7 @@
 // the count is the prompt the call would really get. Other backends have no such route: that is a clear 501.
 import { GatewayError, isGatewayError } from '../../errors.js';
 import { isObj } from '../history/narrow.js';
-import type { ModelRegistry } from '../model-registry.js';
+import type { ModelRegistry } from '../pools/model-registry.js';
 import { translateConversation } from './request.js';
 
 const TOKENIZE_PATH = '/tokenize';

@@ -1,6 +1,6 @@
 // GET /v1/models (and /v1/models/{id}) in the Anthropic shape, for clients that send `anthropic-version`
 // (Claude Code's gateway model discovery, the Anthropic SDK's models.list()): one page with every served model.
-import type { ModelListing } from '../model-registry.js';
+import type { ModelListing } from '../pools/model-registry.js';
 
 export interface AnthropicModelInfo {
   readonly type: 'model';

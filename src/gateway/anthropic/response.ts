@@ -1,8 +1,9 @@
 // The engine's chat answer as an Anthropic message: the parts both answer shapes (JSON body, stream) share, and the
 // whole-body translation. Content blocks come in the order the model produced them: thinking (vLLM's parsed
 // reasoning), then text, then one `tool_use` per tool call.
-import { FINISH_REASON_ABORT, reasoningOf } from '../chat-choice-reader.js';
+
 import { isObj } from '../history/narrow.js';
+import { FINISH_REASON_ABORT, reasoningOf } from '../stream/chat-choice-reader.js';
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
 

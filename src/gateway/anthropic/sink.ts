@@ -4,8 +4,7 @@
 // its error event) becomes `message_delta` + `message_stop` or an `event: error`. A JSON answer (an error, a
 // non-stream message, a cache hit) is written as one body once it is complete.
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { AgentSink } from '../agent-sink.js';
-import { HEADER_ANTHROPIC_REQUEST_ID, HEADER_RETRY_AFTER } from '../headers.js';
+import type { AgentSink } from '../stream/agent-sink.js';
 import {
   DEFAULT_RETRY_AFTER_S,
   ensureRateLimitRetryAfter,
@@ -14,8 +13,9 @@ import {
   STATUS_UNAVAILABLE,
   TranslatingSink,
   type WholeAnswer,
-} from '../translating-sink.js';
-import { normaliseErrorJson, normaliseErrorMember } from '../upstream-error.js';
+} from '../stream/translating-sink.js';
+import { HEADER_ANTHROPIC_REQUEST_ID, HEADER_RETRY_AFTER } from '../upstream/headers.js';
+import { normaliseErrorJson, normaliseErrorMember } from '../upstream/upstream-error.js';
 import {
   type AnthropicErrorBody,
   anthropicErrorBody,

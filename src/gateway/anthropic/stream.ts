@@ -4,7 +4,12 @@
 // stopped when the next begins or the choice finishes; `message_delta` (stop reason, usage) and `message_stop`
 // when upstream's `[DONE]` arrives, which the relay holds until the span is stored. Nothing is buffered beyond the
 // block bookkeeping: every delta goes out in the events of the chunk that carried it.
-import { ABORTED_MESSAGE, FINISH_REASON_ABORT, FirstChoiceReader, type ToolCallDelta } from '../chat-choice-reader.js';
+import {
+  ABORTED_MESSAGE,
+  FINISH_REASON_ABORT,
+  FirstChoiceReader,
+  type ToolCallDelta,
+} from '../stream/chat-choice-reader.js';
 import { type AnthropicErrorBody, anthropicErrorBody } from './errors.js';
 import { anthropicUsage, messageId, stopInfo, THINKING_SIGNATURE } from './response.js';
 

@@ -2,8 +2,8 @@
 // and headers, a body that is the translated JSON or the translated event stream. Destroying it destroys the
 // engine's body, so the backend's in-flight slot is freed exactly as for a chat call.
 import { pipeline, Readable, Transform, type TransformCallback } from 'node:stream';
-import { readSseFields } from '../sse-event.js';
-import { SseSplitter } from '../sse-splitter.js';
+import { readSseFields } from '../stream/sse-event.js';
+import { SseSplitter } from '../stream/sse-splitter.js';
 
 /** What the forward path reads of an upstream response (undici's ResponseData is one). */
 export interface AnswerBody extends Readable {

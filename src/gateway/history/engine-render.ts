@@ -3,7 +3,7 @@
 // length. Any failure is answered with null: the call then goes to the chat route as sent, where the engine reports
 // the same problem to the agent itself.
 import type { EventEmitter } from 'node:events';
-import type { Backend } from '../model-registry.js';
+import type { Backend } from '../pools/model-registry.js';
 import { isObj } from './narrow.js';
 
 /** A render is a tokenizer pass; far longer means the engine is stuck, and the chat route is tried instead. */

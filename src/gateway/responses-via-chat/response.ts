@@ -1,8 +1,9 @@
 // The engine's chat answer as a Responses object: the parts both answer shapes (JSON body, stream) share, and the
 // whole-body translation. Output items come in the order the model produced them: a `reasoning` item (vLLM's
 // parsed reasoning), a `message` with one `output_text` part, then one `function_call` per tool call.
-import { FINISH_REASON_ABORT, reasoningOf } from '../chat-choice-reader.js';
+
 import { isObj, type Obj } from '../history/narrow.js';
+import { FINISH_REASON_ABORT, reasoningOf } from '../stream/chat-choice-reader.js';
 import type { NamespacedName, ResponsesEcho } from './request.js';
 
 export interface ResponsesUsage {

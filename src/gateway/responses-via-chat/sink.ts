@@ -5,9 +5,8 @@
 // bodies are already OpenAI-shaped, which is the Responses API's own error shape, and pass as they are (a 429
 // always with Retry-After: Codex does not retry one without it).
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { AgentSink } from '../agent-sink.js';
-import { ABORTED_MESSAGE } from '../chat-choice-reader.js';
-import { HEADER_RETRY_AFTER } from '../headers.js';
+import type { AgentSink } from '../stream/agent-sink.js';
+import { ABORTED_MESSAGE } from '../stream/chat-choice-reader.js';
 import {
   DEFAULT_RETRY_AFTER_S,
   ensureRateLimitRetryAfter,
@@ -16,8 +15,9 @@ import {
   STATUS_UNAVAILABLE,
   TranslatingSink,
   type WholeAnswer,
-} from '../translating-sink.js';
-import { normaliseErrorMember } from '../upstream-error.js';
+} from '../stream/translating-sink.js';
+import { HEADER_RETRY_AFTER } from '../upstream/headers.js';
+import { normaliseErrorMember } from '../upstream/upstream-error.js';
 import { type AnswerContext, chatCompletionToResponse } from './response.js';
 import { ChatToResponsesStream } from './stream.js';
 

@@ -5,7 +5,12 @@
 // next begins or the choice finishes; `response.completed` (or `.incomplete`) with the whole object and the usage
 // when upstream's `[DONE]` arrives, which the relay holds until the span is stored. Every event carries its
 // `sequence_number`. Nothing is buffered beyond the items' text: every delta goes out in the events of its chunk.
-import { ABORTED_MESSAGE, FINISH_REASON_ABORT, FirstChoiceReader, type ToolCallDelta } from '../chat-choice-reader.js';
+import {
+  ABORTED_MESSAGE,
+  FINISH_REASON_ABORT,
+  FirstChoiceReader,
+  type ToolCallDelta,
+} from '../stream/chat-choice-reader.js';
 import {
   type AnswerContext,
   createdAt,

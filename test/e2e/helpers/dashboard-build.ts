@@ -16,7 +16,7 @@ const SOURCES = [
   'dashboard/vite.config.ts',
   'src/adapters',
   'src/contracts',
-  'src/store/types.ts',
+  'src/store/core/types.ts',
 ];
 
 async function newestMtimeMs(path: string): Promise<number> {

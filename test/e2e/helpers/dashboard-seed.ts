@@ -22,7 +22,7 @@ import {
   REWARD_SPAN_NAME,
   TOKEN_IDS_STATUS_VALUE_OK,
 } from '../../../src/contracts/span-attributes.js';
-import type { Attributes, LightningStore, RolloutMode, SpanInput } from '../../../src/store/types.js';
+import type { Attributes, LightningStore, RolloutMode, SpanInput } from '../../../src/store/core/types.js';
 
 export const FEATURED_ROLLOUT = 'ro-demo-featured';
 export const FEATURED_REWARD = 0.75;

@@ -2,7 +2,7 @@
 // TypeScript and the Python trainer's e2e tests so both train on exactly the same task.
 import OpenAI from 'openai';
 import type { AgentFunction } from '../../../src/runner/index.js';
-import type { JsonObject, JsonValue } from '../../../src/store/types.js';
+import type { JsonObject, JsonValue } from '../../../src/store/core/types.js';
 import { ACTIONS } from '../../servers/tiny-policy.js';
 
 export const RL_MODEL = 'tiny-policy';

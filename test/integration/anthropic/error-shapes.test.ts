@@ -13,7 +13,7 @@ import {
 } from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKeyRing } from '../../../src/auth/keys.js';
-import type { Span } from '../../../src/store/types.js';
+import type { Span } from '../../../src/store/core/types.js';
 import { type AnthropicAgents, anthropicAgents } from '../../helpers/anthropic-agent.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';

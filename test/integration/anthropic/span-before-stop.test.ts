@@ -5,8 +5,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import type { Span, SpanInput } from '../../../src/store/types.js';
+import type { Span, SpanInput } from '../../../src/store/core/types.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { type AnthropicAgents, anthropicAgents } from '../../helpers/anthropic-agent.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';

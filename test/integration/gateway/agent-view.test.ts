@@ -6,8 +6,8 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { RESPONSE_CACHE_METADATA_KEY } from '../../../src/gateway/response-cache.js';
-import type { Span } from '../../../src/store/types.js';
+import { RESPONSE_CACHE_METADATA_KEY } from '../../../src/gateway/request/response-cache.js';
+import type { Span } from '../../../src/store/core/types.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

@@ -7,7 +7,7 @@
 import { request } from 'node:http';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpStore } from '../../../src/store/http.js';
+import { HttpStore } from '../../../src/store/client/http.js';
 import { type GatewayWithMock, startGatewayWithMock, startTestGateway } from '../../helpers/gateway.js';
 
 let h: GatewayWithMock;

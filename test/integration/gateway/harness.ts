@@ -1,7 +1,7 @@
 // A gateway in front of the vLLM stand-in, and helpers to read what it recorded.
 import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
-import type { Span } from '../../../src/store/types.js';
+import type { Span } from '../../../src/store/core/types.js';
 import { type ConfigOverrides, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockRequestRecord, type MockVllm, type MockVllmOptions, startMockVllm } from '../../servers/mock-vllm.js';
 

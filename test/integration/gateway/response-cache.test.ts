@@ -4,8 +4,8 @@
 // reach the model.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { HEADER_ROLLGATE_CACHE } from '../../../src/gateway/headers.js';
-import { RESPONSE_CACHE_METADATA_KEY } from '../../../src/gateway/response-cache.js';
+import { RESPONSE_CACHE_METADATA_KEY } from '../../../src/gateway/request/response-cache.js';
+import { HEADER_ROLLGATE_CACHE } from '../../../src/gateway/upstream/headers.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 let h: Harness;

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spansToTriplets, type TrainingDrop } from '../../../src/adapters/triplets.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import type { Span } from '../../../src/store/types.js';
+import type { Span } from '../../../src/store/core/types.js';
 import { type Harness, rolloutId, startHarness } from './harness.js';
 
 function training(spans: Span[]): { logprobs: unknown[]; drops: string[] } {

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { spansToTrajectories, type TrajectoryRow } from '../../../src/adapters/trajectories.js';
 import { spansToTriplets, type TokenTriplet } from '../../../src/adapters/triplets.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import type { Span } from '../../../src/store/types.js';
+import type { Span } from '../../../src/store/core/types.js';
 import { type ConfigOverrides, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { toolLoopModel } from '../../helpers/tool-agent.js';
 import { type MockVllm, type MockVllmOptions, startEngineTwin } from '../../servers/mock-vllm.js';

@@ -17,8 +17,8 @@ import { createOtlpRoutes } from '../../../routes/otlp.js';
 import { RolloutAttribution } from '../../../src/attribution/rollout-attribution.js';
 import { type LogFields, type Logger, silentLogger } from '../../../src/logger.js';
 import { type ListeningServer, listen } from '../../../src/server.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import type { Span } from '../../../src/store/types.js';
+import type { Span } from '../../../src/store/core/types.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { createOtlpIngester, type OtlpIngester } from '../../../src/tracing/otlp-ingest.js';
 import { exportRequestType, otlpProtoRoot } from './otlp-test-helpers.js';
 

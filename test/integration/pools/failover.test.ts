@@ -4,7 +4,7 @@
 import { APIError, InternalServerError } from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { pickSticky } from '../../../src/gateway/sticky-hash.js';
+import { pickSticky } from '../../../src/gateway/pools/sticky-hash.js';
 import { type Fleet, MODEL, rolloutId, startFleet } from './fleet.js';
 
 const FAST_RETRY = { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 50 };

@@ -2,7 +2,7 @@
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
-import type { Span } from '../../../src/store/types.js';
+import type { Span } from '../../../src/store/core/types.js';
 import { type ConfigOverrides, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, type MockVllmOptions, startMockVllm } from '../../servers/mock-vllm.js';
 

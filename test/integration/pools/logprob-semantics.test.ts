@@ -9,7 +9,7 @@ import { createAlgorithm } from '../../../src/algorithms/rl/index.js';
 import type { AlgorithmContext, ProgressReporter } from '../../../src/algorithms/types.js';
 import * as A from '../../../src/contracts/span-attributes.js';
 import { silentLogger } from '../../../src/logger.js';
-import type { LightningStore } from '../../../src/store/types.js';
+import type { LightningStore } from '../../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { tempFilePath } from '../../helpers/temp-path.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminGatewayControl } from '../../../src/algorithms/rl/admin-gateway-control.js';
 import { syncWeights } from '../../../src/algorithms/rl/weight-sync.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { versionCacheSalt } from '../../../src/gateway/cache-salt.js';
+import { versionCacheSalt } from '../../../src/gateway/swap/cache-salt.js';
 import { silentLogger } from '../../../src/logger.js';
 import { startTestGateway } from '../../helpers/gateway.js';
 import type { MockRequestRecord } from '../../servers/mock-vllm.js';

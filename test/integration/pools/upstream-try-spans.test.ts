@@ -6,8 +6,8 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/model-pool.js';
-import { sendUpstream } from '../../../src/gateway/upstream-tries.js';
+import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/pools/model-pool.js';
+import { sendUpstream } from '../../../src/gateway/upstream/upstream-tries.js';
 import { silentLogger } from '../../../src/logger.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createProcessExecutor } from '../../../src/runner/process-executor.js';
 import { createRunner, type Runner } from '../../../src/runner/runner.js';
 import type { AttemptContext } from '../../../src/runner/types.js';
-import type { FailureReason, LightningStore } from '../../../src/store/types.js';
+import type { FailureReason, LightningStore } from '../../../src/store/core/types.js';
 import { type GatewayWithMock, startGatewayWithMock } from '../../helpers/gateway.js';
 
 let gw: GatewayWithMock;

@@ -7,8 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createProcessExecutor } from '../../../src/runner/process-executor.js';
 import { createRunner, type Runner } from '../../../src/runner/runner.js';
 import type { AttemptContext } from '../../../src/runner/types.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import type { Attempt, LightningStore } from '../../../src/store/types.js';
+import type { Attempt, LightningStore } from '../../../src/store/core/types.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 
 const GATEWAY = 'http://127.0.0.1:9';
 

@@ -8,7 +8,7 @@ import { attemptRewardUrl } from '../../../src/runner/attempt-urls.js';
 import { postReward, RewardPostError } from '../../../src/runner/reward-client.js';
 import { runAgent } from '../../../src/runner/run-agent.js';
 import type { AttemptContext } from '../../../src/runner/types.js';
-import type { LightningStore } from '../../../src/store/types.js';
+import type { LightningStore } from '../../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 

@@ -7,7 +7,7 @@ import {
   rewardNameAttr,
   rewardValueAttr,
 } from '../../../src/contracts/span-attributes.js';
-import type { SpanInput } from '../../../src/store/types.js';
+import type { SpanInput } from '../../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { numberedSpan } from '../../helpers/numbered-span.js';
 

@@ -2,14 +2,14 @@
 // above it is a 400 in the API's error shape, and following the cursor (offset, x-next-offset, next_after) reaches
 // every row exactly once. HttpStore, which implements the in-process `limit: -1` contract, follows the pages itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpStore } from '../../../src/store/http.js';
+import { HttpStore } from '../../../src/store/client/http.js';
 import {
   COMPLETIONS_MAX_PAGE,
   STORE_API_MAX_PAGE,
   V1_LIST_DEFAULT_PAGE,
   V1_LIST_MAX_PAGE,
-} from '../../../src/store/page-limits.js';
-import type { EnqueueRolloutRequest } from '../../../src/store/types.js';
+} from '../../../src/store/core/page-limits.js';
+import type { EnqueueRolloutRequest } from '../../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { numberedSpan } from '../../helpers/numbered-span.js';
 

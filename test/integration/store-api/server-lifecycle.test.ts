@@ -6,8 +6,8 @@ import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
 import { listen } from '../../../src/server.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import type { Rollout } from '../../../src/store/types.js';
+import type { Rollout } from '../../../src/store/core/types.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { startTestGateway } from '../../helpers/gateway.js';
 
 function get(url: string, agent: Agent): Promise<{ status: number; reused: boolean }> {

@@ -2,7 +2,7 @@
 // chat and completions, n=1 and n=2.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
-import type { Span } from '../../../src/store/types.js';
+import type { Span } from '../../../src/store/core/types.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
 let h: Harness;

@@ -2,7 +2,7 @@
 // chunk, is recorded exactly as the non-stream response of the same request.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
-import type { Span } from '../../../src/store/types.js';
+import type { Span } from '../../../src/store/core/types.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
 const ARGS = { city: 'Reykjavik', units: 'metric', days: 5, note: 'x'.repeat(160) };

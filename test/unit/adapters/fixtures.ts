@@ -1,4 +1,4 @@
-import type { Attributes, Span } from '../../../src/store/types.js';
+import type { Attributes, Span } from '../../../src/store/core/types.js';
 
 let counter = 0;
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { spansToTrajectories } from '../../../src/adapters/trajectories.js';
 import { spansToTriplets, type TrainingDrop } from '../../../src/adapters/triplets.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import type { Attributes, Span } from '../../../src/store/types.js';
+import type { Attributes, Span } from '../../../src/store/core/types.js';
 import { callSpan, makeSpan, rewardSpan } from './fixtures.js';
 
 function read(spans: Span[]) {

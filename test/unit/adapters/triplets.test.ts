@@ -1,7 +1,7 @@
 // docs/training-data.md behaviour table, docs/failure-classes.md (20, 21, 52, 53).
 import { describe, expect, it } from 'vitest';
 import { spansToTriplets } from '../../../src/adapters/triplets.js';
-import type { Span } from '../../../src/store/types.js';
+import type { Span } from '../../../src/store/core/types.js';
 import { callSpan, makeSpan, rawProxySpan, rewardSpan } from './fixtures.js';
 
 const rewardsOf = (spans: Span[]) => spansToTriplets(spans).map((t) => t.reward);

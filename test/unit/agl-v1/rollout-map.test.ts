@@ -1,7 +1,7 @@
 // The v1 view of a store rollout must survive metadata that any store client may have rewritten by hand.
 import { describe, expect, it } from 'vitest';
 import { canTransition, newV1Metadata, toV1Rollout, V1_METADATA_KEY } from '../../../src/agl-v1/rollout-map.js';
-import type { JsonObject, Rollout } from '../../../src/store/types.js';
+import type { JsonObject, Rollout } from '../../../src/store/core/types.js';
 
 function rollout(metadata: JsonObject | null, status: Rollout['status'] = 'queuing'): Rollout {
   return {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { V1Event } from '../../../src/agl-v1/events.js';
 import { toTripletEvents } from '../../../src/agl-v1/triplet.js';
-import type { JsonObject } from '../../../src/store/types.js';
+import type { JsonObject } from '../../../src/store/core/types.js';
 
 function event(event_type: string, data: JsonObject): V1Event {
   return { event_type, rollout_id: 'r', attempt_id: '0', timestamp: '2026-01-01T00:00:00.000Z', data };

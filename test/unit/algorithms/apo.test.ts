@@ -7,8 +7,8 @@ import type { OptimizerClient } from '../../../src/algorithms/apo/optimizer.js';
 import { createProgressReporter } from '../../../src/algorithms/progress.js';
 import type { AlgorithmContext } from '../../../src/algorithms/types.js';
 import { silentLogger } from '../../../src/logger.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import type { JsonObject, JsonValue, NamedResources } from '../../../src/store/types.js';
+import type { JsonObject, JsonValue, NamedResources } from '../../../src/store/core/types.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { tempFilePath } from '../../helpers/temp-path.js';
 import { type FakeHandler, withFakeWorker } from './fake-worker.js';
 

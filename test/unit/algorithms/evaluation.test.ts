@@ -7,8 +7,8 @@ import { evaluateTasks } from '../../../src/algorithms/evaluation.js';
 import { createStoreOnlyGatewayControl } from '../../../src/algorithms/gateway-control.js';
 import { startAlgorithms } from '../../../src/algorithms/start.js';
 import { silentLogger } from '../../../src/logger.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import type { JsonValue } from '../../../src/store/types.js';
+import type { JsonValue } from '../../../src/store/core/types.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { withFakeWorker } from './fake-worker.js';
 
 const sink = { write: () => true, isTTY: false };

@@ -9,7 +9,7 @@ import type {
   LightningStore,
   NamedResources,
   Rollout,
-} from '../../../src/store/types.js';
+} from '../../../src/store/core/types.js';
 
 export type FakeHandler = (
   task: JsonValue,

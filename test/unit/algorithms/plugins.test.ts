@@ -9,7 +9,7 @@ import { validateAlgorithmConfigs } from '../../../src/algorithms/loader.js';
 import { createProgressReporter } from '../../../src/algorithms/progress.js';
 import { type StartAlgorithmsDeps, startAlgorithms } from '../../../src/algorithms/start.js';
 import { silentLogger } from '../../../src/logger.js';
-import { MemoryStore } from '../../../src/store/memory.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 
 const cfg = (use: string, options: Record<string, unknown> = {}) => ({ use, options, data: {} });
 

@@ -4,7 +4,7 @@ import {
   RESPONSE_CACHE_METADATA_KEY,
   responseCacheKey,
   shouldUseResponseCache,
-} from '../../../src/gateway/response-cache.js';
+} from '../../../src/gateway/request/response-cache.js';
 
 const body = { model: 'm', temperature: 0, messages: [{ role: 'user', content: 'hi' }] };
 

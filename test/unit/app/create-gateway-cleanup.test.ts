@@ -3,9 +3,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
 import { createGateway } from '../../../src/app.js';
 import { silentLogger } from '../../../src/logger.js';
-import { MemoryStore } from '../../../src/store/memory.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 
-vi.mock('../../../src/gateway/proxy.js', () => ({
+vi.mock('../../../src/gateway/engine/proxy.js', () => ({
   createProxy: () => {
     throw new Error('proxy construction failed');
   },

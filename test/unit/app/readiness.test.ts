@@ -2,7 +2,7 @@
 // database host gone without a reset) makes the gateway not ready instead of hanging /ready.
 import { describe, expect, it } from 'vitest';
 import { Readiness } from '../../../src/readiness.js';
-import { unwritable, WRITABLE, type WriteHealth } from '../../../src/store/write-health.js';
+import { unwritable, WRITABLE, type WriteHealth } from '../../../src/store/core/write-health.js';
 
 /** A store's probe, answered by hand. */
 class ProbedStore {

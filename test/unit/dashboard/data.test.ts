@@ -19,7 +19,7 @@ import {
   LEGACY_REWARD_SPAN_NAME,
   REWARD_SPAN_NAME,
 } from '../../../src/contracts/span-attributes.js';
-import type { Attributes, Span } from '../../../src/store/types.js';
+import type { Attributes, Span } from '../../../src/store/core/types.js';
 
 let seq = 0;
 function span(name: string, attributes: Attributes, sequenceId = ++seq): Span {

@@ -1,9 +1,9 @@
 // Versioned LoRA adapters (docs/weight-swaps.md): the pool's view of resident versions, rollout pins and calls in
-// flight (src/gateway/adapter-versions.ts), and which versions the rl plugin keeps loaded after a swap
+// flight (src/gateway/swap/adapter-versions.ts), and which versions the rl plugin keeps loaded after a swap
 // (src/algorithms/rl/adapter-retirement.ts).
 import { describe, expect, it } from 'vitest';
 import { adaptersToKeep } from '../../../src/algorithms/rl/adapter-retirement.js';
-import { AdapterVersions, adapterName } from '../../../src/gateway/adapter-versions.js';
+import { AdapterVersions, adapterName } from '../../../src/gateway/swap/adapter-versions.js';
 
 describe('AdapterVersions', () => {
   it('pins a rollout to the version of its first call while that one is resident', () => {

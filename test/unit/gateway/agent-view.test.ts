@@ -2,7 +2,7 @@
 // nulled in place, every other byte as upstream sent it, parser-buffered chunks that only carried ids dropped),
 // the fallback for layouts the byte surgery does not read, and whole JSON bodies. The capture sees everything.
 import { describe, expect, it } from 'vitest';
-import { type AgentViewStrip, agentViewStrip, viewJsonBody } from '../../../src/gateway/agent-view.js';
+import { type AgentViewStrip, agentViewStrip, viewJsonBody } from '../../../src/gateway/request/agent-view.js';
 import { runRelay } from '../../helpers/stream-relay.js';
 
 function strip(options: {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BackendHealth } from '../../../src/gateway/backend-health.js';
+import { BackendHealth } from '../../../src/gateway/pools/backend-health.js';
 
 function clock(start = 1_000_000) {
   let now = start;

@@ -1,6 +1,6 @@
 // Forced body keys (v1 mode routes): applied after the standard rewrite, recorded with the client's originals.
 import { describe, expect, it } from 'vitest';
-import { rewriteBody } from '../../../src/gateway/body-rewrite.js';
+import { rewriteBody } from '../../../src/gateway/request/body-rewrite.js';
 
 const base = { endpoint: 'chat', backendType: 'vllm', upstreamModel: 'm', tokenIds: true, logprobs: 'train' } as const;
 

@@ -1,6 +1,6 @@
 import { Keyv } from 'keyv';
 import { expect, it } from 'vitest';
-import { BoundedMemoryMap } from '../../../src/gateway/bounded-memory-map.js';
+import { BoundedMemoryMap } from '../../../src/gateway/request/bounded-memory-map.js';
 
 it('drops the oldest-written entries past the entry limit', () => {
   const map = new BoundedMemoryMap({ maxEntries: 2, maxChars: 1000 });

@@ -2,7 +2,7 @@
 // dashboard summing by status never meets a label value like "upstream_timeout".
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
-import { CallObserver } from '../../../src/gateway/call-observer.js';
+import { CallObserver } from '../../../src/gateway/engine/call-observer.js';
 import { silentLogger } from '../../../src/logger.js';
 import { GatewayMetrics } from '../../../src/metrics.js';
 

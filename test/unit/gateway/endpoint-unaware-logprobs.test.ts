@@ -1,7 +1,7 @@
 // docs/failure-classes.md (11-13) at the unit level: the body rewrite adds or overrides documented keys only,
 // per endpoint and backend type, and records the client's originals.
 import { describe, expect, it } from 'vitest';
-import { type RewriteOptions, rewriteBody } from '../../../src/gateway/body-rewrite.js';
+import { type RewriteOptions, rewriteBody } from '../../../src/gateway/request/body-rewrite.js';
 
 const base: RewriteOptions = {
   endpoint: 'chat',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { BackendHealth } from '../../../src/gateway/backend-health.js';
-import { type EngineProgress, readEngineProgress } from '../../../src/gateway/engine-progress.js';
-import { ProgressWatch } from '../../../src/gateway/progress-watch.js';
+import { BackendHealth } from '../../../src/gateway/pools/backend-health.js';
+import { type EngineProgress, readEngineProgress } from '../../../src/gateway/pools/engine-progress.js';
+import { ProgressWatch } from '../../../src/gateway/pools/progress-watch.js';
 import { renderMetrics } from '../../servers/twin/metrics.js';
 
 // The shape prometheus_client writes for vLLM: HELP/TYPE lines, `_created` samples, two engines, label values

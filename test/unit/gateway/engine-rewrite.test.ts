@@ -4,7 +4,7 @@
 // rewrite says why when it could not ask.
 import { describe, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { type RewriteOptions, rewriteBody } from '../../../src/gateway/body-rewrite.js';
+import { type RewriteOptions, rewriteBody } from '../../../src/gateway/request/body-rewrite.js';
 
 const BASE: RewriteOptions = {
   endpoint: 'chat',

@@ -6,11 +6,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
 import { StoreSpanProcessor } from '../../../exporters/store-span-exporter.js';
 import { isGatewayError } from '../../../src/errors.js';
-import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/model-pool.js';
-import { createProxy, type Proxy as GatewayProxy } from '../../../src/gateway/proxy.js';
-import { WebResponseSink } from '../../../src/gateway/web-sink.js';
+import { createProxy, type Proxy as GatewayProxy } from '../../../src/gateway/engine/proxy.js';
+import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/pools/model-pool.js';
+import { WebResponseSink } from '../../../src/gateway/stream/web-sink.js';
 import { silentLogger } from '../../../src/logger.js';
-import { MemoryStore } from '../../../src/store/memory.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 
 let mock: MockVllm;

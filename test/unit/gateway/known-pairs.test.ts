@@ -1,7 +1,7 @@
 // KnownPairs: forgetting a rollout drops every attempt of it and nothing else; the bound clears the cache
 // instead of growing past it, and re-setting a known pair never counts twice.
 import { expect, it } from 'vitest';
-import { KnownPairs } from '../../../src/gateway/known-pairs.js';
+import { KnownPairs } from '../../../src/attribution/known-pairs.js';
 
 it('forgets all attempts of one rollout and keeps the others', () => {
   const pairs = new KnownPairs<number>();

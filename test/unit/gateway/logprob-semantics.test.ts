@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { adjustedSamplingParams, logprobSemanticsAttributes } from '../../../src/gateway/logprob-semantics.js';
-import { createBackend, modelPolicy, type ResolvedRoute } from '../../../src/gateway/model-registry.js';
+import { adjustedSamplingParams, logprobSemanticsAttributes } from '../../../src/gateway/capture/logprob-semantics.js';
+import { createBackend, modelPolicy, type ResolvedRoute } from '../../../src/gateway/pools/model-registry.js';
 
 describe('adjustedSamplingParams', () => {
   it('names every parameter that changes the distribution, and only those', () => {

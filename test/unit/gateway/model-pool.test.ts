@@ -3,8 +3,8 @@
 import { afterEach, expect, it } from 'vitest';
 import type { ModelConfig } from '../../../config/schema.js';
 import { configSchema } from '../../../config/schema.js';
-import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/model-pool.js';
-import { pickSticky } from '../../../src/gateway/sticky-hash.js';
+import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/pools/model-pool.js';
+import { pickSticky } from '../../../src/gateway/pools/sticky-hash.js';
 import { silentLogger } from '../../../src/logger.js';
 
 const URLS = ['http://10.0.0.3:8000/v1', 'http://10.0.0.1:8000/v1', 'http://10.0.0.2:8000/v1'];

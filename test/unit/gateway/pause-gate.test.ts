@@ -2,8 +2,8 @@
 // pause refuses with 429 + Retry-After + X-Agl-Paused, hold mode is bounded, drain is event-driven.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isGatewayError } from '../../../src/errors.js';
-import type { PauseState } from '../../../src/gateway/pause-gate.js';
-import { PauseGate } from '../../../src/gateway/pause-gate.js';
+import type { PauseState } from '../../../src/gateway/swap/pause-gate.js';
+import { PauseGate } from '../../../src/gateway/swap/pause-gate.js';
 
 describe('PauseGate', () => {
   afterEach(() => {

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
 import { isGatewayError } from '../../../src/errors.js';
-import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/model-pool.js';
+import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/pools/model-pool.js';
 import { silentLogger } from '../../../src/logger.js';
 
 interface Seen {

@@ -3,10 +3,10 @@
 // unless the client sent a salt of its own, which stays isolated per version.
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
-import { rewriteBody } from '../../../src/gateway/body-rewrite.js';
-import { clientCacheSalt, versionCacheSalt } from '../../../src/gateway/cache-salt.js';
-import { modelPolicy } from '../../../src/gateway/model-registry.js';
-import { upstreamPayload } from '../../../src/gateway/upstream-payload.js';
+import { modelPolicy } from '../../../src/gateway/pools/model-registry.js';
+import { rewriteBody } from '../../../src/gateway/request/body-rewrite.js';
+import { clientCacheSalt, versionCacheSalt } from '../../../src/gateway/swap/cache-salt.js';
+import { upstreamPayload } from '../../../src/gateway/upstream/upstream-payload.js';
 
 const BASE = {
   endpoint: 'chat',

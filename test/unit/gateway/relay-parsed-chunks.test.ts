@@ -1,10 +1,10 @@
 // A translated stream (Messages, Responses via chat) is split and parsed once, by the relay: the translating sink
 // gets the relay's parsed chunk instead of the event's bytes to split and parse again.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { AgentSink } from '../../../src/gateway/agent-sink.js';
-import { CallCapture } from '../../../src/gateway/call-capture.js';
-import { StreamRelay } from '../../../src/gateway/stream-relay.js';
-import { type StreamTranslation, TranslatingSink } from '../../../src/gateway/translating-sink.js';
+import { CallCapture } from '../../../src/gateway/capture/call-capture.js';
+import type { AgentSink } from '../../../src/gateway/stream/agent-sink.js';
+import { StreamRelay } from '../../../src/gateway/stream/stream-relay.js';
+import { type StreamTranslation, TranslatingSink } from '../../../src/gateway/stream/translating-sink.js';
 
 const CHUNKS = [
   { id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },

@@ -3,9 +3,9 @@
 // same call from the whole object and from the events; the rewrite maps the model name and adds nothing else.
 import { describe, expect, it } from 'vitest';
 import type { OpenAIErrorBody } from '../../../src/errors.js';
-import { rewriteBody } from '../../../src/gateway/body-rewrite.js';
-import { CallCapture } from '../../../src/gateway/call-capture.js';
-import { sseErrorEvent } from '../../../src/gateway/stream-relay.js';
+import { CallCapture } from '../../../src/gateway/capture/call-capture.js';
+import { rewriteBody } from '../../../src/gateway/request/body-rewrite.js';
+import { sseErrorEvent } from '../../../src/gateway/stream/stream-relay.js';
 import { outputMessages, responsesInputMessages } from '../../../src/tracing/genai-messages.js';
 import { runRelay } from '../../helpers/stream-relay.js';
 

@@ -3,8 +3,8 @@
 // gpt-oss's harmony messages (no ids: nothing is claimed). The ids are checked against `usage.output_tokens`.
 import { describe, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { CallCapture } from '../../../src/gateway/call-capture.js';
-import { canonicalRecord } from '../../../src/gateway/canonical.js';
+import { CallCapture } from '../../../src/gateway/capture/call-capture.js';
+import { canonicalRecord } from '../../../src/gateway/capture/canonical.js';
 
 const lp = (token: string, logprob: number) => ({ token, logprob, bytes: [], top_logprobs: [] });
 

@@ -1,11 +1,11 @@
-// The agent's sink of an abort-resubmit pool's call (src/gateway/resubmit-sink.ts): bytes pass through until the
+// The agent's sink of an abort-resubmit pool's call (src/gateway/swap/resubmit-sink.ts): bytes pass through until the
 // call is marked; then an aborted answer never reaches the agent as if it were whole, wherever the engine's abort
 // marker falls in the writes.
 import type { OutgoingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { openAIErrorBody } from '../../../src/errors.js';
-import type { AgentSink } from '../../../src/gateway/agent-sink.js';
-import { ResubmitSink } from '../../../src/gateway/resubmit-sink.js';
+import type { AgentSink } from '../../../src/gateway/stream/agent-sink.js';
+import { ResubmitSink } from '../../../src/gateway/swap/resubmit-sink.js';
 
 const FAILURE = openAIErrorBody({ message: 'call again', type: 'service_unavailable', code: 'weights_swapped' });
 

@@ -4,7 +4,7 @@ import {
   isRetryableStatus,
   parseRetryAfterMs,
   retryDelayMs,
-} from '../../../src/gateway/retry-policy.js';
+} from '../../../src/gateway/upstream/retry-policy.js';
 
 const policy = createRetryPolicy({
   maxAttempts: 3,

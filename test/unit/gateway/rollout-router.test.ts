@@ -2,8 +2,8 @@
 // tie-break, and the rollout map's limits (a call longer than the idle limit keeps its rollout).
 import { expect, it } from 'vitest';
 import { routingSchema } from '../../../config/routing-schema.js';
-import { RolloutRouter } from '../../../src/gateway/rollout-router.js';
-import { pickSticky } from '../../../src/gateway/sticky-hash.js';
+import { RolloutRouter } from '../../../src/gateway/pools/rollout-router.js';
+import { pickSticky } from '../../../src/gateway/pools/sticky-hash.js';
 
 const URLS = ['http://10.0.0.1:8000/v1', 'http://10.0.0.2:8000/v1', 'http://10.0.0.3:8000/v1'];
 

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { StoreSpanProcessor } from '../../../exporters/store-span-exporter.js';
 import * as A from '../../../src/contracts/span-attributes.js';
 import { silentLogger } from '../../../src/logger.js';
-import { MemoryStore } from '../../../src/store/memory.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { createTracing, type Tracing } from '../../../src/tracing/provider.js';
 
 let store: MemoryStore;

@@ -1,8 +1,8 @@
 // docs/failure-classes.md#5: the SSE splitter scans only new bytes, so 1-byte reads stay linear; events split
 // across reads, CRLF separators and multi-byte UTF-8 split across reads all decode correctly.
 import { describe, expect, it } from 'vitest';
-import { readSseFields } from '../../../src/gateway/sse-event.js';
-import { SseSplitter } from '../../../src/gateway/sse-splitter.js';
+import { readSseFields } from '../../../src/gateway/stream/sse-event.js';
+import { SseSplitter } from '../../../src/gateway/stream/sse-splitter.js';
 
 function collect(): { events: Buffer[]; splitter: SseSplitter } {
   const events: Buffer[] = [];

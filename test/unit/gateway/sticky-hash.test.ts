@@ -1,6 +1,6 @@
 // docs/failure-classes.md#49: the sticky hash must be bit-exact with the Python reference.
 import { describe, expect, it } from 'vitest';
-import { pickSticky, stickyIndex } from '../../../src/gateway/sticky-hash.js';
+import { pickSticky, stickyIndex } from '../../../src/gateway/pools/sticky-hash.js';
 
 const VECTORS: Record<string, [number, number, number, number]> = {
   r1: [1, 2, 1, 1],

@@ -3,8 +3,8 @@
 // misaligned, non-finite or at vLLM's -9999.0 placeholder are absent, with the reason.
 import { describe, expect, it } from 'vitest';
 import type { CanonicalRecord, Endpoint } from '../../../src/contracts/call-record.js';
-import { CallCapture } from '../../../src/gateway/call-capture.js';
-import { canonicalRecord } from '../../../src/gateway/canonical.js';
+import { CallCapture } from '../../../src/gateway/capture/call-capture.js';
+import { canonicalRecord } from '../../../src/gateway/capture/canonical.js';
 
 function fromWhole(endpoint: Endpoint, body: unknown, complete = true): CanonicalRecord {
   const capture = new CallCapture(endpoint);

@@ -1,6 +1,6 @@
 // A broken upstream that numbers its streamed tool calls out of range must not corrupt the recorded message.
 import { describe, expect, it } from 'vitest';
-import { CallCapture } from '../../../src/gateway/call-capture.js';
+import { CallCapture } from '../../../src/gateway/capture/call-capture.js';
 
 function chunk(toolCalls: unknown[]) {
   return {

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
-import { rewriteBody } from '../../../src/gateway/body-rewrite.js';
-import { upstreamPayload } from '../../../src/gateway/upstream-payload.js';
+import { rewriteBody } from '../../../src/gateway/request/body-rewrite.js';
+import { upstreamPayload } from '../../../src/gateway/upstream/upstream-payload.js';
 
 const OPTIONS = {
   endpoint: 'chat',

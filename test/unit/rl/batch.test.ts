@@ -10,8 +10,8 @@ import {
   CALL_OUTCOME_VALUE_ABORTED,
   CALL_ROLE_VALUE_AUXILIARY,
 } from '../../../src/contracts/span-attributes.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import { type Attributes, FAILURE_REASONS, type FailureReason, type Rollout } from '../../../src/store/types.js';
+import { type Attributes, FAILURE_REASONS, type FailureReason, type Rollout } from '../../../src/store/core/types.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 
 interface Turn {

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildProgram } from '../../../src/cli.js';
 import { type ExportLevel, type ExportRow, exportRows } from '../../../src/commands/export.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { SqliteStore } from '../../../src/store/sqlite.js';
-import type { Attributes } from '../../../src/store/types.js';
+import type { Attributes } from '../../../src/store/core/types.js';
+import { SqliteStore } from '../../../src/store/sqlite/sqlite.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 
 async function collect(rows: AsyncIterable<ExportRow>): Promise<ExportRow[]> {

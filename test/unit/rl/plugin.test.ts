@@ -4,7 +4,7 @@ import { createAlgorithmFromConfig, validateAlgorithmConfigs } from '../../../sr
 import { rlOptionsSchema } from '../../../src/algorithms/rl/options.js';
 import type { ProgressReporter } from '../../../src/algorithms/types.js';
 import { silentLogger } from '../../../src/logger.js';
-import { MemoryStore } from '../../../src/store/memory.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { tempFilePath } from '../../helpers/temp-path.js';
 
 const quiet: ProgressReporter = { phase() {}, advance() {}, note() {}, close() {} };

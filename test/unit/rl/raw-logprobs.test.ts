@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { buildBatch } from '../../../src/algorithms/rl/batch.js';
 import { assertBehaviourLogprobs } from '../../../src/algorithms/rl/logprob-semantics.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import type { Attributes, Rollout } from '../../../src/store/types.js';
+import type { Attributes, Rollout } from '../../../src/store/core/types.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 
 async function oneCallRollout(store: MemoryStore, reward: number, extra: Attributes): Promise<Rollout> {

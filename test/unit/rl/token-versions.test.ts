@@ -9,9 +9,9 @@ import {
   ATTR_MODEL_VERSION_SEGMENTS,
   ATTR_RESPONSE_LOGPROBS,
 } from '../../../src/contracts/span-attributes.js';
-import { readVersionSegments, versionSegments } from '../../../src/gateway/version-segments.js';
-import { MemoryStore } from '../../../src/store/memory.js';
-import type { Attributes, Rollout } from '../../../src/store/types.js';
+import { readVersionSegments, versionSegments } from '../../../src/gateway/swap/version-segments.js';
+import type { Attributes, Rollout } from '../../../src/store/core/types.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 
 interface Call {

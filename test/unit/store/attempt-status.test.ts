@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type AttemptState, nextAttemptState } from '../../../src/store/attempt-status.js';
-import { ATTEMPT_STATUSES, type AttemptStatus } from '../../../src/store/types.js';
+import { type AttemptState, nextAttemptState } from '../../../src/store/core/attempt-status.js';
+import { ATTEMPT_STATUSES, type AttemptStatus } from '../../../src/store/core/types.js';
 
 function attempt(status: AttemptStatus, over: Partial<AttemptState> = {}): AttemptState {
   return { status, start_time: 100, end_time: null, last_heartbeat_time: null, ...over };

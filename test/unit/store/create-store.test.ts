@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createStore } from '../../../src/store/create-store.js';
+import { createStore } from '../../../src/store/core/create-store.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rollgate-create-store-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

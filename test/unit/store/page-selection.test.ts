@@ -1,7 +1,7 @@
 // filterPage and sortedFilterPage (query.ts) answer exactly what filtering every row and then sortAndPage answers
 // (same rows, same order, same total, ties in insertion order, null rules), for every sort, order and page.
 import { describe, expect, it } from 'vitest';
-import { filterPage, sortAndPage, sortedFilterPage, validatePage } from '../../../src/store/query.js';
+import { filterPage, sortAndPage, sortedFilterPage, validatePage } from '../../../src/store/core/query.js';
 
 interface Row {
   id: number;

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { isStoreError } from '../../../src/store/errors.js';
-import { combineFilters, contains, sortAndPage, validateFilterLogic, validatePage } from '../../../src/store/query.js';
+import { isStoreError } from '../../../src/store/core/errors.js';
+import {
+  combineFilters,
+  contains,
+  sortAndPage,
+  validateFilterLogic,
+  validatePage,
+} from '../../../src/store/core/query.js';
 
 const fields = ['name', 'end_time', 'count'] as const;
 

@@ -1,10 +1,10 @@
 // Which database errors are storage refusals, and how long readiness holds one its read-only probe cannot see.
 import { describe, expect, it } from 'vitest';
-import { StoreError } from '../../../src/store/errors.js';
-import { mapDatabaseError } from '../../../src/store/postgres-db.js';
-import { storageRefusal } from '../../../src/store/postgres-refusals.js';
-import { RefusalHold } from '../../../src/store/refusal-hold.js';
-import { WRITABLE, type WriteHealth } from '../../../src/store/write-health.js';
+import { StoreError } from '../../../src/store/core/errors.js';
+import { RefusalHold } from '../../../src/store/core/refusal-hold.js';
+import { WRITABLE, type WriteHealth } from '../../../src/store/core/write-health.js';
+import { mapDatabaseError } from '../../../src/store/postgres/postgres-db.js';
+import { storageRefusal } from '../../../src/store/postgres/postgres-refusals.js';
 
 function pgError(code: string, message = 'refused'): Error {
   return Object.assign(new Error(message), { code });

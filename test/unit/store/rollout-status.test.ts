@@ -1,13 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { nextAttemptState } from '../../../src/store/attempt-status.js';
-import { nextRolloutState, type RolloutState, rolloutStatusFromAttempt } from '../../../src/store/rollout-status.js';
+import { nextAttemptState } from '../../../src/store/core/attempt-status.js';
+import {
+  nextRolloutState,
+  type RolloutState,
+  rolloutStatusFromAttempt,
+} from '../../../src/store/core/rollout-status.js';
 import {
   ATTEMPT_STATUSES,
   type AttemptStatus,
   ROLLOUT_STATUSES,
   type RolloutConfig,
   type RolloutStatus,
-} from '../../../src/store/types.js';
+} from '../../../src/store/core/types.js';
 
 const NOW = 1_000;
 const TERMINAL = new Set<RolloutStatus>(['failed', 'succeeded', 'cancelled']);

@@ -1,8 +1,8 @@
 // The in-memory store keeps one copy of a long attribute value that consecutive spans of a rollout repeat (tool
 // definitions, a re-sent prompt), without changing what readers get back or the caller's objects.
 import { describe, expect, it } from 'vitest';
-import { MemoryStore } from '../../../src/store/memory.js';
-import { shareRepeatedStrings } from '../../../src/store/shared-strings.js';
+import { MemoryStore } from '../../../src/store/memory/memory.js';
+import { shareRepeatedStrings } from '../../../src/store/memory/shared-strings.js';
 import { findGc } from '../../helpers/gc.js';
 import { makeSpan } from '../adapters/fixtures.js';
 

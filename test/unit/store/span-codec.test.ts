@@ -9,8 +9,8 @@ import {
   SpanEncoder,
   sharedDictionaryId,
   spanBaseOf,
-} from '../../../src/store/span-codec.js';
-import type { Attributes, Span } from '../../../src/store/types.js';
+} from '../../../src/store/codec/span-codec.js';
+import type { Attributes, Span } from '../../../src/store/core/types.js';
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isPackableIntArray, packIntArrays, unpackIntArrays } from '../../../src/store/token-ids-codec.js';
+import { isPackableIntArray, packIntArrays, unpackIntArrays } from '../../../src/store/codec/token-ids-codec.js';
 
 describe('token id codec', () => {
   it('packs every all-int32 array attribute and restores number[] exactly', () => {

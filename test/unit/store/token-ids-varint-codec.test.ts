@@ -4,8 +4,8 @@ import {
   isInt32Array,
   unpackVarintArrays,
   VarintPacker,
-} from '../../../src/store/token-ids-varint-codec.js';
-import type { Attributes } from '../../../src/store/types.js';
+} from '../../../src/store/codec/token-ids-varint-codec.js';
+import type { Attributes } from '../../../src/store/core/types.js';
 
 const noBase = () => undefined;
 

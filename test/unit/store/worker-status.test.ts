@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ATTEMPT_STATUSES } from '../../../src/store/types.js';
-import { initialWorkerState, nextWorkerState, type WorkerState } from '../../../src/store/worker-status.js';
+import { ATTEMPT_STATUSES } from '../../../src/store/core/types.js';
+import { initialWorkerState, nextWorkerState, type WorkerState } from '../../../src/store/core/worker-status.js';
 
 const ids = { rollout_id: 'ro-1', attempt_id: 'at-1' };
 

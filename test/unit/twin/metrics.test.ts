@@ -1,7 +1,7 @@
 // The twin's GET /metrics (vLLM's and SGLang's Prometheus families that show engine progress) and its
 // /_twin/hang control: a stuck engine loop that generates nothing and publishes nothing new while /health stays 200.
 import { describe, expect, it } from 'vitest';
-import { readEngineProgress } from '../../../src/gateway/engine-progress.js';
+import { readEngineProgress } from '../../../src/gateway/pools/engine-progress.js';
 import { type TwinHarness, twinsPerTest } from './harness.js';
 
 const twin = twinsPerTest({ paceNonStream: true, ttftMs: 5, interTokenMs: 20 });

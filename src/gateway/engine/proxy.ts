@@ -1,0 +1,81 @@
+// Builds the forwarding engine from config: model registry (one keep-alive pool per backend), the
+// gateway's own tracer provider with the given span writer, and the forward path; one close() for all.
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { Keyv } from 'keyv';
+import type { RollgateConfig } from '../../../config/schema.js';
+import type { Logger } from '../../logger.js';
+import type { PendingSpanWrites } from '../../tracing/pending-writes.js';
+import { createTracing, type Tracing } from '../../tracing/provider.js';
+import { callRoleRulesLookup } from '../capture/call-role-rules.js';
+import { createStaticModelRegistry, type ModelRegistry } from '../pools/model-registry.js';
+import { BoundedMemoryMap } from '../request/bounded-memory-map.js';
+import { createResponseCache, type ResponseCache } from '../request/response-cache.js';
+import { createGateway, type Gateway } from './forward.js';
+import type { RecordingOptions } from './recording-policy.js';
+
+/** Defaults of the in-memory response cache: evaluation answers are small, and an hour covers an APO run. */
+const RESPONSE_CACHE_MAX_ENTRIES = 10_000;
+const RESPONSE_CACHE_MAX_CHARS = 64 * 1024 * 1024;
+const RESPONSE_CACHE_TTL_MS = 60 * 60 * 1000;
+
+export interface ProxyOptions {
+  readonly config: Pick<RollgateConfig, 'models' | 'tracing'>;
+  /** Writes attributed spans to the store and lets the gateway await each write (docs/durability.md). */
+  readonly spanWriter: SpanProcessor & PendingSpanWrites;
+  /** More processors, e.g. a batch OTLP exporter that must never delay a call. */
+  readonly extraSpanProcessors?: readonly SpanProcessor[];
+  readonly logger: Logger;
+  /** Replaces the config's round-robin registry (health, sticky routing). */
+  readonly registry?: ModelRegistry;
+  /** Record messages on spans of calls without a rollout (default true; see forward.ts). */
+  readonly captureUnattributedContent?: boolean;
+  /** Answers opted-in temperature-0 calls (response-cache.ts); default: bounded, in memory. Closed with the proxy. */
+  readonly responseCache?: ResponseCache;
+  /** What a call whose span could not be stored gets (recording-policy.ts); default: it fails, retryably. */
+  readonly recording?: RecordingOptions;
+}
+
+export interface Proxy {
+  readonly gateway: Gateway;
+  readonly tracing: Tracing;
+  /** Idempotent: closes the upstream pools, then flushes and shuts the tracer provider down. */
+  close(): Promise<void>;
+}
+
+export function createProxy(options: ProxyOptions): Proxy {
+  const registry = options.registry ?? createStaticModelRegistry({ models: options.config.models });
+  const responseCache =
+    options.responseCache ??
+    createResponseCache({
+      keyv: new Keyv({
+        store: new BoundedMemoryMap({ maxEntries: RESPONSE_CACHE_MAX_ENTRIES, maxChars: RESPONSE_CACHE_MAX_CHARS }),
+        namespace: 'rollgate-response-cache',
+      }),
+      ttlMs: RESPONSE_CACHE_TTL_MS,
+    });
+  const tracing = createTracing({ spanProcessors: [options.spanWriter, ...(options.extraSpanProcessors ?? [])] });
+  const gateway = createGateway({
+    registry,
+    tracer: tracing.tracer,
+    pendingWrites: options.spanWriter,
+    logger: options.logger,
+    captureContent: options.config.tracing.captureContent,
+    captureUnattributedContent: options.captureUnattributedContent ?? true,
+    responseCache,
+    ...(options.recording === undefined ? {} : { recording: options.recording }),
+    callRoles: callRoleRulesLookup(options.config.models),
+  });
+  let closing: Promise<void> | null = null;
+  return {
+    gateway,
+    tracing,
+    close() {
+      closing ??= (async () => {
+        await gateway.close();
+        await responseCache.close();
+        await tracing.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,127 @@
+// Versions true to the token. A keep-mode weight swap (docs/weight-swaps.md) freezes a generation, loads new
+// weights and lets it continue: its first tokens come from one version, the rest from the next. A stream tells
+// the gateway where that happened: the number of response ids it had relayed when the pool's version changed on
+// the call's server (the engine was frozen then, so every id relayed so far was computed before the load). The
+// call's span then names the version of every token (`rollgate.model_version.segments`) instead of being marked
+// `changed_in_flight` as a whole, which is what a call whose change point is unknown (non-stream answers, changes
+// before the call could watch) still gets.
+import type { Attributes } from '@opentelemetry/api';
+import * as A from '../../contracts/span-attributes.js';
+import type { ModelRegistry, ResolvedRoute, VersionChange } from '../pools/model-registry.js';
+
+/** `[start, end, version]`: response ids `start..end-1` were computed by `version`. */
+export type VersionSegment = readonly [number, number, number];
+
+interface Boundary {
+  readonly at: number;
+  readonly version: number;
+}
+
+export class CallVersions {
+  readonly #initial: number;
+  readonly #boundaries: Boundary[] = [];
+  readonly #tokensSoFar: () => number | null;
+  #unknown = false;
+  #unwatch: () => void = () => undefined;
+
+  private constructor(initial: number, tokensSoFar: () => number | null) {
+    this.#initial = initial;
+    this.#tokensSoFar = tokensSoFar;
+  }
+
+  /**
+   * Watches the route's backend for version changes while the call runs. `tokensSoFar` is the number of response
+   * ids relayed to the agent so far, or null when this kind of answer cannot tell (non-stream, ids only at the end).
+   * Null when the registry cannot watch.
+   */
+  static watch(options: {
+    readonly registry: ModelRegistry;
+    readonly route: ResolvedRoute;
+    readonly tokensSoFar: () => number | null;
+  }): CallVersions | null {
+    const { registry, route } = options;
+    if (registry.watchVersion === undefined) return null;
+    const versions = new CallVersions(route.model.version, options.tokensSoFar);
+    versions.#unwatch = registry.watchVersion(route, (change) => versions.#change(change));
+    return versions;
+  }
+
+  #change(change: VersionChange): void {
+    const at = change.known ? this.#tokensSoFar() : null;
+    // Nothing relayed yet: the generation may not have started (queued behind the freeze, or prefilling), and its
+    // prompt carried the old version's cache_salt, so KV the old weights computed may feed every token. Unknown.
+    if (at === null || at === 0) {
+      this.#unknown = true;
+      return;
+    }
+    this.#boundaries.push({ at, version: change.version });
+  }
+
+  /** Stops watching; idempotent. */
+  close(): void {
+    this.#unwatch();
+    this.#unwatch = () => undefined;
+  }
+
+  /**
+   * The span attributes once the call ended: segments when every change has a known place in `total` response
+   * ids, `changed_in_flight` when one has not (or `changedInFlight` says so and no change was seen), none otherwise.
+   */
+  attributes(options: { readonly total: number | null; readonly changedInFlight: boolean }): Attributes {
+    this.close();
+    const { total } = options;
+    if (this.#unknown || (this.#boundaries.length > 0 && (total === null || total === 0))) {
+      return { [A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT]: true };
+    }
+    if (this.#boundaries.length === 0 || total === null) {
+      return options.changedInFlight ? { [A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT]: true } : {};
+    }
+    return { [A.ATTR_MODEL_VERSION_SEGMENTS]: JSON.stringify(versionSegments(this.#initial, this.#boundaries, total)) };
+  }
+}
+
+/** Segments over `total` ids from the starting version and the change points (a version with no token drops out). */
+export function versionSegments(initial: number, boundaries: readonly Boundary[], total: number): VersionSegment[] {
+  const segments: VersionSegment[] = [];
+  let start = 0;
+  let version = initial;
+  for (const b of boundaries) {
+    const at = Math.min(Math.max(b.at, start), total);
+    if (at > start) segments.push([start, at, version]);
+    start = at;
+    version = b.version;
+  }
+  if (total > start) segments.push([start, total, version]);
+  return segments;
+}
+
+function isSegment(value: unknown): value is VersionSegment {
+  return (
+    Array.isArray(value) &&
+    value.length === 3 &&
+    value.every((v) => Number.isInteger(v)) &&
+    (value[0] as number) >= 0 &&
+    (value[1] as number) > (value[0] as number)
+  );
+}
+
+/**
+ * The segments a span recorded, checked to cover `0..length` in order; null when absent or not usable (a reader
+ * then falls back to the span's single version).
+ */
+export function readVersionSegments(value: unknown, length: number): VersionSegment[] | null {
+  if (typeof value !== 'string') return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(parsed) || !parsed.every(isSegment)) return null;
+  let next = 0;
+  for (const [start, end] of parsed) {
+    if (start !== next) return null;
+    next = end;
+  }
+  return next === length ? parsed : null;
+}

@@ -1,0 +1,564 @@
+// The compact span format shared by the SQLite and PostgreSQL stores (docs/store.md, "span format"). A recorded
+// call is mostly its token ids, its logprobs (twice: as an array and inside the engine's `logprobs.content` JSON)
+// and its GenAI messages, which re-send the whole history on every turn. Here each value is stored once:
+//   - integer arrays (token ids) as varints or fixed-width bits, whichever is smaller; the prompt ids may start
+//     with a reference to the base span's prompt + response (span-int-arrays.ts), so a later turn stores only its
+//     new ids;
+//   - other number arrays (logprobs) as packed floats: float32 when every value survives the float32 round trip
+//     (what engines send: they compute logprobs in float32), float64 otherwise, so a read never sees a changed value;
+//   - `logprobs.content` as its tokens, top-logprob counts and floats, with the chosen-token logprobs taken from the
+//     logprobs array when they are the same values and `bytes` left out when they are the token's UTF-8;
+//   - a long string attribute that starts like the same attribute of the base span (the re-sent history) as the
+//     length of that common prefix + its new suffix;
+//   - everything else as JSON, deflated with the base span's strings and head as the dictionary, which catches
+//     what a turn repeats without a common prefix (the previous answer inside the new history, the same ids); a
+//     span without a base (an attempt's first call) is deflated with a shared dictionary the store keeps, made
+//     from an earlier first call (what every rollout's first call repeats: the system prompt, the tools).
+// The base is an earlier span of the same attempt, chosen by the store; whoever decodes must hand back the same
+// base (the store keeps its row id next to the blob). Reads return exactly the span that was encoded: attributes
+// in their order, strings unchanged, numbers identical.
+//
+// Blob layout (FORMAT 1):
+//   u8 FORMAT | u8 flags (bit 0: deflated with the base's dictionary, bit 1: with shared dictionary <id>) |
+//   [varint id] | varint head bytes | deflated head JSON | varint id bytes | integer arrays (span-int-arrays.ts) |
+//   floats, little endian, in the order the head lists them
+import { endianness } from 'node:os';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import {
+  ATTR_LOGPROBS_CONTENT,
+  ATTR_PROMPT_TOKEN_IDS,
+  ATTR_RESPONSE_LOGPROBS,
+  ATTR_RESPONSE_TOKEN_IDS,
+} from '../../contracts/span-attributes.js';
+import type { Attributes, AttributeValue, Span } from '../core/types.js';
+import { packIntArrays, unpackIntArrays } from './span-int-arrays.js';
+import { contextPrefixLength, isInt32Array, type TokenContext } from './token-ids-varint-codec.js';
+
+/** What a later span of the same attempt may refer to: this span's token context, long strings and head. */
+export interface SpanBase extends TokenContext {
+  /** String attributes long enough to be worth a prefix reference, by name. */
+  readonly strings: ReadonlyMap<string, string>;
+  /** The head JSON of the base as it was stored. */
+  readonly head: string;
+}
+
+/**
+ * A dictionary the store keeps apart from spans (never deleted with a rollout), for spans without a base: made
+ * from an earlier first call, it holds what every rollout's first call repeats (system prompt, tools, keys).
+ */
+export interface SharedDictionary {
+  readonly id: number;
+  readonly bytes: Buffer;
+}
+
+export interface EncodeContext {
+  readonly base: SpanBase | null;
+  /** Used when there is no base. */
+  readonly shared?: SharedDictionary | null;
+}
+
+export interface DecodeContext {
+  /** Asked for only when the blob refers to a base; undefined when the store cannot give it (decoding throws). */
+  readonly base: () => SpanBase | undefined;
+  /** The shared dictionary of this id (sharedDictionaryId), undefined when unknown. */
+  readonly shared?: (id: number) => Buffer | undefined;
+}
+
+export interface EncodedSpan {
+  /** A fresh buffer, owned by the caller. */
+  readonly blob: Buffer;
+  /** Whether the blob refers to the base (decoding it then needs the same base). */
+  readonly baseUsed: boolean;
+  /** This span as a base for the next spans of its attempt. */
+  readonly self: SpanBase;
+}
+
+const FORMAT = 1;
+const FLAG_BASE = 1;
+/** Deflated with a shared dictionary (a span without a base: the first of its attempt); its id follows. */
+const FLAG_SHARED = 2;
+/** Strings shorter than this are left to the compressor: a prefix reference would not pay for itself. */
+const LONG_STRING_CHARS = 256;
+/** A shorter common prefix is cheaper to let the dictionary find. */
+const MIN_SHARED_PREFIX = 64;
+/** Deflate looks back at most 32 KiB: a longer dictionary is never read. */
+const DICTIONARY_BYTES = 32 * 1024;
+// Level 4: with a 32 KiB dictionary of similar text, zlib's default level 6 spends ~5x longer on its lazy match
+// search for ~1 % smaller output (measured on the store-scale rollouts).
+const DEFLATE_LEVEL = 4;
+
+type FloatWidth = 4 | 8;
+
+/** How `logprobs.content` is rebuilt (keys of one letter: this JSON is in every blob). */
+interface CompactLogprobs {
+  /** Entries. */
+  n: number;
+  /**
+   * Tokens, joined: every entry's chosen token, then every top token in entry order. The chosen ones joined are
+   * the answer's text, which the messages hold too: deflate then finds them as one long match.
+   */
+  t: string;
+  /** Length of each token in `t` (UTF-16 units). */
+  l: number[];
+  /** Top-logprob count of each entry, or the one count they all have; -1: entries have no top_logprobs key. */
+  k: number[] | number;
+  /** [index into t, bytes] where bytes are not the token's UTF-8 (null included). */
+  b: Array<[number, number[] | null]>;
+  /** 1: the chosen logprobs are the values of the logprobs array, not stored again. */
+  r: 0 | 1;
+  /** Floats stored (chosen unless r, then tops, entry by entry) and their width. */
+  m: number;
+  w: FloatWidth;
+}
+
+interface Head {
+  /** The span with the attributes that stay JSON. */
+  s: Span;
+  /** Every attribute name in order, when some are stored elsewhere. */
+  k?: string[];
+  /** Float arrays: [name, count, width]. */
+  f?: Array<[string, number, FloatWidth]>;
+  /** Prefix references to the base's strings: [name, shared length, suffix]. */
+  d?: Array<[string, number, string]>;
+  /** `logprobs.content`, compacted. */
+  c?: CompactLogprobs;
+}
+
+function isNumberArray(value: unknown): value is readonly number[] {
+  if (!Array.isArray(value) || value.length === 0) return false;
+  for (const v of value) if (typeof v !== 'number') return false;
+  return true;
+}
+
+function widthOf(values: readonly number[]): FloatWidth {
+  for (const v of values) if (!Object.is(Math.fround(v), v)) return 8;
+  return 4;
+}
+
+/** Assignment would set the prototype for a key `__proto__`; attribute names come from outside. */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__')
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
+
+/** Chars compared at once by string equality (a memory compare) before the char-by-char scan. */
+const PREFIX_BLOCK_CHARS = 1024;
+
+function sharedPrefix(a: string, b: string): number {
+  const max = Math.min(a.length, b.length);
+  // Tool definitions and long histories repeat whole from call to call: comparing them one char at a time in JS
+  // was the largest single cost of a 100 KB call's commit.
+  if (a.length === b.length && a === b) return max;
+  let i = 0;
+  while (i + PREFIX_BLOCK_CHARS <= max && a.slice(i, i + PREFIX_BLOCK_CHARS) === b.slice(i, i + PREFIX_BLOCK_CHARS)) {
+    i += PREFIX_BLOCK_CHARS;
+  }
+  while (i < max && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  // Never cut a surrogate pair: both halves stay on the same side.
+  if (i > 0 && i < a.length) {
+    const last = a.charCodeAt(i - 1);
+    if (last >= 0xd800 && last <= 0xdbff) i--;
+  }
+  return i;
+}
+
+function sameUtf8(token: string, bytes: unknown): boolean {
+  if (!Array.isArray(bytes)) return false;
+  // Most tokens are ASCII: their UTF-8 is their char codes, no buffer needed.
+  if (bytes.length === token.length) {
+    let ascii = true;
+    for (let i = 0; i < token.length && ascii; i++) {
+      const code = token.charCodeAt(i);
+      if (code >= 0x80) ascii = false;
+      else if (bytes[i] !== code) return false;
+    }
+    if (ascii) return true;
+  }
+  const utf8 = Buffer.from(token, 'utf8');
+  if (utf8.length !== bytes.length) return false;
+  for (let i = 0; i < utf8.length; i++) if (utf8[i] !== bytes[i]) return false;
+  return true;
+}
+
+function isByteList(value: unknown): value is number[] | null {
+  if (value === null) return true;
+  if (!Array.isArray(value)) return false;
+  for (const v of value) if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 255) return false;
+  return true;
+}
+
+function hasKeys(value: unknown, keys: readonly string[]): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  // Parsed JSON has no inherited enumerable keys: for-in walks its own keys in order, without an array.
+  let i = 0;
+  for (const key in value) if (key !== keys[i++]) return false;
+  return i === keys.length;
+}
+
+const ENTRY_KEYS = ['token', 'logprob', 'bytes', 'top_logprobs'] as const;
+const ENTRY_KEYS_NO_TOP = ['token', 'logprob', 'bytes'] as const;
+
+/**
+ * The compact form of an engine's `logprobs.content` JSON with its floats, or null when the text is not exactly
+ * what rebuilding would produce (other keys, another key order, other spacing): such a text is kept as it is.
+ */
+function compactLogprobs(
+  text: string,
+  chosen: AttributeValue | undefined,
+): { meta: CompactLogprobs; floats: number[] } | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) return null;
+  const first: unknown = parsed[0];
+  const withTop = hasKeys(first, ENTRY_KEYS);
+  const keys = withTop ? ENTRY_KEYS : ENTRY_KEYS_NO_TOP;
+  // Token i of the chosen ones has index i, top token j has index n + j (the order they are joined in).
+  const n = parsed.length;
+  const chosenTokens: string[] = [];
+  const topTokens: string[] = [];
+  const counts: number[] = [];
+  const bytes: Array<[number, number[] | null]> = [];
+  const chosenFloats: number[] = [];
+  const topFloats: number[] = [];
+  const take = (item: unknown, options: { keys: readonly string[]; top: boolean }): boolean => {
+    if (!hasKeys(item, options.keys)) return false;
+    const { token, logprob } = item;
+    if (typeof token !== 'string' || typeof logprob !== 'number' || !isByteList(item.bytes)) return false;
+    const tokens = options.top ? topTokens : chosenTokens;
+    if (!sameUtf8(token, item.bytes)) bytes.push([(options.top ? n : 0) + tokens.length, item.bytes]);
+    tokens.push(token);
+    (options.top ? topFloats : chosenFloats).push(logprob);
+    return true;
+  };
+  for (const entry of parsed) {
+    if (!take(entry, { keys, top: false })) return null;
+    if (!withTop) continue;
+    const top = (entry as Record<string, unknown>).top_logprobs;
+    if (!Array.isArray(top)) return null;
+    counts.push(top.length);
+    for (const item of top) if (!take(item, { keys: ENTRY_KEYS_NO_TOP, top: true })) return null;
+  }
+  // The rebuild is exact only if this text is what JSON.stringify makes of its own value.
+  if (JSON.stringify(parsed) !== text) return null;
+  const fromArray =
+    isNumberArray(chosen) &&
+    chosen.length === chosenFloats.length &&
+    chosenFloats.every((v, i) => Object.is(v, chosen[i]));
+  const floats = fromArray ? topFloats : [...chosenFloats, ...topFloats];
+  const allSame = counts.every((c) => c === counts[0]);
+  return {
+    meta: {
+      n,
+      t: chosenTokens.join('') + topTokens.join(''),
+      l: [...chosenTokens.map((token) => token.length), ...topTokens.map((token) => token.length)],
+      k: withTop ? (allSame ? (counts[0] ?? 0) : counts) : -1,
+      b: bytes,
+      r: fromArray ? 1 : 0,
+      m: floats.length,
+      w: widthOf(floats),
+    },
+    floats,
+  };
+}
+
+function rebuildLogprobs(meta: CompactLogprobs, floats: readonly number[], chosen: unknown): string {
+  const exceptions = new Map(meta.b);
+  const fromArray = meta.r === 1 && isNumberArray(chosen) ? chosen : null;
+  if (meta.r === 1 && fromArray === null)
+    throw new Error('logprobs.content refers to a logprobs array that is missing');
+  const starts = new Array<number>(meta.l.length);
+  let offset = 0;
+  for (let i = 0; i < meta.l.length; i++) {
+    starts[i] = offset;
+    offset += meta.l[i] ?? 0;
+  }
+  const item = (index: number, logprob: number): { token: string; logprob: number; bytes: number[] | null } => {
+    const start = starts[index] ?? 0;
+    const token = meta.t.slice(start, start + (meta.l[index] ?? 0));
+    const bytes = exceptions.has(index) ? (exceptions.get(index) ?? null) : [...Buffer.from(token, 'utf8')];
+    return { token, logprob, bytes };
+  };
+  // Floats: the chosen values first unless they are the array's, then the tops in entry order.
+  let topFloat = fromArray === null ? meta.n : 0;
+  let topToken = meta.n;
+  const entries: unknown[] = new Array(meta.n);
+  for (let i = 0; i < meta.n; i++) {
+    const entry: Record<string, unknown> = item(i, (fromArray === null ? floats[i] : fromArray[i]) ?? 0);
+    if (meta.k !== -1) {
+      const count = typeof meta.k === 'number' ? meta.k : (meta.k[i] ?? 0);
+      const tops = new Array(count);
+      for (let j = 0; j < count; j++) tops[j] = item(topToken++, floats[topFloat++] ?? 0);
+      entry.top_logprobs = tops;
+    }
+    entries[i] = entry;
+  }
+  return JSON.stringify(entries);
+}
+
+/** The base's strings and head, the last 32 KiB of them: what a span's head is deflated against. */
+export function dictionaryOf(base: SpanBase): Buffer {
+  // Only the tail is kept, so only the tail is encoded: a base with 100 KB of tool definitions would otherwise
+  // be turned into UTF-8 whole on every commit. One char more than the byte count keeps any surrogate pair cut at
+  // the start outside the kept bytes (every char after it is at least one byte), so the bytes are the same.
+  const pieces = [...base.strings.values(), base.head];
+  let tail = '';
+  for (let i = pieces.length - 1; i >= 0 && tail.length <= DICTIONARY_BYTES; i--) {
+    const piece = pieces[i] as string;
+    const need = DICTIONARY_BYTES + 1 - tail.length;
+    tail = (piece.length > need ? piece.slice(piece.length - need) : piece) + tail;
+  }
+  const bytes = Buffer.from(tail, 'utf8');
+  return bytes.length > DICTIONARY_BYTES ? bytes.subarray(bytes.length - DICTIONARY_BYTES) : bytes;
+}
+
+/** The context a later turn's prompt may continue, or null when the span's ids cannot serve as a base. */
+export function tokenContextOf(span: Span): TokenContext | null {
+  const prompt = span.attributes[ATTR_PROMPT_TOKEN_IDS];
+  const response = span.attributes[ATTR_RESPONSE_TOKEN_IDS];
+  if (!isInt32Array(prompt)) return null;
+  if (response === undefined) return { prompt, response: [] };
+  return isInt32Array(response) ? { prompt, response } : null;
+}
+
+/** A span as the base of later ones: encoder and decoder must build it the same way. */
+export function spanBaseOf(span: Span, head: string): SpanBase {
+  const attributes = span.attributes;
+  const strings = new Map<string, string>();
+  for (const name in attributes) {
+    const value = attributes[name];
+    if (name !== ATTR_LOGPROBS_CONTENT && typeof value === 'string' && value.length >= LONG_STRING_CHARS)
+      strings.set(name, value);
+  }
+  const prompt = attributes[ATTR_PROMPT_TOKEN_IDS];
+  return { prompt: isInt32Array(prompt) ? prompt : [], response: responseOf(attributes), strings, head };
+}
+
+function responseOf(attributes: Attributes): readonly number[] {
+  const response = attributes[ATTR_RESPONSE_TOKEN_IDS];
+  return isInt32Array(response) ? response : [];
+}
+
+function varintLength(value: number): number {
+  let n = 1;
+  for (let v = value; v >= 0x80; v = Math.floor(v / 0x80)) n++;
+  return n;
+}
+
+function writeVarint(out: Buffer, start: number, value: number): number {
+  let at = start;
+  let v = value;
+  while (v >= 0x80) {
+    out[at++] = (v % 0x80) | 0x80;
+    v = Math.floor(v / 0x80);
+  }
+  out[at++] = v;
+  return at;
+}
+
+function readVarint(buf: Uint8Array, state: { at: number }): number {
+  let result = 0;
+  let scale = 1;
+  for (;;) {
+    if (state.at >= buf.length) throw new Error('truncated span blob');
+    const byte = buf[state.at++]!;
+    result += (byte & 0x7f) * scale;
+    if (byte < 0x80) return result;
+    scale *= 0x80;
+  }
+}
+
+// Typed arrays copy floats in one go, in the platform's byte order: the format's little-endian order on every
+// host rollgate runs on; a big-endian host writes and reads value by value.
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+function writeFloatArray(blob: Buffer, options: { at: number; values: readonly number[]; width: FloatWidth }): number {
+  const { values, width } = options;
+  let at = options.at;
+  if (!LITTLE_ENDIAN) {
+    for (const v of values) at = width === 4 ? blob.writeFloatLE(v, at) : blob.writeDoubleLE(v, at);
+    return at;
+  }
+  const typed = width === 4 ? new Float32Array(values) : new Float64Array(values);
+  return at + Buffer.from(typed.buffer, typed.byteOffset, typed.byteLength).copy(blob, at);
+}
+
+function readFloatArray(view: Buffer, options: { at: number; count: number; width: FloatWidth }): number[] {
+  const { at, count, width } = options;
+  if (!LITTLE_ENDIAN) {
+    const values = new Array<number>(count);
+    for (let i = 0; i < count; i++)
+      values[i] = width === 4 ? view.readFloatLE(at + i * 4) : view.readDoubleLE(at + i * 8);
+    return values;
+  }
+  // The blob's floats need not be aligned: copy them out first.
+  const bytes = new Uint8Array(count * width);
+  bytes.set(view.subarray(at, at + count * width));
+  const typed = width === 4 ? new Float32Array(bytes.buffer) : new Float64Array(bytes.buffer);
+  return Array.from(typed);
+}
+
+/** Encodes spans (stateless; a class so the stores keep one per writer). */
+export class SpanEncoder {
+  encode(span: Span, context: EncodeContext): EncodedSpan {
+    const { base } = context;
+    const shared = base === null ? (context.shared ?? null) : null;
+    const attributes = span.attributes;
+    const prompt = attributes[ATTR_PROMPT_TOKEN_IDS];
+    let prefix: { name: string; length: number } | null = null;
+    if (base !== null && Array.isArray(prompt)) {
+      const length = contextPrefixLength(prompt, base);
+      if (length > 0) prefix = { name: ATTR_PROMPT_TOKEN_IDS, length };
+    }
+    const { names, packed: ids, prefixUsed } = packIntArrays(attributes, prefix);
+    const kept: Attributes = {};
+    const floatArrays: Array<[string, number, FloatWidth]> = [];
+    const floatValues: Array<readonly number[]> = [];
+    const deltas: Array<[string, number, string]> = [];
+    let compact: ReturnType<typeof compactLogprobs> = null;
+    let moved = names.size > 0;
+    for (const name in attributes) {
+      if (names.has(name)) continue;
+      const value = attributes[name];
+      if (isNumberArray(value)) {
+        floatArrays.push([name, value.length, widthOf(value)]);
+        floatValues.push(value);
+        moved = true;
+        continue;
+      }
+      if (typeof value === 'string') {
+        if (name === ATTR_LOGPROBS_CONTENT) {
+          compact = compactLogprobs(value, attributes[ATTR_RESPONSE_LOGPROBS]);
+          if (compact !== null) {
+            moved = true;
+            continue;
+          }
+        }
+        const before = value.length >= LONG_STRING_CHARS ? base?.strings.get(name) : undefined;
+        if (before !== undefined) {
+          const shared = sharedPrefix(value, before);
+          if (shared >= MIN_SHARED_PREFIX) {
+            deltas.push([name, shared, value.slice(shared)]);
+            moved = true;
+            continue;
+          }
+        }
+      }
+      setOwn(kept, name, value);
+    }
+    const head: Head = { s: { ...span, attributes: moved ? kept : attributes } };
+    if (moved) head.k = Object.keys(attributes);
+    if (floatArrays.length > 0) head.f = floatArrays;
+    if (deltas.length > 0) head.d = deltas;
+    if (compact !== null) head.c = compact.meta;
+    const headText = JSON.stringify(head);
+    const dictionary = base !== null ? dictionaryOf(base) : shared === null ? null : shared.bytes;
+    const deflated = deflateRawSync(
+      headText,
+      dictionary === null ? { level: DEFLATE_LEVEL } : { level: DEFLATE_LEVEL, dictionary },
+    );
+    let floatBytes = 0;
+    for (const [, count, width] of floatArrays) floatBytes += count * width;
+    if (compact !== null) floatBytes += compact.meta.m * compact.meta.w;
+    const size =
+      2 +
+      (shared === null ? 0 : varintLength(shared.id)) +
+      varintLength(deflated.length) +
+      deflated.length +
+      varintLength(ids.length) +
+      ids.length +
+      floatBytes;
+    const blob = Buffer.allocUnsafe(size);
+    blob[0] = FORMAT;
+    blob[1] = base !== null ? FLAG_BASE : shared !== null ? FLAG_SHARED : 0;
+    let at = shared === null ? 2 : writeVarint(blob, 2, shared.id);
+    at = writeVarint(blob, at, deflated.length);
+    at += deflated.copy(blob, at);
+    at = writeVarint(blob, at, ids.length);
+    at += ids.copy(blob, at);
+    const writeFloats = (values: readonly number[], width: FloatWidth): void => {
+      at = writeFloatArray(blob, { at, values, width });
+    };
+    for (const [i, [, , width]] of floatArrays.entries()) writeFloats(floatValues[i] ?? [], width);
+    if (compact !== null) writeFloats(compact.floats, compact.meta.w);
+    return {
+      blob,
+      baseUsed: base !== null || prefixUsed || deltas.length > 0,
+      self: spanBaseOf(span, headText),
+    };
+  }
+}
+
+/** True when `blob` is in this format (the first byte; other packings of a store never start with it). */
+export function isSpanBlob(blob: Uint8Array): boolean {
+  return blob.length >= 2 && blob[0] === FORMAT;
+}
+
+/** The id of the shared dictionary a blob was deflated with, or null (to fetch dictionaries before decoding). */
+export function sharedDictionaryId(blob: Uint8Array): number | null {
+  if (!isSpanBlob(blob) || (blob[1]! & FLAG_SHARED) === 0) return null;
+  return readVarint(blob, { at: 2 });
+}
+
+/** The span of an encoded blob, and its head (for spanBaseOf when a later span refers to it). */
+export function decodeSpan(blob: Uint8Array, context: DecodeContext): { span: Span; head: string } {
+  if (!isSpanBlob(blob)) throw new Error(`unknown span blob format ${blob[0]}`);
+  const needBase = (): SpanBase => {
+    const found = context.base();
+    if (found === undefined) throw new Error('the span refers to a base span that is missing');
+    return found;
+  };
+  const state = { at: 2 };
+  const flags = blob[1]!;
+  let dictionary: Buffer | null = null;
+  if ((flags & FLAG_BASE) !== 0) dictionary = dictionaryOf(needBase());
+  else if ((flags & FLAG_SHARED) !== 0) {
+    const id = readVarint(blob, state);
+    dictionary = context.shared?.(id) ?? null;
+    if (dictionary === null) throw new Error(`the span refers to shared dictionary ${id}, which is missing`);
+  }
+  const headLength = readVarint(blob, state);
+  const deflated = blob.subarray(state.at, state.at + headLength);
+  state.at += headLength;
+  const inflated = dictionary === null ? inflateRawSync(deflated) : inflateRawSync(deflated, { dictionary });
+  const headText = inflated.toString('utf8');
+  const head = JSON.parse(headText) as Head;
+  const idsLength = readVarint(blob, state);
+  const ids = idsLength > 0 ? unpackIntArrays(blob.subarray(state.at, state.at + idsLength), needBase) : null;
+  state.at += idsLength;
+  const view = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
+  const readFloats = (count: number, width: FloatWidth): number[] => {
+    const values = readFloatArray(view, { at: state.at, count, width });
+    state.at += count * width;
+    return values;
+  };
+  const span = head.s;
+  if (head.k === undefined) return { span, head: headText };
+  const kept = span.attributes as Record<string, unknown>;
+  const moved: Record<string, unknown> = {};
+  if (ids !== null) for (const [name, values] of ids) setOwn(moved, name, values);
+  for (const [name, count, width] of head.f ?? []) setOwn(moved, name, readFloats(count, width));
+  if (head.d !== undefined) {
+    const strings = needBase().strings;
+    for (const [name, shared, suffix] of head.d) {
+      const before = strings.get(name);
+      if (before === undefined || before.length < shared) throw new Error(`string '${name}' refers to a missing base`);
+      setOwn(moved, name, before.slice(0, shared) + suffix);
+    }
+  }
+  if (head.c !== undefined) {
+    const floats = readFloats(head.c.m, head.c.w);
+    const chosen = Object.hasOwn(moved, ATTR_RESPONSE_LOGPROBS)
+      ? moved[ATTR_RESPONSE_LOGPROBS]
+      : kept[ATTR_RESPONSE_LOGPROBS];
+    setOwn(moved, ATTR_LOGPROBS_CONTENT, rebuildLogprobs(head.c, floats, chosen));
+  }
+  const attributes: Record<string, unknown> = {};
+  for (const name of head.k) setOwn(attributes, name, Object.hasOwn(moved, name) ? moved[name] : kept[name]);
+  span.attributes = attributes as Attributes;
+  return { span, head: headText };
+}
