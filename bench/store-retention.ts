@@ -1,16 +1,19 @@
-// Retention benchmark (`npx tsx bench/store-retention.ts [rollouts]`): a SQLite store holding N finished rollouts
-// (3 spans of ~6 KB each) is pruned down to 1,000 in one background round; prints how long the round took, the
-// worst event-loop stall while it ran (what a proxied call on the same process would wait), and the file size.
+// Retention benchmark (`npx tsx bench/store-retention.ts [rollouts] [--one-per-commit]`): a SQLite store holding N
+// finished rollouts (3 spans of ~6 KB each) is pruned down to 1,000 in one background round; prints how long the
+// round took, the worst event-loop stall while it ran (what a proxied call on the same process would wait), the
+// WAL's peak size and the file size. `--one-per-commit` hides the store's bulk delete, so the round deletes one
+// rollout per transaction as retention did before batches (the comparison in docs/benchmarks.md).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { pruneOnce } from '../src/store/core/retention.js';
+import { pruneOnce, type RetentionStore } from '../src/store/core/retention.js';
 import type { SpanInput } from '../src/store/core/types.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 
-const N = Number(process.argv[2] ?? 20_000);
+const N = Number(process.argv.find((arg) => /^\d+$/.test(arg)) ?? 20_000);
+const ONE_PER_COMMIT = process.argv.includes('--one-per-commit');
 const KEEP = 1_000;
 
 function span(rid: string, aid: string, n: number): SpanInput {
@@ -34,14 +37,17 @@ function span(rid: string, aid: string, n: number): SpanInput {
   };
 }
 
-function bytes(path: string): number {
-  let total = statSync(path).size;
+function walBytes(path: string): number {
   try {
-    total += statSync(`${path}-wal`).size;
+    return statSync(`${path}-wal`).size;
   } catch {
     // No WAL after a truncating checkpoint.
+    return 0;
   }
-  return total;
+}
+
+function bytes(path: string): number {
+  return statSync(path).size + walBytes(path);
 }
 
 async function main(): Promise<void> {
@@ -57,25 +63,44 @@ async function main(): Promise<void> {
       }),
     );
   }
+  // The fill's own WAL is checkpointed first (it would restart at the round's first commit), so the WAL peak is the
+  // round's.
+  await store.checkpointWal();
   const before = bytes(path);
+  const target: RetentionStore = ONE_PER_COMMIT
+    ? {
+        queryCompletions: (query) => store.queryCompletions(query),
+        statistics: () => store.statistics(),
+        deleteFinishedRollout: (rolloutId) => store.deleteFinishedRollout(rolloutId),
+        reclaimFreePages: (pages) => store.reclaimFreePages(pages),
+      }
+    : store;
+  // The WAL's size on disk, sampled while the round runs (a benchmark may poll; the store never does).
+  let walPeak = walBytes(path);
+  const sampler = setInterval(() => {
+    walPeak = Math.max(walPeak, walBytes(path));
+  }, 10);
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const started = performance.now();
-  const report = await pruneOnce({ store, policy: { maxAgeS: null, maxRollouts: KEEP, afterBatchAck: false } });
+  const report = await pruneOnce({ store: target, policy: { maxAgeS: null, maxRollouts: KEEP, afterBatchAck: false } });
   const ms = performance.now() - started;
   loop.disable();
+  clearInterval(sampler);
+  walPeak = Math.max(walPeak, walBytes(path));
   const afterWithWal = bytes(path);
   await store.close();
   // Closing checkpoints the WAL into the file, which is then cut to the pages still in use.
   const afterClose = statSync(path).size;
   console.log(
-    '| rollouts | deleted | round s | max event-loop delay ms | p99 ms | file+WAL before MB | file+WAL after MB | file after close MB |',
+    '| deletes | rollouts | deleted | ms per rollout | max event-loop delay ms | p99 ms | WAL peak MB | file+WAL before MB | file+WAL after MB | file after close MB |',
   );
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   console.log(
-    `| ${N} | ${report.deleted} | ${(ms / 1000).toFixed(1)} | ${(loop.max / 1e6).toFixed(1)} | ` +
-      `${(loop.percentile(99) / 1e6).toFixed(1)} | ${(before / 1e6).toFixed(0)} | ${(afterWithWal / 1e6).toFixed(0)} | ` +
-      `${(afterClose / 1e6).toFixed(0)} |`,
+    `| ${ONE_PER_COMMIT ? 'one per commit' : 'batched'} | ${N} | ${report.deleted} | ` +
+      `${(ms / Math.max(1, report.deleted)).toFixed(3)} | ${(loop.max / 1e6).toFixed(1)} | ` +
+      `${(loop.percentile(99) / 1e6).toFixed(1)} | ${(walPeak / 1e6).toFixed(0)} | ${(before / 1e6).toFixed(0)} | ` +
+      `${(afterWithWal / 1e6).toFixed(0)} | ${(afterClose / 1e6).toFixed(0)} |`,
   );
   rmSync(dir, { recursive: true, force: true });
 }

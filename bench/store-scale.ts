@@ -10,6 +10,8 @@
 //   npm run bench:store-scale -- --to 10000         stop at 10k
 //   npm run bench:store-scale -- --to 1000000       add the 1M checkpoint
 //   npm run bench:store-scale -- --backend postgres (ROLLGATE_TEST_PG_URL; bytes = the spans table's size)
+//   npm run bench:store-scale -- --shape cheap      1 attempt and 1 small span per rollout: the record count of a
+//                                                   long run (heap, cold open, pages) without its bytes
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,6 +93,19 @@ async function writeRollout(store: LightningStore, seed: number): Promise<number
   return tokens;
 }
 
+/** The cheap shape: one attempt with one small span, so a million rollouts fit the time of a benchmark. */
+async function writeCheapRollout(store: LightningStore, seed: number): Promise<number> {
+  const { rollout_id, attempt } = await store.startRollout({ input: { task: seed } });
+  const attributes = {
+    'gen_ai.operation.name': 'chat',
+    prompt_token_ids: [seed % 151_000, 7],
+    response_token_ids: [9],
+  };
+  await store.addSpan(benchSpan({ rolloutId: rollout_id, attemptId: attempt.attempt_id, attributes }));
+  await store.updateAttempt(rollout_id, attempt.attempt_id, { status: 'succeeded' });
+  return 3;
+}
+
 function heapAfterGc(): number {
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
@@ -106,6 +121,9 @@ function argValue(name: string): string | undefined {
 async function main(): Promise<void> {
   const to = Number(argValue('--to') ?? 100_000);
   const which = argValue('--backend') ?? 'sqlite';
+  const shape = argValue('--shape') ?? 'rl';
+  if (shape !== 'rl' && shape !== 'cheap') throw new Error('--shape is rl (default) or cheap');
+  const write = shape === 'cheap' ? writeCheapRollout : writeRollout;
   const url = process.env.ROLLGATE_TEST_PG_URL;
   if (which === 'postgres' && url === undefined) throw new Error('--backend postgres needs ROLLGATE_TEST_PG_URL');
   const backend = which === 'postgres' && url !== undefined ? postgresBackend(url) : sqliteBackend();
@@ -128,7 +146,7 @@ async function main(): Promise<void> {
         while (next < checkpoint) {
           const seed = next++;
           // Read after the await: `tokens += await ...` would add to a stale total under concurrency.
-          const stored = await writeRollout(store, seed);
+          const stored = await write(store, seed);
           tokens += stored;
           written++;
           if (written % 10_000 === 0) {
@@ -152,7 +170,7 @@ async function main(): Promise<void> {
       await store.queryRollouts({ status_in: ['succeeded'], limit: 50, offset: 0, sort_order: 'desc' });
       const pageMs = performance.now() - pageStart;
       rows.push(
-        `| ${backend.name} | ${checkpoint.toLocaleString('en-US')} | ${(bytes / 1e9).toFixed(3)} GB | ` +
+        `| ${backend.name}${shape === 'cheap' ? ', cheap' : ''} | ${checkpoint.toLocaleString('en-US')} | ${(bytes / 1e9).toFixed(3)} GB | ` +
           `${(bytes / tokens).toFixed(2)} | ${(openMs / 1000).toFixed(2)} s | ${(heap / 2 ** 20).toFixed(0)} MB | ` +
           `${pageMs.toFixed(1)} ms | ${(delay.max / 1e6).toFixed(0)} ms | ${rate.toFixed(0)} |`,
       );

@@ -127,7 +127,7 @@ const swapSchema = z
       .enum(['auto', 'strict', 'off'])
       .default('auto')
       .describe(
-        'After a load, compare GET /weight_info with the version asked for and fail the swap on a mismatch: ' +
+        'After a load, compare the label the backend reports (vLLM GET /weight_info, SGLang GET /model_info) with the version asked for and fail the swap on a mismatch: ' +
           'auto = when the backend reports a version; strict = a backend that reports none fails too; off = never',
       ),
   })

@@ -66,6 +66,8 @@ const replaceBody = z
 
 const drainingBody = z.object({ url: z.string().min(1), draining: z.boolean() }).strict();
 
+const heldBody = z.object({ backends: z.array(z.string().min(1)).max(1000) }).strict();
+
 const backendDrainBody = z
   .object({ url: z.string().min(1), timeout_seconds: z.number().min(0).max(3600).default(30) })
   .strict();
@@ -147,6 +149,14 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   app.post('/admin/pools/:model/draining', async (c) => {
     const body = parseRequest(drainingBody, await readJsonBody(c));
     return c.json(pools.setDraining({ model: c.req.param('model'), url: body.url, draining: body.draining }));
+  });
+
+  // A weight swap names the backends it holds paused or asleep, and [] once they resume (docs/weight-swaps.md).
+  app.put('/admin/pools/:model/held', async (c) => {
+    const body = parseRequest(heldBody, await readJsonBody(c));
+    const model = c.req.param('model');
+    pools.setHeld({ model, urls: body.backends });
+    return c.json({ model, held: body.backends });
   });
 
   // A keep-mode weight swap drains only the backends it cannot freeze (docs/weight-swaps.md).

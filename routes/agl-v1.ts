@@ -18,7 +18,7 @@ import { V1Rollouts } from '../src/agl-v1/v1-rollouts.js';
 import type { RolloutAttribution } from '../src/attribution/rollout-attribution.js';
 import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
-import type { Gateway } from '../src/gateway/engine/forward.js';
+import type { ForwardEngine } from '../src/gateway/engine/forward-engine.js';
 import type { PauseGate } from '../src/gateway/swap/pause-gate.js';
 import { HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/upstream/headers.js';
 import { COMPLETIONS_MAX_PAGE, V1_LIST_MAX_PAGE } from '../src/store/core/page-limits.js';
@@ -43,7 +43,7 @@ type V1Env = {
 export interface AglV1RoutesOptions {
   readonly store: LightningStore;
   /** The main proxy's forward path, already behind the pause gate (so both routes share one gate). */
-  readonly gateway: Gateway;
+  readonly engine: ForwardEngine;
   readonly gate: PauseGate;
   /** Pools that `/api/models` registrations replace atomically (by model name); others are only listed. */
   readonly pools?: V1Pools;
@@ -60,7 +60,7 @@ const UPSTREAM_PATHS: Readonly<Record<string, Endpoint>> = { 'chat/completions':
 const RETRY_COUNT = /^\d{1,4}$/;
 
 export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
-  const { store, gateway, gate, attribution } = options;
+  const { store, engine, gate, attribution } = options;
   const temperatures = { train: options.trainTemperature ?? 1, val: options.valTemperature ?? 0.7 };
   const app = new Hono<V1Env>();
   const rollouts = new V1Rollouts({ store, attribution });
@@ -87,11 +87,11 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
     const body = raw as Record<string, unknown>;
     // v1 sends every call to its one pool whatever the agent names ("auto"): a name that is not a served
     // model goes to the first pool; the rewrite records the client's value in rollgate.request.overrides.
-    const served = gateway.listModels().map((m) => m.id);
+    const served = engine.listModels().map((m) => m.id);
     const first = served[0];
     const poolModel = served.includes(String(body.model)) || first === undefined ? undefined : first;
     const retry = c.req.header(HEADER_STAINLESS_RETRY_COUNT);
-    await gateway.forward({
+    await engine.forward({
       endpoint,
       body,
       ...(poolModel === undefined ? {} : { poolModel }),

@@ -15,7 +15,7 @@ import { countTokens } from '../src/gateway/anthropic/count-tokens.js';
 import { anthropicModelPage } from '../src/gateway/anthropic/models.js';
 import { type TranslatedRequest, translateMessagesRequest } from '../src/gateway/anthropic/request.js';
 import { AnthropicSink } from '../src/gateway/anthropic/sink.js';
-import type { Gateway } from '../src/gateway/engine/forward.js';
+import type { ForwardEngine } from '../src/gateway/engine/forward-engine.js';
 import type { ModelRegistry } from '../src/gateway/pools/model-registry.js';
 import { HEADER_ANTHROPIC_VERSION, HEADER_ROLLOUT_ID } from '../src/gateway/upstream/headers.js';
 import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './proxy-call.js';
@@ -23,7 +23,7 @@ import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './pr
 type AnthropicEnv = ProxyEnv;
 
 export interface AnthropicRoutesOptions {
-  readonly gateway: Gateway;
+  readonly engine: ForwardEngine;
   /** count_tokens asks the backend that would serve the call. */
   readonly registry: Pick<ModelRegistry, 'resolve'>;
   readonly store: SequenceStore;
@@ -34,7 +34,7 @@ export interface AnthropicRoutesOptions {
 const SPAN_ATTRIBUTES = { [A.ATTR_API]: A.API_VALUE_ANTHROPIC_MESSAGES } as const;
 
 export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<AnthropicEnv> {
-  const { gateway, registry } = options;
+  const { engine, registry } = options;
   const app = new Hono<AnthropicEnv>();
   const attribution = rolloutAttempt({ store: options.store, attribution: options.attribution });
   const json = bodyJson();
@@ -53,7 +53,7 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<Ant
     if (translated === undefined) throw new GatewayError('internal_error', 'The Messages request was not translated');
     const requestId = c.get('requestId');
     return proxyCall(c, {
-      gateway,
+      engine,
       endpoint: 'chat',
       body: translated.chat,
       wrapSink: (agent) => new AnthropicSink({ agent, stopSequences: translated.stopSequences, requestId }),
@@ -78,7 +78,7 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<Ant
       await next();
       return undefined;
     }
-    return c.json(anthropicModelPage(gateway.listModels()));
+    return c.json(anthropicModelPage(engine.listModels()));
   }
 
   for (const prefix of PROXY_PREFIXES) {

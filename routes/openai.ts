@@ -7,7 +7,7 @@ import { rolloutAttempt, type SequenceStore } from '../middleware/rollout-attemp
 import type { RolloutAttribution } from '../src/attribution/rollout-attribution.js';
 import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
-import type { Gateway } from '../src/gateway/engine/forward.js';
+import type { ForwardEngine } from '../src/gateway/engine/forward-engine.js';
 import type { ResponsesMode } from '../src/gateway/responses-via-chat/mode.js';
 import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './proxy-call.js';
 import { refuseResponsesUpgrade, responsesViaChat } from './responses-via-chat.js';
@@ -15,7 +15,7 @@ import { refuseResponsesUpgrade, responsesViaChat } from './responses-via-chat.j
 type OpenAiEnv = ProxyEnv;
 
 export interface OpenAiRoutesOptions {
-  readonly gateway: Gateway;
+  readonly engine: ForwardEngine;
   readonly store: SequenceStore;
   /** The one attribution service of the gateway, shared by every entry point. */
   readonly attribution: RolloutAttribution;
@@ -30,18 +30,18 @@ const ENDPOINT_PATHS: ReadonlyArray<readonly [string, Endpoint]> = [
 ];
 
 export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv> {
-  const { gateway } = options;
+  const { engine } = options;
   const app = new Hono<OpenAiEnv>();
   const attribution = rolloutAttempt({ store: options.store, attribution: options.attribution });
   const json = bodyJson();
 
   const call = (endpoint: Endpoint) =>
     function forwardCall(c: Context<OpenAiEnv>): Promise<Response> {
-      return proxyCall(c, { gateway, endpoint });
+      return proxyCall(c, { engine, endpoint });
     };
 
-  const models = (c: Context<OpenAiEnv>): Response => c.json({ object: 'list', data: gateway.listModels() });
-  const responses = responsesViaChat({ gateway, responsesMode: options.responsesMode ?? (() => 'relay') });
+  const models = (c: Context<OpenAiEnv>): Response => c.json({ object: 'list', data: engine.listModels() });
+  const responses = responsesViaChat({ engine, responsesMode: options.responsesMode ?? (() => 'relay') });
 
   for (const prefix of PROXY_PREFIXES) {
     for (const [path, endpoint] of ENDPOINT_PATHS) {

@@ -11,7 +11,7 @@ import type { AttributedEnv } from '../middleware/rollout-attempt.js';
 import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
 import { parseCallRoleHeader } from '../src/gateway/capture/call-role.js';
-import type { Gateway } from '../src/gateway/engine/forward.js';
+import type { ForwardEngine } from '../src/gateway/engine/forward-engine.js';
 import type { AgentView } from '../src/gateway/request/agent-view.js';
 import type { AgentSink } from '../src/gateway/stream/agent-sink.js';
 import { WebResponseSink } from '../src/gateway/stream/web-sink.js';
@@ -28,7 +28,7 @@ export type ProxyEnv = {
 };
 
 export interface ProxyCallOptions {
-  readonly gateway: Gateway;
+  readonly engine: ForwardEngine;
   readonly endpoint: Endpoint;
   /** The body to forward; default: the client's own, with its bytes. */
   readonly body?: Readonly<Record<string, unknown>>;
@@ -54,7 +54,7 @@ export function methodNotAllowed(c: Context<ProxyEnv>): never {
 }
 
 export async function proxyCall(c: Context<ProxyEnv>, options: ProxyCallOptions): Promise<Response> {
-  const { gateway } = options;
+  const { engine } = options;
   // Checked before anything is prepared: a misspelt role is the agent's error (400), not a silently trained call.
   const roleOverride = parseCallRoleHeader(c.req.header(HEADER_ROLLGATE_CALL_ROLE));
   const outgoing = c.env?.outgoing;
@@ -73,7 +73,7 @@ export async function proxyCall(c: Context<ProxyEnv>, options: ProxyCallOptions)
   const sink = options.wrapSink === undefined ? agentSink : options.wrapSink(agentSink);
   const attributed = c.get('attribution');
   const body = options.body ?? c.get('jsonBody');
-  const forwarding = gateway.forward({
+  const forwarding = engine.forward({
     endpoint: options.endpoint,
     body,
     // The client's bytes only stand for the client's own body.

@@ -7,7 +7,7 @@
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import * as A from '../src/contracts/span-attributes.js';
 import { GatewayError } from '../src/errors.js';
-import type { Gateway } from '../src/gateway/engine/forward.js';
+import type { ForwardEngine } from '../src/gateway/engine/forward-engine.js';
 import type { ResponsesMode } from '../src/gateway/responses-via-chat/mode.js';
 import {
   type TranslatedResponsesRequest,
@@ -19,7 +19,7 @@ import { methodNotAllowed, type ProxyEnv, proxyCall } from './proxy-call.js';
 const SPAN_ATTRIBUTES = { [A.ATTR_API]: A.API_VALUE_OPENAI_RESPONSES } as const;
 
 export interface ResponsesViaChatOptions {
-  readonly gateway: Gateway;
+  readonly engine: ForwardEngine;
   /** The mode of the pool a call's `model` reaches. */
   readonly responsesMode: (model: unknown) => ResponsesMode;
 }
@@ -32,7 +32,7 @@ export interface ResponsesViaChat {
 }
 
 export function responsesViaChat(options: ResponsesViaChatOptions): ResponsesViaChat {
-  const { gateway, responsesMode } = options;
+  const { engine, responsesMode } = options;
   // Each call's translation, from the step before attribution to the handler after it (keyed by the request, so
   // nothing outlives it).
   const translations = new WeakMap<Request, TranslatedResponsesRequest>();
@@ -49,7 +49,7 @@ export function responsesViaChat(options: ResponsesViaChatOptions): ResponsesVia
       if (translated === undefined) return relay(c);
       const context = { echo: translated.echo, namespaced: translated.namespaced };
       return proxyCall(c, {
-        gateway,
+        engine,
         endpoint: 'chat',
         body: translated.chat,
         wrapSink: (agent) => responsesSink({ agent, context }),

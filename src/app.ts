@@ -29,12 +29,12 @@ import { TrainerHub } from './algorithms/rl/trainer-hub.js';
 import { RolloutAttribution } from './attribution/rollout-attribution.js';
 import { createKeyRing } from './auth/keys.js';
 import { CallObserver } from './gateway/engine/call-observer.js';
-import { createProxy } from './gateway/engine/proxy.js';
+import { createForwardStack } from './gateway/engine/forward-stack.js';
 import { createPoolRegistry } from './gateway/pools/model-pool.js';
 import { responsesModeLookup } from './gateway/responses-via-chat/mode.js';
-import { gateGateway } from './gateway/swap/gated-gateway.js';
+import { gateEngine } from './gateway/swap/gated-engine.js';
 import { PauseGate } from './gateway/swap/pause-gate.js';
-import { ResubmitBook, recordedIdsFromStore, resubmittingGateway } from './gateway/swap/swap-resubmit.js';
+import { ResubmitBook, recordedIdsFromStore, resubmittingEngine } from './gateway/swap/swap-resubmit.js';
 import type { Logger } from './logger.js';
 import { GatewayMetrics } from './metrics.js';
 import { createPinoLogger } from './pino-logger.js';
@@ -112,7 +112,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     onDropped: (n) => metrics.spansDropped.inc({ exporter: 'otlp' }, n),
   });
   const pools = createPoolRegistry({ models: config.models, logger });
-  const proxy = createProxy({
+  const forwardStack = createForwardStack({
     config,
     spanWriter: new StoreSpanProcessor({
       store,
@@ -137,7 +137,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
       onUnrecorded: ({ model, served }) => metrics.unrecordedCalls.inc({ model, action: served ? 'served' : 'failed' }),
     },
   });
-  parts.push({ name: 'proxy', close: () => proxy.close() });
+  parts.push({ name: 'forward stack', close: () => forwardStack.close() });
   pools.start();
   const gate = new PauseGate({
     ...config.pause,
@@ -151,7 +151,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
         },
       ),
   });
-  // Closed before the proxy: calls held by a pause are refused rather than kept until the grace period ends.
+  // Closed before the forward stack: calls held by a pause are refused rather than kept until the grace period ends.
   parts.push({ name: 'pause-gate', close: async () => gate.close() });
   const keys = createKeyRing(config.auth);
   const rlHub = new TrainerHub();
@@ -187,8 +187,8 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   // Pools whose weight swaps abort generations: their aborted calls are sent again (src/gateway/swap/swap-resubmit.ts).
   const resubmitBook = new ResubmitBook();
   const resubmitPools = new Set(config.models.filter((m) => m.swap.mode === 'abort-resubmit').map((m) => m.name));
-  const routesGateway = () =>
-    resubmittingGateway(gateGateway(proxy.gateway, gate), {
+  const routesEngine = () =>
+    resubmittingEngine(gateEngine(forwardStack.engine, gate), {
       book: resubmitBook,
       resubmits: (model) => resubmitPools.has(model),
       nextSequenceId: ({ rid, aid }) => store.nextSequenceId(rid, aid),
@@ -236,7 +236,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   app.route(
     '/',
     createAnthropicRoutes({
-      gateway: routesGateway(),
+      engine: routesEngine(),
       registry: pools,
       store,
       attribution,
@@ -245,7 +245,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
   app.route(
     '/',
     createOpenAiRoutes({
-      gateway: routesGateway(),
+      engine: routesEngine(),
       store,
       attribution,
       responsesMode: responsesModeLookup(config.models),
@@ -256,7 +256,7 @@ async function assembleGateway(config: RollgateConfig, options: CreateGatewayOpt
     '/',
     createAglV1Routes({
       store,
-      gateway: routesGateway(),
+      engine: routesEngine(),
       gate,
       pools,
       trainTemperature: config.aglV1.trainTemperature,

@@ -27,6 +27,10 @@ export interface MetricsSources {
     readonly swaps: ReadonlyArray<{ readonly model: string; readonly mode: string; readonly count: number }>;
     readonly fallbacks: ReadonlyArray<{ readonly model: string; readonly backend: string; readonly count: number }>;
     readonly last: { readonly model: string; readonly pause_ms: number; readonly drain_ms: number } | null;
+    /** Expired prepares, by what the gateway made of them (resumed_old, committed_new, quarantined). */
+    readonly expired?: ReadonlyArray<{ readonly model: string; readonly outcome: string; readonly count: number }>;
+    /** Pools out of service because their engines hold weights no version names. */
+    readonly quarantined?: ReadonlyArray<{ readonly model: string }>;
   };
 }
 
@@ -275,6 +279,32 @@ export class GatewayMetrics {
         if (stats === undefined) return;
         this.reset();
         for (const row of stats.fallbacks) this.inc({ model: row.model, backend: row.backend }, row.count);
+      },
+    });
+    new Counter({
+      name: `${p}weight_swap_expired_total`,
+      help:
+        'Prepared weight transfers the trainer neither committed nor aborted in time, by what the gateway made of ' +
+        'them from the versions the engines report: resumed_old, committed_new, quarantined',
+      labelNames: ['model', 'outcome'],
+      registers,
+      collect() {
+        const stats = sources().weightSwaps?.();
+        if (stats === undefined) return;
+        this.reset();
+        for (const row of stats.expired ?? []) this.inc({ model: row.model, outcome: row.outcome }, row.count);
+      },
+    });
+    new Gauge({
+      name: `${p}weight_swap_quarantined`,
+      help: '1 while a pool is out of service because its engines hold weights no version names (503 + Retry-After)',
+      labelNames: ['model'],
+      registers,
+      collect() {
+        const stats = sources().weightSwaps?.();
+        if (stats === undefined) return;
+        this.reset();
+        for (const row of stats.quarantined ?? []) this.set({ model: row.model }, 1);
       },
     });
     this.weightSwapPause = new Histogram({

@@ -3,7 +3,6 @@
 // the same plugin runs inside `rollgate serve` (embedded store) or alone against a gateway's store API.
 import type { Logger } from '../logger.js';
 import type { JsonObject, JsonValue, LightningStore } from '../store/core/types.js';
-import type { TrainerHub } from './rl/trainer-hub.js';
 
 /** A served model pool as the gateway sees it. */
 /** What serves a backend: it decides which control routes a weight swap drives there. */
@@ -59,6 +58,20 @@ export interface GatewayControl {
    * Resolves with how many calls were marked.
    */
   markForResubmit?(options: { readonly model: string }): Promise<number>;
+  /**
+   * Names the backends of `model`'s pool a weight swap holds paused or asleep on purpose (an empty list once they
+   * resume), so the gateway's progress-liveness check does not mark them down for a stall.
+   */
+  holdBackends?(options: { readonly model: string; readonly backends: readonly string[] }): Promise<void>;
+  /**
+   * Takes one backend of `model`'s pool out of service (no new calls; with none left the pool's calls get 503 +
+   * Retry-After) or puts it back: a weight swap that cannot name the weights a backend holds keeps it out.
+   */
+  setBackendDraining?(options: {
+    readonly model: string;
+    readonly url: string;
+    readonly draining: boolean;
+  }): Promise<void>;
   /** Sets the version stamped on spans of `model`'s pool (after a weight update). */
   setModelVersion?(model: string, version: number): Promise<void>;
   /**
@@ -76,8 +89,7 @@ export interface GatewayControl {
     readonly version: number;
     readonly resident: readonly number[];
   }): Promise<void>;
-  /** Where the `rl` plugin hands batches to a trainer (the gateway serves it at /v1/rl/*). */
-  readonly trainerHub?: TrainerHub;
+  // The rl plugin adds `trainerHub` (declared in rl/trainer-hub.ts, so this contract imports nothing of rl/).
 }
 
 export interface Datasets {

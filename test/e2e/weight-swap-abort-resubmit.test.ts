@@ -5,17 +5,24 @@
 // generates the rest on the same stream. A chat stream cannot be continued faithfully: it ends with a retryable
 // error instead of an aborted answer that looks complete. The aborted try keeps its own span (finish_reason abort),
 // which the RL batch never takes as a sample, and the rollout stays trainable.
+import { APIError as AnthropicAPIError } from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBatch } from '../../src/algorithms/rl/batch.js';
 import * as A from '../../src/contracts/span-attributes.js';
 import type { Rollout } from '../../src/store/core/types.js';
+import { anthropicAgents } from '../helpers/anthropic-agent.js';
 import { SwapRig as Rig, SWAP_POOL, type SwapRig, weightsVersion } from '../helpers/swap-rig.js';
 
 /** What the twin completes `Q:` with; given part of it after `Q:`, it completes the rest. */
 const TARGET = 'abcdefghijklmnopqrstuvwxyz0123456789ABCD';
 
-async function batchOf(rig: SwapRig, rid: string, currentVersion: number) {
+async function batchOf(
+  rig: SwapRig,
+  rid: string,
+  currentVersion: number,
+  staleness: { readonly maxStaleness?: number; readonly staleTokens?: 'drop' | 'mask' } = {},
+) {
   const rollout = await rig.gw.gateway.store.getRolloutById(rid);
   const finished = new Map<string, Rollout>(rollout ? [[rid, { ...rollout, status: 'succeeded' }]] : []);
   return buildBatch({
@@ -25,7 +32,8 @@ async function batchOf(rig: SwapRig, rid: string, currentVersion: number) {
     rollouts: [{ rolloutId: rid, groupId: 'g' }],
     finished,
     currentVersion,
-    maxStaleness: 0,
+    maxStaleness: staleness.maxStaleness ?? 0,
+    ...(staleness.staleTokens === undefined ? {} : { staleTokens: staleness.staleTokens }),
     estimator: 'reinforce',
     normalizeStd: false,
     level: 'transition',
@@ -115,6 +123,118 @@ describe('abort-resubmit mode', () => {
       messages: [{ role: 'user', content: rid }],
     });
     expect(again.choices[0]?.finish_reason).toBe('stop');
+    // The aborted partial never reaches training: the batch's one sample is the call made again.
+    const spans = await rig.spans([rid]);
+    expect(spans.map((x) => x.attributes[A.ATTR_GEN_AI_RESPONSE_FINISH_REASONS])).toEqual([['abort'], ['stop']]);
+    const batch = await batchOf(rig, rid, 3);
+    expect(batch.samples.map((x) => x.sequence_ids)).toEqual([[spans[1]?.sequence_id]]);
+  }, 30_000);
+
+  it('an aborted Messages API stream that relayed tokens ends with an overloaded_error the agent retries', async () => {
+    const rid = `resubmit-messages-${process.pid}`;
+    const agents = anthropicAgents(rig.gw.url);
+    try {
+      const stream = await agents.client(rid).messages.create({
+        model: SWAP_POOL,
+        max_tokens: 64,
+        stream: true,
+        messages: [{ role: 'user', content: rid }],
+      });
+      await rig.twin.waitFor((r) => r.rawBody.includes(rid) && r.tokensSent >= 5);
+      const reading = (async () => {
+        for await (const _event of stream) {
+          // drained to the end or the error
+        }
+      })().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect((await rig.post('/v1/rl/weights', { version: 4, lora_path: '/ckpt/4' })).status).toBe(200);
+      const error = await reading;
+      expect(error).toBeInstanceOf(AnthropicAPIError);
+      expect((error as AnthropicAPIError).error).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
+      const batch = await batchOf(rig, rid, 4);
+      expect(batch.samples).toEqual([]);
+    } finally {
+      await agents.close();
+    }
+  }, 30_000);
+});
+
+describe('abort-resubmit mode, streams aborted before their first token', () => {
+  let rig: SwapRig;
+  beforeAll(async () => {
+    // A long time to first token: the swap aborts the generations while the agents have got nothing yet.
+    rig = await Rig.start({ mode: 'abort-resubmit', twin: { ttftMs: 1500 } });
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it('a chat stream that relayed no token is sent again on the same response: the agent gets the whole answer', async () => {
+    const rid = `resubmit-unstarted-${process.pid}`;
+    const client = new OpenAI({
+      baseURL: `${rig.gw.url}/rollout/${rid}/attempt/a1/v1`,
+      apiKey: 'agent',
+      maxRetries: 0,
+    });
+    const reading = (async () => {
+      const stream = await client.chat.completions.create({
+        model: SWAP_POOL,
+        messages: [{ role: 'user', content: rid }],
+        stream: true,
+      });
+      let text = '';
+      const reasons: string[] = [];
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta.content ?? '';
+        const reason = chunk.choices[0]?.finish_reason;
+        if (reason) reasons.push(reason);
+      }
+      return { text, reasons };
+    })();
+    await rig.twin.waitFor((r) => r.rawBody.includes(rid));
+    expect((await rig.post('/v1/rl/weights', { version: 2, lora_path: '/ckpt/2' })).status).toBe(200);
+    const got = await reading;
+    expect(got).toEqual({ text: 'x'.repeat(40), reasons: ['stop'] });
+
+    const generations = rig.twin.ledger.entries.filter((e) => e.endpoint === 'chat');
+    expect(generations.map((e) => e.finishReason)).toEqual(['abort', 'stop']);
+    expect(generations[0]?.tokenIds ?? []).toEqual([]);
+    expect(new Set(generations[1]?.weights.map(weightsVersion))).toEqual(new Set([2]));
+    const spans = await rig.spans([rid]);
+    expect(spans).toHaveLength(2);
+    expect(spans[1]?.attributes[A.ATTR_RESUBMIT_OF]).toBe(spans[0]?.sequence_id);
+    const batch = await batchOf(rig, rid, 2);
+    expect(batch.samples.map((x) => x.sequence_ids)).toEqual([[spans[1]?.sequence_id]]);
+    expect(new Set(batch.samples[0]?.token_versions)).toEqual(new Set([2]));
+  }, 30_000);
+
+  it('a Messages API stream that relayed no token is sent again too: the Anthropic agent reads one whole answer', async () => {
+    const rid = `resubmit-unstarted-messages-${process.pid}`;
+    const agents = anthropicAgents(rig.gw.url);
+    try {
+      const reading = (async () => {
+        const stream = await agents.client(rid).messages.create({
+          model: SWAP_POOL,
+          max_tokens: 64,
+          stream: true,
+          messages: [{ role: 'user', content: rid }],
+        });
+        let text = '';
+        const types: string[] = [];
+        for await (const event of stream) {
+          types.push(event.type);
+          if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') text += event.delta.text;
+        }
+        return { text, starts: types.filter((t) => t === 'message_start').length, last: types.at(-1) };
+      })();
+      await rig.twin.waitFor((r) => r.rawBody.includes(rid));
+      expect((await rig.post('/v1/rl/weights', { version: 3, lora_path: '/ckpt/3' })).status).toBe(200);
+      expect(await reading).toEqual({ text: 'x'.repeat(40), starts: 1, last: 'message_stop' });
+    } finally {
+      await agents.close();
+    }
   }, 30_000);
 });
 
@@ -170,12 +290,38 @@ describe('abort-resubmit mode, completions streams', () => {
 
     const spans = await rig.spans([rid]);
     expect(spans).toHaveLength(2);
-    expect(spans[1]?.attributes[A.ATTR_RESUBMIT_OF]).toBe(spans[0]?.sequence_id);
-    expect(spans[1]?.attributes[A.ATTR_MODEL_VERSION]).toBe(2);
-    // The rollout stays trainable: the continuation is its sample, every response token from version 2.
-    const batch = await batchOf(rig, rid, 2);
+    const [abortedSpan, continued] = spans;
+    expect(continued?.attributes[A.ATTR_RESUBMIT_OF]).toBe(abortedSpan?.sequence_id);
+    expect(continued?.attributes[A.ATTR_MODEL_VERSION]).toBe(2);
+    // The continuation's span is the answer as the agent saw it: the original prompt, every token it read, the
+    // old weights' tokens as version 1 and the rest as version 2.
+    expect(continued?.attributes[A.ATTR_PROMPT_TOKEN_IDS]).toEqual(aborted?.promptIds);
+    const whole = [...(aborted?.tokenIds ?? []), ...(rest?.tokenIds ?? [])];
+    expect(continued?.attributes[A.ATTR_RESPONSE_TOKEN_IDS]).toEqual(whole);
+    expect((continued?.attributes[A.ATTR_RESPONSE_LOGPROBS] as unknown[] | undefined)?.length).toBe(whole.length);
+    expect(JSON.parse(String(continued?.attributes[A.ATTR_MODEL_VERSION_SEGMENTS]))).toEqual([
+      [0, relayed, 1],
+      [relayed, whole.length, 2],
+    ]);
+    expect(continued?.attributes).not.toHaveProperty(A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT);
+    // The rollout stays trainable: its sample is that trajectory, with a version per token.
+    const batch = await batchOf(rig, rid, 2, { maxStaleness: 1 });
     expect(batch.stats.dropped.aborted_rollouts).toBe(0);
-    expect(batch.samples.map((x) => x.sequence_ids)).toEqual([[spans[1]?.sequence_id]]);
-    expect(new Set(batch.samples[0]?.token_versions)).toEqual(new Set([2]));
+    expect(batch.samples.map((x) => x.sequence_ids)).toEqual([[continued?.sequence_id]]);
+    const sample = batch.samples[0];
+    expect(sample?.token_versions).toEqual([
+      ...new Array<number>(relayed).fill(1),
+      ...new Array<number>(whole.length - relayed).fill(2),
+    ]);
+    expect(sample?.model_version).toBe(1);
+    // maxStaleness judges every token: version 1's are too old at staleness 0, dropped or masked.
+    const dropped = await batchOf(rig, rid, 2, { maxStaleness: 0 });
+    expect(dropped.samples).toEqual([]);
+    expect(dropped.stats.dropped.stale).toBe(1);
+    const masked = await batchOf(rig, rid, 2, { maxStaleness: 0, staleTokens: 'mask' });
+    expect(masked.stats.dropped.stale_tokens).toBe(relayed);
+    const mask = masked.samples[0]?.response_mask ?? [];
+    expect(mask.slice(0, relayed).every((m) => m === 0)).toBe(true);
+    expect(mask.slice(relayed).every((m) => m === 1)).toBe(true);
   }, 30_000);
 });

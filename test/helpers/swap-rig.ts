@@ -34,6 +34,8 @@ export interface SwapRigOptions {
   readonly swap?: Readonly<Record<string, unknown>>;
   /** The rl plugin's maxStaleness: with versioned adapters, maxStaleness + 1 versions stay loaded. */
   readonly maxStaleness?: number;
+  /** Pool `health` keys (default: probes off), e.g. a progress-stall check that a long load could trip. */
+  readonly health?: Readonly<Record<string, unknown>>;
 }
 
 export interface AgentRun {
@@ -95,7 +97,7 @@ export class SwapRig {
             upstreamModel: SWAP_POOL,
             version: 1,
             backends: [{ url: twin.url, type: engine }],
-            health: { intervalMs: 0 },
+            health: { intervalMs: 0, ...options.health },
             swap: { mode: options.mode, verifyVersion: options.verifyVersion ?? 'auto', ...options.swap },
           },
         ],

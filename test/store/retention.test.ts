@@ -6,7 +6,7 @@ import { statSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Batch, emptyDropCounts } from '../../src/algorithms/rl/batch.js';
 import { pruneOnce, type RetentionPolicy, type RetentionStore } from '../../src/store/core/retention.js';
 import type { LightningStore, SpanInput } from '../../src/store/core/types.js';
@@ -163,6 +163,58 @@ describe('pruneOnce on SQLite', () => {
     }
     for (const { rid } of running) expect((await store.querySpans(rid)).total).toBe(4);
     expect((await store.statistics()).total_spans).toBe(running.length * 4);
+  });
+});
+
+function walBytes(path: string): number {
+  try {
+    return statSync(`${path}-wal`).size;
+  } catch {
+    return 0;
+  }
+}
+
+describe('retention over hours of simulated time', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('maxAgeS keeps the live set, the file and the WAL bounded while rollouts keep arriving', async () => {
+    // Only Date is simulated: the store stamps rollouts with it and the round's cutoff reads it, while timers,
+    // performance.now() and the checkpoint thread run in real time.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const start = Date.UTC(2026, 10, 1);
+    vi.setSystemTime(start);
+    const { store, path } = await sqliteStore();
+    const ROUND_S = 600;
+    const PER_ROUND = 20;
+    const MAX_AGE_S = 3_600;
+    const ROUNDS = 24; // 4 hours, a round every 10 minutes
+    let cursor = 0;
+    const live: number[] = [];
+    const files: number[] = [];
+    const wals: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      await fill(store, { finished: PER_ROUND, queued: 0, running: 0 });
+      vi.setSystemTime(start + (round + 1) * ROUND_S * 1000);
+      const report = await pruneOnce({ store, policy: { ...OFF, maxAgeS: MAX_AGE_S }, cursor, now: Date.now() / 1000 });
+      cursor = report.cursor;
+      live.push((await store.statistics()).total_rollouts);
+      files.push(statSync(path).size);
+      wals.push(walBytes(path));
+    }
+    // The rollouts of the last hour stay (a round's are an hour old at the sixth round after it): never more,
+    // whatever the number of rounds.
+    const kept = (MAX_AGE_S / ROUND_S - 1) * PER_ROUND;
+    expect(live.slice(6)).toEqual(Array.from({ length: ROUNDS - 6 }, () => kept));
+    // The disk once pruning runs: the file reuses (and gives back) what each round frees, about the live rollouts'
+    // size; the WAL, which the round leaves checkpointed, starts over at the next commit and is cut back to its
+    // 16 MiB limit instead of holding every write since the store opened (10 MB a round here).
+    const liveBytes = kept * 3 * 8_000;
+    const steadyFiles = files.slice(8);
+    expect(Math.max(...steadyFiles), JSON.stringify(files)).toBeLessThan(Math.min(...steadyFiles) * 1.5);
+    expect(Math.max(...steadyFiles), JSON.stringify(files)).toBeLessThan(liveBytes * 2);
+    expect(Math.max(...wals.slice(8)), JSON.stringify(wals)).toBeLessThanOrEqual(16 * 2 ** 20 + 4 * 2 ** 20);
   });
 });
 

@@ -7,11 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import OpenAI from 'openai';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { SpanEncoder } from '../../src/store/codec/span-codec.js';
 import { packIntArrays } from '../../src/store/codec/token-ids-codec.js';
 import { VarintPacker } from '../../src/store/codec/token-ids-varint-codec.js';
 import type { Attributes, Span, SpanInput } from '../../src/store/core/types.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
+import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 import { SCHEMA_VERSION } from '../../src/store/sqlite/sqlite-schema.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { RESPONSE_IDS, rolloutCalls } from '../helpers/rl-rollout-shape.js';
@@ -22,6 +24,8 @@ const root = mkdtempSync(join(tmpdir(), 'rollgate-span-format-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let files = 0;
 const newPath = (): string => join(root, `format-${++files}.db`);
+const originalFlush = SqliteBackend.prototype.flushNow;
+const originalEncode = SpanEncoder.prototype.encode;
 
 /** A real SQLite store that remembers each stored span as the store returned it (its JSON text). */
 class RecordingStore extends SqliteStore {
@@ -137,6 +141,63 @@ describe('SQLite span format', () => {
       expect(db.prepare('SELECT count(*) AS n FROM span_dictionaries').get()).toEqual({ n: 1 });
     } finally {
       db.close();
+    }
+  });
+
+  it('encodes a span when it arrives, so the batched commit encodes only spans whose base waits in the same batch', async () => {
+    const store = new SqliteStore({ path: newPath(), fileCheckIntervalMs: 0 });
+    let inCommit = false;
+    let encodedInCommit = 0;
+    let encoded = 0;
+    const flush = vi.spyOn(SqliteBackend.prototype, 'flushNow').mockImplementation(function (this: SqliteBackend) {
+      inCommit = true;
+      try {
+        return originalFlush.call(this);
+      } finally {
+        inCommit = false;
+      }
+    });
+    const encode = vi.spyOn(SpanEncoder.prototype, 'encode').mockImplementation(function (this: SpanEncoder, ...args) {
+      encoded++;
+      if (inCommit) encodedInCommit++;
+      return originalEncode.apply(this, args);
+    });
+    const written = new Map<string, Attributes>();
+    try {
+      const rollouts = await Promise.all(Array.from({ length: 8 }, (_, i) => store.startRollout({ input: i })));
+      const calls = rollouts.map(({ rollout_id, attempt }, seed) => rolloutCalls(rollout_id, attempt.attempt_id, seed));
+      // Like 8 agents in flight: each turn records one call of every rollout, committed together.
+      for (let turn = 0; turn < 4; turn++) {
+        await Promise.all(
+          rollouts.map(({ rollout_id, attempt }, r) => {
+            const attributes = calls[r]?.[turn] ?? {};
+            written.set(`${r}-${turn}`, attributes);
+            return store.addSpan(makeSpan(rollout_id, attempt.attempt_id, { span_id: `${r}-${turn}`, attributes }));
+          }),
+        );
+      }
+      expect(encoded).toBe(32);
+      expect(encodedInCommit).toBe(0);
+      // A whole rollout in one batch: its later calls' base is the call before, known only in the commit.
+      const { rollout_id, attempt } = await store.startRollout({ input: 'many' });
+      const many = rolloutCalls(rollout_id, attempt.attempt_id, 99);
+      await store.addManySpans(
+        many.map((attributes, i) => makeSpan(rollout_id, attempt.attempt_id, { span_id: `m${i}`, attributes })),
+      );
+      expect(encodedInCommit).toBe(3);
+      encode.mockRestore();
+      flush.mockRestore();
+      for (const [r, { rollout_id: id }] of rollouts.entries()) {
+        const page = await store.querySpans(id, { limit: -1 });
+        for (const span of page.items) expect(span.attributes).toEqual(written.get(span.span_id));
+        expect(page.items.length, `rollout ${r}`).toBe(4);
+      }
+      const page = await store.querySpans(rollout_id, { limit: -1 });
+      expect(page.items.map((span) => span.attributes)).toEqual(many);
+    } finally {
+      encode.mockRestore();
+      flush.mockRestore();
+      await store.close();
     }
   });
 

@@ -150,6 +150,12 @@ export function createAdminGatewayControl(options: AdminGatewayControlOptions): 
     async resume() {
       await call('POST', '/admin/resume');
     },
+    async holdBackends({ model, backends }) {
+      await call('PUT', `/admin/pools/${encodeURIComponent(model)}/held`, { backends });
+    },
+    async setBackendDraining({ model, url, draining }) {
+      await call('POST', `/admin/pools/${encodeURIComponent(model)}/draining`, { url, draining });
+    },
     setModelVersion: (model, version) => replaceVersion({ model, version, frozenBackends: [] }),
     setFrozenModelVersion: replaceVersion,
     setResidentModelVersion: ({ model, version, resident }) =>

@@ -127,21 +127,45 @@ export async function finishWeightUpdate(
   return (await devRoute(backendUrl, { method: 'POST', path: '/finish_weight_update', body }, options)).supported;
 }
 
-/**
- * The version label the backend reports (`GET /weight_info`): a string, null when it has none, undefined when it
- * has no such route.
- */
-export async function reportedWeightVersion(
-  backendUrl: string,
-  options: EngineControlOptions,
-): Promise<string | null | undefined> {
-  const answer = await devRoute(backendUrl, { method: 'GET', path: '/weight_info' }, options);
-  if (!answer.supported) return undefined;
-  const body = answer.body;
+/** SGLang's label for weights nobody labelled (its `--weight-version` default): no version at all. */
+const SGLANG_UNLABELLED = 'default';
+
+function labelOf(body: unknown): string | null {
   if (typeof body !== 'object' || body === null || !('weight_version' in body)) return null;
   const version: unknown = body.weight_version;
   if (typeof version === 'number') return String(version);
   return typeof version === 'string' ? version : null;
+}
+
+/**
+ * The version label the backend reports: a string, null when it has none, undefined when it has no such route.
+ * vLLM: `GET /weight_info`. SGLang has no /weight_info; the label its loads set (`weight_version` of
+ * `/update_weights_from_*`, or `/update_weight_version`) is in `GET /model_info` (current releases), else
+ * `GET /get_model_info` (older ones), and reads `default` until something sets it.
+ */
+export async function reportedWeightVersion(
+  backendUrl: string,
+  options: EngineControlOptions & { readonly kind: BackendKind },
+): Promise<string | null | undefined> {
+  if (options.kind !== 'sglang') {
+    const answer = await devRoute(backendUrl, { method: 'GET', path: '/weight_info' }, options);
+    return answer.supported ? labelOf(answer.body) : undefined;
+  }
+  for (const path of ['/model_info', '/get_model_info']) {
+    const answer = await devRoute(backendUrl, { method: 'GET', path }, options);
+    if (!answer.supported) continue;
+    const label = labelOf(answer.body);
+    return label === SGLANG_UNLABELLED ? null : label;
+  }
+  return undefined;
+}
+
+/**
+ * Whether a reported label names `version`: the number itself, or with a `v` before it (SGLang's labels are free
+ * strings, and `v7` is the usual way to write one).
+ */
+export function labelNames(label: string, version: number): boolean {
+  return label === String(version) || label === `v${version}`;
 }
 
 /** What `/sleep` frees: 1 offloads the weights to CPU memory and frees the KV cache, 2 discards both. */

@@ -27,7 +27,8 @@ import { createWeightsPlugin } from './weights-plugin.js';
 export { createAdminGatewayControl } from './admin-gateway-control.js';
 export type { Batch, BatchSample, DropCounts } from './batch.js';
 export { type RlOptions, rlOptionsSchema } from './options.js';
-export { TrainerHub, TrainerHubError, type WeightsUpdate } from './trainer-hub.js';
+export { TrainerHub, TrainerHubError } from './trainer-hub.js';
+export type { WeightsUpdate } from './weights-update.js';
 
 export function validateOptions(options: unknown, label: string): void {
   parseAlgorithmOptions(rlOptionsSchema, options, label);

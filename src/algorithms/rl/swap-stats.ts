@@ -32,6 +32,27 @@ export interface SwapStatsSnapshot {
   readonly fallbacks: ReadonlyArray<{ readonly model: string; readonly backend: string; readonly count: number }>;
   readonly last: (SwapReport & { readonly model: string }) | null;
   readonly pause_windows: readonly PauseWindowStats[];
+  /** Expired prepares, per pool and what the gateway made of them. */
+  readonly expired: ReadonlyArray<{ readonly model: string; readonly outcome: ExpiryOutcome; readonly count: number }>;
+  /** Pools out of service after an expired prepare (their weights unknown). */
+  readonly quarantined: readonly Quarantine[];
+}
+
+/** What the gateway did with a prepared transfer whose trainer neither committed nor aborted it in time. */
+export type ExpiryOutcome = 'resumed_old' | 'committed_new' | 'quarantined';
+
+/**
+ * A pool kept out of service because, after an expired prepare, its engines hold weights the gateway cannot name
+ * (unknown labels, or different ones across backends): its calls get 503 + Retry-After until a trainer prepares again.
+ */
+export interface Quarantine {
+  readonly model: string;
+  /** The version that was prepared. */
+  readonly version: number;
+  /** What each backend reported (`null`: no label, or no route). */
+  readonly reported: Readonly<Record<string, string | null>>;
+  /** Epoch seconds. */
+  readonly since: number;
 }
 
 export type SwapListener = (model: string, report: SwapReport) => void;
@@ -52,6 +73,8 @@ export class SwapStats {
   readonly #fallbacks = new Map<string, { model: string; backend: string; count: number }>();
   readonly #windows = new Map<string, { model: string; mode: SwapMode; pause: number[]; drain: number[] }>();
   readonly #listeners = new Set<SwapListener>();
+  readonly #expired = new Map<string, { model: string; outcome: ExpiryOutcome; count: number }>();
+  readonly #quarantined = new Map<string, Quarantine>();
   #last: (SwapReport & { readonly model: string }) | null = null;
 
   recordSwap(model: string, report: SwapReport): void {
@@ -84,6 +107,23 @@ export class SwapStats {
     this.#fallbacks.set(key, row);
   }
 
+  recordExpiry(options: { readonly model: string; readonly outcome: ExpiryOutcome }): void {
+    const key = JSON.stringify([options.model, options.outcome]);
+    const row = this.#expired.get(key) ?? { ...options, count: 0 };
+    row.count += 1;
+    this.#expired.set(key, row);
+  }
+
+  /** Marks the pool out of service, or (with `null`) back in. */
+  setQuarantine(model: string, quarantine: Quarantine | null): void {
+    if (quarantine === null) this.#quarantined.delete(model);
+    else this.#quarantined.set(model, quarantine);
+  }
+
+  quarantineOf(model: string): Quarantine | null {
+    return this.#quarantined.get(model) ?? null;
+  }
+
   snapshot(): SwapStatsSnapshot {
     return {
       swaps: [...this.#swaps.values()].map((r) => ({ ...r })),
@@ -96,6 +136,8 @@ export class SwapStats {
         pause_ms: quantiles(w.pause),
         drain_ms: quantiles(w.drain),
       })),
+      expired: [...this.#expired.values()].map((r) => ({ ...r })),
+      quarantined: [...this.#quarantined.values()],
     };
   }
 }

@@ -4,7 +4,6 @@
 // queue only when the trainer acknowledges it (explicitly or with its weights post). Nothing is lost and,
 // as long as the trainer acknowledges what it trained, nothing is trained twice.
 import type { Batch } from './batch.js';
-import type { SleepLevel } from './engine-control.js';
 import { SwapStats } from './swap-stats.js';
 import { TrainerHubError } from './trainer-hub-error.js';
 import {
@@ -15,18 +14,17 @@ import {
   WeightHandshake,
 } from './weight-handshake.js';
 import type { SwapReport } from './weight-swap.js';
+import type { WeightsUpdate } from './weights-update.js';
 
 export { TrainerHubError } from './trainer-hub-error.js';
 
-export interface WeightsUpdate {
-  /** The new model version; must be greater than the current one. */
-  readonly version: number;
-  /** Batches this update trained on; absent = every batch handed out and not yet acknowledged. */
-  readonly batch_ids?: readonly string[];
-  /** Everything else the trainer sent (e.g. `lora_path`, `lora_name`): passed to the weight-load hook. */
-  readonly fields: Readonly<Record<string, string | number | boolean>>;
-  /** A prepare only: put the backends to sleep at this level for a colocated trainer (docs/weight-swaps.md). */
-  readonly sleep?: SleepLevel;
+// The rl plugin's part of the algorithm contract, declared next to the hub it names: ../types.ts then names nothing
+// of rl/, where importing the hub closed a type-only cycle through every rl file the hub reaches.
+declare module '../types.js' {
+  interface GatewayControl {
+    /** Where the `rl` plugin hands batches to a trainer (the gateway serves it at /v1/rl/*). */
+    readonly trainerHub?: TrainerHub;
+  }
 }
 
 export interface WeightsResult {
@@ -77,7 +75,14 @@ export class TrainerHub {
   #delivered = 0;
   #syncing: Promise<unknown> | null = null;
   #closed = false;
-  readonly #handshake = new WeightHandshake();
+  readonly #handshake = new WeightHandshake({
+    // The trainer died after its transfer and the engines named the prepared version: the batches it trained on
+    // are done with, as its commit would have said.
+    committedAlone: ({ version, swap }) => {
+      const ids = this.#batchIdsFor({ batch_ids: this.#pendingBatchIds ?? undefined });
+      return { version, acknowledged: this.acknowledge(ids), sync_ms: swap.sync_ms, swap };
+    },
+  });
   /** Rollouts each queued batch holds, told to acknowledgement listeners (store retention) when it leaves. */
   readonly #batchRollouts = new Map<string, readonly string[]>();
   readonly #ackListeners = new Set<(rolloutIds: readonly string[]) => void>();

@@ -10,6 +10,7 @@
 // Each step is idempotent: a trainer that lost an answer asks again and gets the same one. A trainer that dies
 // after prepare must not leave the gateway paused: the prepare expires after its deadline and is aborted.
 import type { SleepLevel } from './engine-control.js';
+import type { ExpiryOutcome } from './swap-stats.js';
 import { TrainerHubError } from './trainer-hub-error.js';
 import type { SwapMode, SwapReport } from './weight-swap.js';
 
@@ -31,6 +32,11 @@ export interface PreparedWeights {
   }): Promise<SwapReport>;
   /** Resumes on the old version. */
   abort(reason: string): Promise<void>;
+  /**
+   * The deadline passed without a commit or abort: settles on what the engines report holding (expired-transfer.ts);
+   * with `committed_new`, the report of the swap that bumped to the prepared version.
+   */
+  expire(): Promise<{ readonly outcome: ExpiryOutcome; readonly swap?: SwapReport }>;
 }
 
 export interface PrepareAnswer {
@@ -58,7 +64,7 @@ export interface AbortAnswer {
   readonly version: number | null;
 }
 
-export type HandshakePhase = 'idle' | 'preparing' | 'prepared' | 'committing';
+export type HandshakePhase = 'idle' | 'preparing' | 'prepared' | 'committing' | 'expiring';
 
 type State =
   | { readonly phase: 'idle' }
@@ -70,11 +76,17 @@ type State =
       readonly prepared: PreparedWeights;
       readonly timer: NodeJS.Timeout;
     }
-  | { readonly phase: 'committing'; readonly version: number; readonly done: Promise<CommitAnswer> };
+  | { readonly phase: 'committing'; readonly version: number; readonly done: Promise<CommitAnswer> }
+  | { readonly phase: 'expiring'; readonly version: number; readonly done: Promise<void> };
 
 export interface HandshakeOptions {
   /** Called when a prepare expired and was aborted (the plugin logs it). */
   readonly onExpired?: (options: { readonly version: number; readonly deadlineS: number }) => void;
+  /**
+   * The answer a commit of `version` gets once the gateway committed it alone at the deadline (the engines reported
+   * the prepared version): the hub acknowledges the batches the prepare named, as the trainer's commit would have.
+   */
+  readonly committedAlone?: (options: { readonly version: number; readonly swap: SwapReport }) => CommitAnswer;
   readonly now?: () => number;
 }
 
@@ -144,11 +156,27 @@ export class WeightHandshake {
   #expire(version: number): void {
     const state = this.#state;
     if (state.phase !== 'prepared' || state.version !== version) return;
-    this.#state = { phase: 'idle' };
-    this.#lastExpired = { version, deadlineS: state.prepared.deadlineS };
-    this.#options.onExpired?.({ version, deadlineS: state.prepared.deadlineS });
-    // The plugin logs a failed resume; nobody awaits this one.
-    state.prepared.abort('the trainer did not commit before the deadline').catch(() => undefined);
+    const { deadlineS } = state.prepared;
+    this.#options.onExpired?.({ version, deadlineS });
+    const done = (async () => {
+      try {
+        const settled = await state.prepared.expire();
+        if (settled.outcome === 'committed_new' && settled.swap !== undefined) {
+          const answer = this.#options.committedAlone?.({ version, swap: settled.swap });
+          if (answer !== undefined) {
+            this.#lastCommit = answer;
+            return;
+          }
+        }
+        this.#lastExpired = { version, deadlineS };
+      } catch {
+        // The plugin logs what failed; nobody awaits the deadline.
+        this.#lastExpired = { version, deadlineS };
+      } finally {
+        this.#state = { phase: 'idle' };
+      }
+    })();
+    this.#state = { phase: 'expiring', version, done };
   }
 
   /**
@@ -163,7 +191,9 @@ export class WeightHandshake {
     const state = this.#state;
     const { version } = options;
     if (state.phase === 'committing' && state.version === version) return state.done;
-    if (state.phase === 'idle' && this.#lastCommit?.version === version) return this.#lastCommit;
+    // A trainer back just as the deadline settled its prepare gets what the gateway made of it.
+    if (state.phase === 'expiring' && state.version === version) await state.done;
+    if (this.#state.phase === 'idle' && this.#lastCommit?.version === version) return this.#lastCommit;
     if (state.phase === 'preparing' && state.version === version) await state.done.catch(() => undefined);
     const current = this.#state;
     if (current.phase !== 'prepared') {
@@ -200,8 +230,8 @@ export class WeightHandshake {
   /** Abandons a prepared update (resuming on the old weights); with none, answers `idle`. */
   async abort(reason: string): Promise<AbortAnswer> {
     let state = this.#state;
-    if (state.phase === 'preparing') {
-      await state.done.catch(() => undefined);
+    if (state.phase === 'preparing' || state.phase === 'expiring') {
+      await (state.done as Promise<unknown>).catch(() => undefined);
       state = this.#state;
     }
     if (state.phase === 'committing') {

@@ -3,7 +3,7 @@
 // /v1/load_lora_adapter, or a command), with `${field}` placeholders filled from the trainer's post.
 import { execFile } from 'node:child_process';
 import type { WeightLoadHook } from './options.js';
-import type { WeightsUpdate } from './trainer-hub.js';
+import type { WeightsUpdate } from './weights-update.js';
 
 type Fields = Readonly<Record<string, string | number | boolean>>;
 

@@ -22,6 +22,7 @@ import {
   type EngineControlOptions,
   finishWeightUpdate,
   flushEngineCache,
+  labelNames,
   pauseEngineAbort,
   pauseEngineKeep,
   reportedWeightVersion,
@@ -34,9 +35,9 @@ import {
   wakeEngine,
 } from './engine-control.js';
 import type { WeightLoadHook } from './options.js';
-import type { WeightsUpdate } from './trainer-hub.js';
 import { TrainerHubError } from './trainer-hub-error.js';
 import { loadWeights } from './weight-load.js';
+import type { WeightsUpdate } from './weights-update.js';
 
 export type SwapMode = 'drain' | 'keep' | 'abort-resubmit';
 
@@ -120,6 +121,8 @@ export class WeightSwap {
   #pauseMs = 0;
   #syncMs = 0;
   #ended = false;
+  /** The gateway was told this swap holds backends (#hold). */
+  #holding = false;
   /** Whether this swap holds the gateway's new calls (a versioned-adapter swap holds none). */
   #gatePaused = false;
   #unloaded: readonly number[] | null = null;
@@ -127,6 +130,16 @@ export class WeightSwap {
   /** Versioned adapters: every version is its own adapter, so nothing in flight or new waits for the load. */
   get #versioned(): boolean {
     return this.#pool.adapterVersions !== undefined;
+  }
+
+  /** The pool's version when the swap began: what the engines hold unless a load or transfer changed it. */
+  get fromVersion(): number {
+    return this.#pool.version;
+  }
+
+  /** How the pool checks reported versions; an older gateway does not say: its operators never asked for a check. */
+  get verifyPolicy(): 'auto' | 'strict' | 'off' {
+    return this.#pool.verifyVersion ?? 'off';
   }
 
   #kind(backend: string): BackendKind {
@@ -198,6 +211,7 @@ export class WeightSwap {
       if (answer.status === 'fulfilled')
         (answer.value ? (aborting ? this.#aborted : this.#frozen) : unsupported).push(backend);
     });
+    await this.#hold();
     const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
     // Aborted generations answer at once; the swap waits for those answers so none is still being written when
@@ -235,6 +249,7 @@ export class WeightSwap {
     answers.forEach((answer, i) => {
       if (answer.status === 'fulfilled') this.#asleep.push(this.backends[i] as string);
     });
+    await this.#hold();
     const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }
@@ -291,19 +306,20 @@ export class WeightSwap {
   }
 
   /**
-   * Compares the version each backend reports (GET /weight_info) with `version`, as the pool's `verifyVersion`
+   * Compares the version each backend reports (vLLM GET /weight_info, SGLang GET /model_info) with `version`, as the pool's `verifyVersion`
    * says; throws naming every backend that disagrees. A backend without the route is not checked (auto) or fails
    * (strict).
    */
   async verify(version: number): Promise<void> {
-    // An older gateway does not say: its operators never asked for a check.
-    const policy = this.#pool.verifyVersion ?? 'off';
+    const policy = this.verifyPolicy;
     if (policy === 'off') return;
-    const reported = await Promise.all(this.backends.map((b) => reportedWeightVersion(b, this.#engine)));
+    const reported = await Promise.all(
+      this.backends.map((b) => reportedWeightVersion(b, { ...this.#engine, kind: this.#kind(b) })),
+    );
     const problems: string[] = [];
     reported.forEach((label, i) => {
       const backend = this.backends[i] as string;
-      if (label === String(version)) return;
+      if (typeof label === 'string' && labelNames(label, version)) return;
       if (label === undefined || label === null) {
         if (policy === 'strict') problems.push(`${backend} reports no weight version`);
         return;
@@ -313,6 +329,41 @@ export class WeightSwap {
     if (problems.length > 0) {
       throw new Error(`weights version ${version} not confirmed by the backends: ${problems.join('; ')}`);
     }
+  }
+
+  /** The label each backend reports for the weights it holds (null: none, or no route to ask), by backend. */
+  async reportedVersions(): Promise<Record<string, string | null>> {
+    const reported = await Promise.all(
+      this.backends.map((b) => reportedWeightVersion(b, { ...this.#engine, kind: this.#kind(b) })),
+    );
+    return Object.fromEntries(this.backends.map((b, i) => [b, reported[i] ?? null]));
+  }
+
+  /**
+   * Ends the swap without resuming the engines: every backend is taken out of service first, then the gateway's
+   * held calls are released to meet a pool without backends (503 + Retry-After, which SDK clients retry). For
+   * engines whose weights no version names: resuming them would have their tokens recorded under a version that
+   * did not compute them. The frozen generations stay frozen until the next swap resumes them under the version it
+   * commits. Where the backends cannot be taken out of service, the gateway keeps holding the calls instead.
+   */
+  async quarantine(): Promise<void> {
+    if (this.#ended) return;
+    this.#ended = true;
+    const { model } = this.#options;
+    const setDraining = this.#control.setBackendDraining?.bind(this.#control);
+    try {
+      if (setDraining === undefined) throw new Error('the gateway cannot take backends out of service');
+      await Promise.all(this.backends.map((url) => setDraining({ model, url, draining: true })));
+    } catch (error) {
+      this.#options.logger.error('the weight swap could not take its backends out of service: calls stay held', {
+        model,
+        err: message(error),
+      });
+      return;
+    }
+    if (this.#gatePaused) await this.#control.resume();
+    this.#syncMs = performance.now() - this.#started;
+    if (this.#gatePaused) this.#pauseMs = this.#syncMs;
   }
 
   /**
@@ -410,6 +461,26 @@ export class WeightSwap {
     };
   }
 
+  /**
+   * Tells the gateway which backends this swap holds paused or asleep (none with `release`), so its stall check
+   * leaves them be. Best effort: a gateway without the route still swaps, its stall check as before.
+   */
+  async #hold(options: { readonly release?: boolean } = {}): Promise<void> {
+    const hold = this.#control.holdBackends?.bind(this.#control);
+    if (hold === undefined) return;
+    const backends = options.release === true ? [] : [...new Set([...this.#frozen, ...this.#aborted, ...this.#asleep])];
+    if (backends.length === 0 && !this.#holding) return;
+    this.#holding = backends.length > 0;
+    try {
+      await hold({ model: this.#options.model, backends });
+    } catch (error) {
+      this.#options.logger.warn('the gateway was not told which backends the weight swap holds', {
+        model: this.#options.model,
+        err: message(error),
+      });
+    }
+  }
+
   /** The failure path: resumes, and only logs a resume failure so the original error is the one raised. */
   async #resumeAfterFailure(): Promise<void> {
     try {
@@ -440,6 +511,7 @@ export class WeightSwap {
       failures = failures.concat(
         answers.flatMap((a, i) => (a.status === 'rejected' ? [`${paused[i]}: ${message(a.reason)}`] : [])),
       );
+      await this.#hold({ release: true });
     } finally {
       if (this.#gatePaused) await this.#control.resume();
       this.#syncMs = performance.now() - this.#started;

@@ -6,8 +6,8 @@
 import type { Logger } from '../../logger.js';
 import type { GatewayControl } from '../types.js';
 import type { WeightLoadHook } from './options.js';
-import type { WeightsUpdate } from './trainer-hub.js';
 import { type SwapMode, type SwapReport, WeightSwap } from './weight-swap.js';
+import type { WeightsUpdate } from './weights-update.js';
 
 export interface WeightSyncOptions {
   readonly control: GatewayControl;

@@ -4,6 +4,7 @@
 // moves the plugin's own version on.
 import type { Logger } from '../../logger.js';
 import type { GatewayControl } from '../types.js';
+import { judgeExpiredTransfer } from './expired-transfer.js';
 import type { WeightLoadHook } from './options.js';
 import type { TrainerHub, TrainerHubPlugin } from './trainer-hub.js';
 import type { PreparedWeights } from './weight-handshake.js';
@@ -25,6 +26,25 @@ export interface WeightsPluginOptions {
   readonly onSwapped?: (report: SwapReport) => Promise<void> | void;
 }
 
+/** Engines holding weights no version names: out of service (503 + Retry-After) until a trainer prepares again. */
+async function quarantineSwap(options: {
+  readonly swap: WeightSwap;
+  readonly hub: TrainerHub;
+  readonly model: string;
+  readonly logger: Logger;
+  readonly version: number;
+  readonly reported: Readonly<Record<string, string | null>>;
+}): Promise<void> {
+  const { swap, hub, model, version, reported } = options;
+  hub.swapStats.setQuarantine(model, { model, version, reported, since: Date.now() / 1000 });
+  options.logger.error(
+    'weights transfer expired and the engines hold weights no version names: pool out of service until a trainer ' +
+      'prepares again',
+    { model, version, from: swap.fromVersion, reported },
+  );
+  await swap.quarantine();
+}
+
 export function createWeightsPlugin(
   options: WeightsPluginOptions,
 ): Pick<TrainerHubPlugin, 'applyWeights' | 'prepareWeights'> {
@@ -39,9 +59,27 @@ export function createWeightsPlugin(
     onFallback: (fallback) => hub.swapStats.recordFallback(fallback),
     ...(options.keepAdapterVersions === undefined ? {} : { keepAdapterVersions: options.keepAdapterVersions }),
   };
+  const quarantine = (q: {
+    readonly swap: WeightSwap;
+    readonly version: number;
+    readonly reported: Readonly<Record<string, string | null>>;
+  }): Promise<void> => quarantineSwap({ ...q, hub, model, logger });
   const swapped = async (report: SwapReport): Promise<void> => {
     hub.swapStats.recordSwap(model, report);
     await options.onSwapped?.(report);
+  };
+  /**
+   * A new prepare settles the weights again, so a pool kept out of service after an expired one comes back (its
+   * calls are held by this swap's pause meanwhile, and the commit or abort decides what the engines run).
+   */
+  const liftQuarantine = async (swap: WeightSwap): Promise<void> => {
+    if (hub.swapStats.quarantineOf(model) === null) return;
+    const setDraining = options.control.setBackendDraining?.bind(options.control);
+    if (setDraining !== undefined) {
+      await Promise.all(swap.backends.map((url) => setDraining({ model, url, draining: false })));
+    }
+    hub.swapStats.setQuarantine(model, null);
+    logger.info('pool back in service: a trainer prepared new weights', { model });
   };
 
   return {
@@ -59,6 +97,7 @@ export function createWeightsPlugin(
         { reason: `receiving weights version ${update.version}` },
       );
       try {
+        await liftQuarantine(swap);
         // A colocated trainer writes a checkpoint the hook loads at the commit: no native transfer to announce.
         await (level === undefined ? swap.startTransfer() : swap.sleep(level));
       } catch (error) {
@@ -101,6 +140,59 @@ export function createWeightsPlugin(
             reason,
           });
           await swap.abort();
+        },
+        async expire() {
+          const { version } = update;
+          const reason = 'the trainer did not commit or abort before the deadline';
+          // Asleep, the engines never received anything: the commit would have loaded the checkpoint.
+          const reported = level === undefined ? await swap.reportedVersions().catch(() => null) : null;
+          const outcome =
+            reported === null
+              ? level === undefined
+                ? 'quarantined'
+                : 'resumed_old'
+              : judgeExpiredTransfer({
+                  reported,
+                  oldVersion: swap.fromVersion,
+                  newVersion: version,
+                  policy: swap.verifyPolicy,
+                });
+          hub.swapStats.recordExpiry({ model, outcome });
+          if (outcome === 'resumed_old') {
+            logger.warn('weights transfer expired: the engines report the old version, resuming on it', {
+              model,
+              version,
+              reason,
+              reported,
+            });
+            await swap.abort();
+            return { outcome };
+          }
+          if (outcome === 'committed_new') {
+            logger.warn('weights transfer expired: the engines report the prepared version, committing it', {
+              model,
+              version,
+              reason,
+            });
+            try {
+              // The trainer labelled its weights; the engines' update session still has to be closed.
+              await swap.finishTransfer(version);
+              await swap.verify(version);
+            } catch (error) {
+              logger.error('committing an expired weights transfer failed: pool out of service', {
+                model,
+                version,
+                err: error instanceof Error ? error.message : String(error),
+              });
+              await quarantine({ swap, version, reported: reported ?? {} });
+              return { outcome: 'quarantined' };
+            }
+            const report = await swap.commit(version);
+            await swapped(report);
+            return { outcome, swap: report };
+          }
+          await quarantine({ swap, version, reported: reported ?? {} });
+          return { outcome };
         },
       };
     },

@@ -53,6 +53,8 @@ const STATUS_BY_GATEWAY_CODE: ReadonlyMap<string, number> = new Map([
   ['upstream_timeout', 504],
   ['no_backend', 503],
   ['gateway_paused', 429],
+  // A stream a weight swap aborted (abort-resubmit): the agent should call again, as after a 529.
+  ['weights_swapped', 503],
 ]);
 
 /**

@@ -105,6 +105,11 @@ export interface PoolRegistry extends ModelRegistry {
   replace(model: string, request: ReplacePoolRequest): Promise<PoolSnapshot>;
   /** Marks one backend as draining (no new calls) or back in service. */
   setDraining(options: { model: string; url: string; draining: boolean }): PoolSnapshot;
+  /**
+   * The backends of the pool a weight swap holds paused or asleep on purpose (an empty list: none); the progress
+   * liveness check does not take their still counters for a stall.
+   */
+  setHeld(options: { readonly model: string; readonly urls: readonly string[] }): void;
   /** Probes every backend of every pool once now. */
   probeAll(): Promise<void>;
   /**
@@ -151,6 +156,8 @@ interface PoolEntry {
   readonly idleWaiters: Map<string, Set<() => void>>;
   /** Per backend URL: tries in flight that end at once when it is marked down (watchDown). */
   readonly downWatchers: Map<string, Set<() => void>>;
+  /** Backends a weight swap holds paused or asleep (setHeld). */
+  held: ReadonlySet<string>;
 }
 
 /** The order docs/agl-v1.md hashes over: endpoint strings sorted by code unit, like Python's sorted(). */
@@ -192,6 +199,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
         busySince: busySince(entry, url),
         // Non-stream tries waiting for their answer's headers are what watchDown tracks.
         awaiting: (entry.downWatchers.get(url)?.size ?? 0) > 0,
+        held: entry.held.has(url),
         signal,
       });
       return stalled ?? true;
@@ -262,6 +270,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       watchers: new Set(),
       idleWaiters: new Map(),
       downWatchers,
+      held: new Set(),
     };
     entries.set(model.name, entry);
   }
@@ -615,6 +624,11 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
       if (member === undefined) throw new GatewayError('not_found', `No backend '${url}' in pool '${model}'`);
       member.draining = draining;
       return poolSnapshot(entry);
+    },
+    setHeld({ model, urls }) {
+      const entry = entries.get(model);
+      if (entry === undefined) throw new GatewayError('not_found', `No pool for model '${model}'`);
+      entry.held = new Set(urls);
     },
     close() {
       closing ??= (async () => {

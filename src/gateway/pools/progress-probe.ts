@@ -33,6 +33,11 @@ export interface ProgressCheck {
    * agent reading slowly holds its call open after the engine is done).
    */
   readonly awaiting: boolean;
+  /**
+   * A weight swap of this gateway holds the backend paused or asleep: its work waits on purpose. SGLang cannot be
+   * asked (it has no /is_paused), and a paused engine with queued requests looks exactly like a stalled one.
+   */
+  readonly held: boolean;
   readonly signal: AbortSignal;
 }
 
@@ -108,7 +113,7 @@ export function createProgressProbe(options: ProgressProbeOptions): ProgressProb
       }
       const verdict = watch.observe({ id: url, progress, gatewayBusy: check.awaiting, now: now() });
       if (verdict === 'progressing') return null;
-      if (await pausedOnPurpose(check)) {
+      if (check.held || (await pausedOnPurpose(check))) {
         watch.excuse({ id: url, now: now() });
         return null;
       }

@@ -5,7 +5,9 @@
 // - a completions stream (which can be continued token-exactly) is watched event by event: the aborted chunk is
 //   passed on without its finish reason, whatever follows it (usage, [DONE]) is dropped, and the agent's response
 //   stays open for the continuation, whose headers are dropped and whose chunks follow on the same response;
-// - any other stream gets a retryable error event in place of the aborted chunk, and ends.
+// - any other stream that relayed a token already gets a retryable error event in place of the aborted chunk, and
+//   ends; one that relayed none (headers and a role chunk at most) is dropped there and its call is sent again on
+//   the same response, since the agent has nothing the new try would contradict.
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Endpoint } from '../../contracts/call-record.js';
 import type { OpenAIErrorBody } from '../../errors.js';
@@ -24,6 +26,40 @@ export function hasAbortMarker(text: string): boolean {
 
 function isObj(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function nonEmpty(value: unknown): boolean {
+  return (typeof value === 'string' && value !== '') || (Array.isArray(value) && value.length > 0);
+}
+
+/**
+ * Whether a stream event gives the agent part of the answer: a chat delta's text, reasoning or tool call, a
+ * completion's text, token ids, or a Responses API `*.delta` event. A role chunk or `response.created` does not.
+ */
+export function carriesToken(event: string): boolean {
+  const line = event.split('\n').find((l) => l.startsWith('data: '));
+  if (line === undefined) return false;
+  let data: unknown;
+  try {
+    data = JSON.parse(line.slice('data: '.length));
+  } catch {
+    return false;
+  }
+  if (!isObj(data)) return false;
+  if (typeof data.type === 'string') return data.type.endsWith('.delta');
+  if (!Array.isArray(data.choices)) return false;
+  return data.choices.some((c: unknown) => {
+    if (!isObj(c)) return false;
+    if (nonEmpty(c.text) || nonEmpty(c.token_ids)) return true;
+    const delta = c.delta;
+    return (
+      isObj(delta) &&
+      (nonEmpty(delta.content) ||
+        nonEmpty(delta.reasoning_content) ||
+        nonEmpty(delta.reasoning) ||
+        nonEmpty(delta.tool_calls))
+    );
+  });
 }
 
 function isAbortReason(value: unknown): boolean {
@@ -78,6 +114,12 @@ export class ResubmitSink implements AgentSink {
   aborted = false;
   /** An aborted stream ended with a retryable error (nothing to continue). */
   streamFailed = false;
+  /** An aborted stream that had relayed no token: its call can be sent again as it was. */
+  restart = false;
+  /** A stream that cannot be continued has given the agent part of its answer (scanned until the first one). */
+  #relayedToken = false;
+  /** The bytes after the last complete event scanned for a token. */
+  #scan = '';
   readonly #options: ResubmitSinkOptions;
 
   constructor(options: ResubmitSinkOptions) {
@@ -107,10 +149,30 @@ export class ResubmitSink implements AgentSink {
     if (!this.#options.stream) return this.#options.agent.write(chunk);
     if (this.#options.continuable) return this.#writeEvents(chunk);
     if (this.#options.marked() && this.#sawAbort(chunk)) {
-      this.#fail();
+      if (this.#relayedToken) {
+        this.#fail();
+      } else {
+        this.aborted = true;
+        this.restart = true;
+      }
       return true;
     }
+    this.#noteTokens(chunk);
     return this.#options.agent.write(chunk);
+  }
+
+  /** Notes whether `chunk`, which goes to the agent, completes an event with a token; stops once one did. */
+  #noteTokens(chunk: Uint8Array): void {
+    if (this.#relayedToken) return;
+    this.#scan += Buffer.from(chunk).toString('utf8');
+    const cut = this.#scan.lastIndexOf(EVENT_END);
+    if (cut < 0) return;
+    const complete = this.#scan.slice(0, cut);
+    this.#scan = this.#scan.slice(cut + EVENT_END.length);
+    if (complete.split(EVENT_END).some(carriesToken)) {
+      this.#relayedToken = true;
+      this.#scan = '';
+    }
   }
 
   end(chunk?: Uint8Array): unknown {

@@ -6,16 +6,27 @@
 // - a completions stream is continued: the tokens already relayed stay with the agent, and a resubmission whose prompt
 //   is the recorded prompt ids plus the response ids so far generates the rest on the same response. Its span says
 //   which try it replaces (`rollgate.resubmit_of`), so training leaves the aborted try out without dropping the
-//   rollout, and trains the continuation (all its response tokens come from the new weights);
+//   rollout, and records the answer as the agent read it: the original prompt, every token, and which weights
+//   sampled each (continued-call.ts);
 // - a chat or Responses stream cannot be continued faithfully (their prompt is messages the engine renders and
-//   tokenises again, and the parsers that made the tool calls and reasoning would restart mid-answer), so it ends
-//   with a retryable error event in place of the aborted chunk, and the agent calls again.
+//   tokenises again, and the parsers that made the tool calls and reasoning would restart mid-answer), so one that
+//   relayed tokens ends with a retryable error event in place of the aborted chunk, and the agent calls again; one
+//   that relayed none is sent again as it was, on the same response (the agent only waits).
 // The aborted try keeps its own span with `finish_reason: "abort"`, which no training reader takes as a whole answer.
 // Unmarked calls pass straight through: the only cost is one set insertion per call of a pool in this mode.
-import { ATTR_PROMPT_TOKEN_IDS, ATTR_RESPONSE_TOKEN_IDS, ATTR_RESUBMIT_OF } from '../../contracts/span-attributes.js';
+import {
+  ATTR_MODEL_VERSION,
+  ATTR_MODEL_VERSION_SEGMENTS,
+  ATTR_PROMPT_TOKEN_IDS,
+  ATTR_RESPONSE_LOGPROBS,
+  ATTR_RESPONSE_TOKEN_IDS,
+  ATTR_RESUBMIT_OF,
+} from '../../contracts/span-attributes.js';
 import { openAIErrorBody } from '../../errors.js';
 import type { LightningStore } from '../../store/core/types.js';
-import type { ForwardCall, Gateway } from '../engine/forward.js';
+import type { ForwardCall } from '../engine/forward-call.js';
+import type { ForwardEngine } from '../engine/forward-engine.js';
+import { type ContinuedPrefix, recordedSegments } from './continued-call.js';
 import { ResubmitSink } from './resubmit-sink.js';
 
 /** vLLM's and SGLang's (and OpenAI's) max_tokens of a completions request that names none. */
@@ -76,15 +87,24 @@ export interface LiveCall {
   readonly done: () => void;
 }
 
-/** The token ids an attributed call's span recorded (its first choice); null when it recorded none. */
+/**
+ * What an attributed call's span recorded of its answer (its first choice): the ids, their logprobs and versions.
+ * Null when it recorded no ids. A continuation's span records the whole answer so far (continued-call.ts).
+ */
 export type RecordedIds = (options: {
   readonly rid: string;
   readonly aid: string;
   readonly seq: number;
-}) => Promise<{ readonly promptIds: readonly number[]; readonly responseIds: readonly number[] } | null>;
+}) => Promise<ContinuedPrefix | null>;
 
 function ids(value: unknown): number[] | null {
   return Array.isArray(value) && value.every((v) => Number.isInteger(v)) ? (value as number[]) : null;
+}
+
+function numbers(value: unknown, length: number): number[] | null {
+  return Array.isArray(value) && value.length === length && value.every((v) => typeof v === 'number')
+    ? (value as number[])
+    : null;
 }
 
 /** RecordedIds read from the store: the call's span (written before its last byte reached the agent). */
@@ -93,15 +113,25 @@ export function recordedIdsFromStore(store: Pick<LightningStore, 'querySpans'>):
     const page = await store.querySpans(rid, { attempt_id: aid });
     for (const span of page.items) {
       if (span.sequence_id !== seq) continue;
-      const promptIds = ids(span.attributes[ATTR_PROMPT_TOKEN_IDS]);
-      const responseIds = ids(span.attributes[ATTR_RESPONSE_TOKEN_IDS]);
-      if (promptIds !== null && responseIds !== null) return { promptIds, responseIds };
+      const attributes = span.attributes;
+      const promptIds = ids(attributes[ATTR_PROMPT_TOKEN_IDS]);
+      const responseIds = ids(attributes[ATTR_RESPONSE_TOKEN_IDS]);
+      const version = attributes[ATTR_MODEL_VERSION];
+      if (promptIds === null || responseIds === null || typeof version !== 'number') continue;
+      const length = responseIds.length;
+      return {
+        promptIds,
+        responseIds,
+        length,
+        logprobs: numbers(attributes[ATTR_RESPONSE_LOGPROBS], length),
+        segments: recordedSegments({ recorded: attributes[ATTR_MODEL_VERSION_SEGMENTS], length, version }),
+      };
     }
     return null;
   };
 }
 
-export interface ResubmittingGatewayOptions {
+export interface ResubmittingEngineOptions {
   readonly book: ResubmitBook;
   /** The pools in abort-resubmit mode right now; calls of other pools are not tracked at all. */
   readonly resubmits: (model: string) => boolean;
@@ -120,33 +150,41 @@ function continuable(call: ForwardCall): boolean {
   return typeof prompt === 'string' || (Array.isArray(prompt) && prompt.every((t) => Number.isInteger(t)));
 }
 
-/** The body that generates the rest of an aborted completion: its prompt ids and response ids so far as the prompt. */
-async function continuationBody(
+/**
+ * The body that generates the rest of an aborted completion (the client's `first` body with its prompt ids and the
+ * response ids so far as the prompt), and what the agent already has of the answer.
+ */
+async function continuationOf(
   call: ForwardCall,
-  recordedIds: RecordedIds,
-): Promise<Readonly<Record<string, unknown>> | null> {
+  options: { readonly first: ForwardCall; readonly recordedIds: RecordedIds },
+): Promise<{ readonly body: Readonly<Record<string, unknown>>; readonly prefix: ContinuedPrefix } | null> {
   if (call.attribution === null) return null;
-  const ids = await recordedIds(call.attribution);
-  if (ids === null || ids.promptIds.length === 0) return null;
-  const maxTokens = call.body.max_tokens;
+  // The aborted try's span covers the whole answer so far, a continuation's included.
+  const prefix = await options.recordedIds(call.attribution);
+  if (prefix === null || prefix.promptIds.length === 0) return null;
+  const { body } = options.first;
+  const maxTokens = body.max_tokens;
   // The tokens left of the answer's budget; an absent max_tokens is the completions API's default.
   const budget = typeof maxTokens === 'number' ? maxTokens : COMPLETIONS_DEFAULT_MAX_TOKENS;
-  const left = maxTokens === null ? null : budget - ids.responseIds.length;
+  const left = maxTokens === null ? null : budget - prefix.responseIds.length;
   if (left !== null && left <= 0) return null;
   return {
-    ...call.body,
-    prompt: [...ids.promptIds, ...ids.responseIds],
-    ...(left === null ? {} : { max_tokens: left }),
+    body: {
+      ...body,
+      prompt: [...prefix.promptIds, ...prefix.responseIds],
+      ...(left === null ? {} : { max_tokens: left }),
+    },
+    prefix,
   };
 }
 
 /** Forwards `first` until its answer is not an aborted one of a marked call (at most MAX_RESUBMITS more times). */
 async function forwardResubmitting(options: {
-  readonly inner: Gateway;
+  readonly inner: ForwardEngine;
   readonly book: ResubmitBook;
   readonly model: string;
   readonly first: ForwardCall;
-  readonly gateway: ResubmittingGatewayOptions;
+  readonly gateway: ResubmittingEngineOptions;
   readonly gone: () => boolean;
 }): Promise<void> {
   const { inner, book, model, first } = options;
@@ -182,20 +220,23 @@ async function forwardResubmitting(options: {
       return;
     }
     let body = call.body;
-    if (stream) {
-      const next = await continuationBody(call, options.gateway.recordedIds);
+    let continues: ContinuedPrefix | undefined;
+    if (stream && !sink.restart) {
+      const next = await continuationOf(call, { first, recordedIds: options.gateway.recordedIds });
       if (next === null) {
         sink.failNow();
         return;
       }
-      body = next;
-      continuation = true;
+      body = next.body;
+      continues = next.prefix;
     }
+    // The agent has the stream's head already: the next try's is dropped.
+    if (stream) continuation = true;
     // The resubmission is a call of its own for the store: the aborted try keeps its span and sequence id. Its own
     // request id too: vLLM names the response after it, and readers keep the first answer of a response id.
     const aborted = call.attribution;
     const attribution = aborted === null ? null : { ...aborted, seq: await options.gateway.nextSequenceId(aborted) };
-    const { rawBody: _sentBytes, ...rest } = call;
+    const { rawBody: _sentBytes, continues: _previous, ...rest } = call;
     call = {
       ...rest,
       // The client's bytes stand for its own body only: a continuation's body is serialised again.
@@ -203,16 +244,17 @@ async function forwardResubmitting(options: {
       body,
       attribution,
       requestId: `${first.requestId}-resubmit-${attempt + 1}`,
+      ...(continues === undefined ? {} : { continues }),
       ...(aborted === null ? {} : { spanAttributes: { ...first.spanAttributes, [ATTR_RESUBMIT_OF]: aborted.seq } }),
     };
   }
 }
 
 /**
- * Wraps the (gated) gateway: an aborted answer of a marked call is sent again, continued (a completions stream) or
+ * Wraps the (gated) forward engine: an aborted answer of a marked call is sent again, continued (a completions stream) or
  * failed retryably (other streams).
  */
-export function resubmittingGateway(inner: Gateway, options: ResubmittingGatewayOptions): Gateway {
+export function resubmittingEngine(inner: ForwardEngine, options: ResubmittingEngineOptions): ForwardEngine {
   const { book } = options;
   return {
     async forward(first) {

@@ -67,17 +67,48 @@ export class CallVersions {
    * The span attributes once the call ended: segments when every change has a known place in `total` response
    * ids, `changed_in_flight` when one has not (or `changedInFlight` says so and no change was seen), none otherwise.
    */
-  attributes(options: { readonly total: number | null; readonly changedInFlight: boolean }): Attributes {
+  attributes(options: {
+    readonly total: number | null;
+    readonly changedInFlight: boolean;
+    /** A continued stream's tokens before this call's (continued-call.ts): the segments then cover both. */
+    readonly prefix?: SegmentPrefix;
+  }): Attributes {
     this.close();
-    const { total } = options;
+    const { total, prefix } = options;
     if (this.#unknown || (this.#boundaries.length > 0 && (total === null || total === 0))) {
       return { [A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT]: true };
+    }
+    if (prefix !== undefined) {
+      if (total === null || (options.changedInFlight && this.#boundaries.length === 0)) {
+        return { [A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT]: true };
+      }
+      const own = versionSegments(this.#initial, this.#boundaries, total);
+      return { [A.ATTR_MODEL_VERSION_SEGMENTS]: JSON.stringify(prefixedSegments(prefix, own)) };
     }
     if (this.#boundaries.length === 0 || total === null) {
       return options.changedInFlight ? { [A.ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT]: true } : {};
     }
     return { [A.ATTR_MODEL_VERSION_SEGMENTS]: JSON.stringify(versionSegments(this.#initial, this.#boundaries, total)) };
   }
+}
+
+/** Response ids that come before a call's own, with their versions. */
+export interface SegmentPrefix {
+  readonly length: number;
+  /** Over `0..length`, in order. */
+  readonly segments: readonly VersionSegment[];
+}
+
+/** The prefix's segments, then `own` shifted past the prefix; adjacent segments of one version merge. */
+export function prefixedSegments(prefix: SegmentPrefix, own: readonly VersionSegment[]): VersionSegment[] {
+  const out: VersionSegment[] = [];
+  const shifted = own.map(([s, e, v]): VersionSegment => [s + prefix.length, e + prefix.length, v]);
+  for (const [start, end, version] of [...prefix.segments, ...shifted]) {
+    const last = out[out.length - 1];
+    if (last !== undefined && last[2] === version && last[1] === start) out[out.length - 1] = [last[0], end, version];
+    else out.push([start, end, version]);
+  }
+  return out;
 }
 
 /** Segments over `total` ids from the starting version and the change points (a version with no token drops out). */

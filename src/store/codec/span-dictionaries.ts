@@ -16,6 +16,11 @@ export class SpanDictionaries {
   #pending: SharedDictionary | null = null;
   readonly #cache = new Map<number, Buffer>();
 
+  /** The dictionary forFirstCall would give now, without counting a use (for encoding ahead of the commit). */
+  peek(): SharedDictionary | null {
+    return this.#current;
+  }
+
   /** The dictionary for a span without a base, or null when there is none yet. */
   forFirstCall(): SharedDictionary | null {
     if (this.#current !== null) this.#served++;

@@ -96,6 +96,11 @@ export interface StoreBackend {
 
   /** Removes the rollout, its attempts, spans and sequence counter, and tombstones its completion entries. */
   deleteRollout(rolloutId: string): boolean;
+  /**
+   * deleteRollout for many rollouts in one step (one transaction where there is one: retention deletes in bulk, and
+   * a commit per rollout writes the same index and free-list pages again each time). Returns the ids that existed.
+   */
+  deleteRollouts(rolloutIds: readonly string[]): string[];
   /** Appends a terminal transition with the next sequence number (never reused). */
   appendCompletion(entry: { rollout_id: string; status: RolloutStatus; time: number }): CompletionEntry;
   /** Entries with seq > after, in seq order, at most `limit`. */

@@ -7,25 +7,26 @@
 // never builds on such a write either, while unrelated writes (span ingest, many runners) share one commit.
 
 import type { Logger } from '../../logger.js';
-import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from './attempt-status.js';
 import { EVICTED, type PendingKeys, type StoreBackend } from './backend.js';
 import { validateCompletionQuery } from './completion-query.js';
 import { DeletionListeners, type RolloutDeletedListener } from './deletion-listeners.js';
 import { StoreError } from './errors.js';
-import { emptyHistoryTotals, historyStatusOf, historyTotalsOf, withHistoryStatus } from './history-totals.js';
+import { decideAttemptExpiry } from './flows/attempt-expiry.js';
+import { decideAttemptUpdate } from './flows/attempt-update.js';
+import { dequeueWorkerEffect } from './flows/dequeue-claim.js';
+import { decideNewRollout } from './flows/new-rollout.js';
+import { decideRolloutUpdate } from './flows/rollout-update.js';
+import { decideSpanHeartbeat } from './flows/span-heartbeat.js';
+import type { WorkerEffect } from './flows/worker-effect.js';
+import { decideWorkerHeartbeat } from './flows/worker-heartbeat.js';
+import { historyStatusOf, historyTotalsOf, withHistoryStatus } from './history-totals.js';
 import { newAttemptId, newResourcesId, newRolloutId } from './ids.js';
 import {
   notFound,
-  validAttemptStatus,
   validateEnqueueRequest,
   validateJsonDepth,
   validateResources,
   validateWorkerStatusIn,
-  validConfigUpdate,
-  validFailureReason,
-  validMetadata,
-  validMode,
-  validRolloutStatus,
 } from './input-validation.js';
 import {
   ATTEMPT_FIELDS,
@@ -42,13 +43,11 @@ import {
   WORKER_FIELDS,
 } from './query.js';
 import { dequeueWaiting, QueueSignal } from './queue-signal.js';
-import { normaliseRolloutConfig } from './rollout-config.js';
 import {
   isTerminalStatus,
   nextRolloutState,
   type RolloutEvent,
   rolloutStateOf,
-  spanPromotes,
   withRolloutState,
 } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
@@ -56,7 +55,6 @@ import type {
   Attempt,
   AttemptedRollout,
   AttemptQuery,
-  AttemptStatus,
   AttemptUpdate,
   CompletionPage,
   CompletionQuery,
@@ -112,10 +110,6 @@ function requestKeys(requests: readonly EnqueueRolloutRequest[], workerId: strin
   const rolloutIds: string[] = [];
   for (const request of requests) if (typeof request?.rollout_id === 'string') rolloutIds.push(request.rollout_id);
   return { rolloutIds, workerId: workerId ?? null, resources: true };
-}
-
-function has<T extends object>(update: T, key: keyof T): boolean {
-  return Object.hasOwn(update, key) && update[key] !== undefined;
 }
 
 export class CoreStore implements LightningStore, RolloutLifecycle {
@@ -214,11 +208,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       this.backend.putRollout(updated);
       claimed.push({ ...updated, attempt });
     }
-    if (workerId !== null) {
-      const last = claimed[claimed.length - 1];
-      const claim = last === undefined ? null : { rollout_id: last.rollout_id, attempt_id: last.attempt.attempt_id };
-      this.#updateWorker(workerId, { kind: 'dequeued', claimed: claim }, now);
-    }
+    this.#applyWorker(dequeueWorkerEffect(workerId, claimed), now);
     await this.backend.durable();
     return clone(claimed);
   }
@@ -236,70 +226,32 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
 
   async updateRollout(rolloutId: string, update: RolloutUpdate): Promise<Rollout> {
     this.#settle({ rolloutIds: [rolloutId] });
-    const rollout = this.#requireRollout(rolloutId);
-    const next: Rollout = { ...rollout };
-    if (Object.hasOwn(update, 'input')) {
-      validateJsonDepth(update.input, 'input');
-      next.input = update.input ?? null;
-    }
-    if (Object.hasOwn(update, 'mode')) next.mode = validMode(update.mode);
-    if (Object.hasOwn(update, 'resources_id')) next.resources_id = update.resources_id ?? null;
-    if (Object.hasOwn(update, 'metadata')) next.metadata = clone(validMetadata(update.metadata, 'metadata'));
-    if (Object.hasOwn(update, 'config')) next.config = validConfigUpdate(update.config);
-    let status: RolloutStatus | undefined;
-    if (Object.hasOwn(update, 'status')) status = validRolloutStatus(update.status);
-    let result: Rollout;
-    if (status === undefined) {
-      this.backend.putRollout(next);
-      result = next;
-    } else {
-      const reason = validFailureReason(update.failure_reason);
-      result = this.#applyRollout(
-        next,
-        { kind: 'status_updated', status, reason },
-        { now: nowSeconds(), workerId: null },
-      );
-    }
+    const decision = decideRolloutUpdate({ rolloutId, rollout: this.backend.getRollout(rolloutId) }, update);
+    let result: Rollout = decision.rollout;
+    if (decision.event === null) this.backend.putRollout(result);
+    else result = this.#applyRollout(result, decision.event, { now: nowSeconds(), workerId: null });
     await this.backend.durable();
     return clone(this.#stripAttempt(result));
   }
 
   async updateAttempt(rolloutId: string, attemptId: string, update: AttemptUpdate): Promise<Attempt> {
     this.#settle({ rolloutIds: [rolloutId], workerId: update.worker_id ?? null });
-    const rollout = this.#requireRollout(rolloutId);
-    const latest = this.backend.getLatestAttempt(rolloutId);
+    const rollout = this.backend.getRollout(rolloutId);
+    const latest = rollout === undefined ? undefined : this.backend.getLatestAttempt(rolloutId);
     const attempt = attemptId === LATEST ? latest : this.backend.getAttempt(rolloutId, attemptId);
-    if (attempt === undefined) throw notFound('Attempt', `${rolloutId}/${attemptId}`, 'attempt_id');
-    let status: AttemptStatus | undefined;
-    if (Object.hasOwn(update, 'status')) status = validAttemptStatus(update.status);
-    const reason = validFailureReason(update.failure_reason);
     const now = nowSeconds();
-    let next: Attempt = { ...attempt };
-    if (Object.hasOwn(update, 'worker_id')) next.worker_id = update.worker_id ?? null;
-    if (Object.hasOwn(update, 'last_heartbeat_time')) next.last_heartbeat_time = update.last_heartbeat_time ?? null;
-    if (Object.hasOwn(update, 'metadata')) next.metadata = clone(validMetadata(update.metadata, 'metadata'));
-    if (status !== undefined) {
-      const moved = nextAttemptState(next, { kind: 'status_updated', status }, now);
-      next = { ...next, status: moved.status, end_time: moved.end_time };
+    const decision = decideAttemptUpdate(
+      { rolloutId, attemptId, rollout, attempt, latestSequenceId: latest?.sequence_id ?? 0 },
+      update,
+      now,
+    );
+    this.backend.putAttempt(decision.attempt);
+    if (rollout !== undefined && decision.rolloutEvent !== null) {
+      this.#applyRollout(rollout, decision.rolloutEvent, { now, workerId: null });
     }
-    this.backend.putAttempt(next);
-    const isLatest = latest !== undefined && latest.attempt_id === next.attempt_id;
-    if (status !== undefined && isLatest) {
-      this.#applyRollout(
-        rollout,
-        { kind: 'latest_attempt_changed', attempt: next, config: rollout.config, reason },
-        { now, workerId: null },
-      );
-    }
-    if ((status !== undefined || has(update, 'worker_id')) && next.worker_id !== null) {
-      this.#updateWorker(
-        next.worker_id,
-        { kind: 'attempt_updated', status: next.status, rollout_id: rolloutId, attempt_id: next.attempt_id },
-        now,
-      );
-    }
+    this.#applyWorker(decision.worker, now);
     await this.backend.durable();
-    return clone(next);
+    return clone(decision.attempt);
   }
 
   // ---- spans and sequence ids -------------------------------------------------------------------------
@@ -509,6 +461,25 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     return this.deleteRollout(rolloutId);
   }
 
+  /**
+   * deleteFinishedRollout for a batch, in one step and (SQLite) one transaction: retention's bulk delete. Rollouts
+   * that are not finished, or gone, are skipped. Returns how many were deleted.
+   */
+  async deleteFinishedRollouts(rolloutIds: readonly string[]): Promise<number> {
+    this.#settle({ rolloutIds: [...rolloutIds] });
+    const finished = rolloutIds.filter((rolloutId) => {
+      const rollout = this.backend.getRollout(rolloutId);
+      return rollout !== undefined && isTerminalStatus(rollout.status);
+    });
+    const deleted = this.backend.deleteRollouts(finished);
+    for (const rolloutId of deleted) {
+      this.#waiters.notify(rolloutId);
+      this.#deletions.notify(rolloutId);
+    }
+    await this.backend.durable();
+    return deleted.length;
+  }
+
   onRolloutDeleted(listener: RolloutDeletedListener): () => void {
     return this.#deletions.subscribe(listener);
   }
@@ -550,16 +521,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
 
   async updateWorker(workerId: string, update: WorkerUpdate = {}): Promise<Worker> {
     this.#settle({ workerId });
-    if (Object.hasOwn(update, 'heartbeat_stats') && update.heartbeat_stats === null) {
-      throw new StoreError('invalid_argument', 'heartbeat_stats cannot be null', { param: 'heartbeat_stats' });
-    }
-    const stats =
-      update.heartbeat_stats === undefined
-        ? undefined
-        : clone(validMetadata(update.heartbeat_stats, 'heartbeat_stats'));
-    const event: WorkerEvent =
-      stats === undefined || stats === null ? { kind: 'heartbeat' } : { kind: 'heartbeat', heartbeat_stats: stats };
-    const worker = this.#updateWorker(workerId, event, nowSeconds());
+    const worker = this.#updateWorker(workerId, decideWorkerHeartbeat(update), nowSeconds());
     await this.backend.durable();
     return clone(worker);
   }
@@ -656,24 +618,12 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   #scan(now: number): void {
     if (this.#closed) return;
     for (const rollout of this.backend.activeRollouts()) {
-      const attempt = this.backend.getLatestAttempt(rollout.rollout_id);
-      if (attempt === undefined || !WATCHED_ATTEMPT_STATUSES.includes(attempt.status)) continue;
-      const moved = nextAttemptState(attempt, { kind: 'watchdog', config: rollout.config }, now);
-      if (!moved.changed) continue;
-      const next: Attempt = { ...attempt, status: moved.status };
-      this.backend.putAttempt(next);
-      this.#applyRollout(
-        rollout,
-        { kind: 'latest_attempt_changed', attempt: next, config: rollout.config },
-        { now, workerId: null },
-      );
-      if (next.worker_id !== null) {
-        this.#updateWorker(
-          next.worker_id,
-          { kind: 'attempt_updated', status: next.status, rollout_id: next.rollout_id, attempt_id: next.attempt_id },
-          now,
-        );
-      }
+      const latestAttempt = this.backend.getLatestAttempt(rollout.rollout_id);
+      const decision = decideAttemptExpiry({ rollout, latestAttempt }, now);
+      if (decision === null) continue;
+      this.backend.putAttempt(decision.attempt);
+      this.#applyRollout(rollout, decision.rolloutEvent, { now, workerId: null });
+      this.#applyWorker(decision.worker, now);
     }
   }
 
@@ -733,6 +683,10 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     return attempt;
   }
 
+  #applyWorker(effect: WorkerEffect | null, now: number): void {
+    if (effect !== null) this.#updateWorker(effect.workerId, effect.event, now);
+  }
+
   #updateWorker(workerId: string, event: WorkerEvent, now: number): Worker {
     const current = this.backend.getWorker(workerId);
     const state = current ?? { worker_id: workerId, ...initialWorkerState() };
@@ -754,20 +708,12 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   #newRollout(request: EnqueueRolloutRequest, now: number): Rollout {
-    validateEnqueueRequest(request);
-    return {
-      rollout_id: request.rollout_id ?? newRolloutId(),
-      input: clone(request.input ?? null),
-      start_time: now,
-      end_time: null,
-      mode: request.mode ?? null,
-      resources_id: request.resources_id ?? this.backend.latestResources()?.resources_id ?? null,
-      status: 'queuing',
-      config: normaliseRolloutConfig(request.config),
-      metadata: request.metadata == null ? {} : clone(request.metadata),
-      failure_reason: null,
-      history: emptyHistoryTotals(),
-    };
+    return decideNewRollout({
+      request,
+      rolloutId: request.rollout_id ?? newRolloutId(),
+      now,
+      latestResourcesId: this.backend.latestResources()?.resources_id ?? null,
+    });
   }
 
   #requireRollout(rolloutId: string): Rollout {
@@ -834,25 +780,10 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     const attempt = this.backend.getAttempt(rolloutId, attemptId);
     const rollout = this.backend.getRollout(rolloutId);
     if (attempt === undefined || rollout === undefined) return;
-    const moved = nextAttemptState(attempt, { kind: 'heartbeat' }, now);
-    const next: Attempt = { ...attempt, status: moved.status, last_heartbeat_time: moved.last_heartbeat_time };
-    this.backend.putAttempt(next);
-    if (
-      spanPromotes(rollout.status, next.status) &&
-      this.backend.getLatestAttempt(rolloutId)?.attempt_id === attemptId
-    ) {
-      this.#applyRollout(
-        rollout,
-        { kind: 'span_on_latest_attempt', attemptStatus: next.status },
-        { now, workerId: null },
-      );
-    }
-    if (moved.changed && next.worker_id !== null) {
-      this.#updateWorker(
-        next.worker_id,
-        { kind: 'attempt_updated', status: next.status, rollout_id: rolloutId, attempt_id: attemptId },
-        now,
-      );
-    }
+    const isLatestAttempt = (): boolean => this.backend.getLatestAttempt(rolloutId)?.attempt_id === attemptId;
+    const decision = decideSpanHeartbeat({ rollout, attempt, isLatestAttempt }, now);
+    this.backend.putAttempt(decision.attempt);
+    if (decision.rolloutEvent !== null) this.#applyRollout(rollout, decision.rolloutEvent, { now, workerId: null });
+    this.#applyWorker(decision.worker, now);
   }
 }

@@ -5,10 +5,12 @@
 // deleted is refused on its own (the store never re-creates a rollout from a span) without failing other requests.
 //
 // The candidates are a prefix of the completion log (finished rollouts in the order they finished), read a page at
-// a time from a cursor, so a round never scans the rollouts table. Work is time-sliced (time-slice.ts): it yields
-// to the event loop every few milliseconds, so proxied calls keep flowing while a large backlog is pruned.
+// a time from a cursor, so a round never scans the rollouts table. They are deleted a bounded batch per transaction
+// (retention-batch.ts), and the work is time-sliced (time-slice.ts): it yields to the event loop every few
+// milliseconds, so proxied calls keep flowing while a large backlog is pruned.
 import type { Logger } from '../../logger.js';
-import { TimeSlice } from './time-slice.js';
+import { DeleteBatch } from './retention-batch.js';
+import { DEFAULT_SLICE_MS, TimeSlice } from './time-slice.js';
 import type { LightningStore } from './types.js';
 
 export interface RetentionPolicy {
@@ -23,6 +25,10 @@ export interface RetentionPolicy {
 /** What retention needs from a store: the completion log, counts, and the finished-only delete. */
 export interface RetentionStore extends Pick<LightningStore, 'queryCompletions' | 'statistics'> {
   deleteFinishedRollout(rolloutId: string): Promise<boolean>;
+  /** Many deleteFinishedRollout in one transaction; returns how many were deleted. */
+  deleteFinishedRollouts?(rolloutIds: readonly string[]): Promise<number>;
+  /** SQLite: runs a WAL checkpoint now; resolves when it is done. */
+  checkpointWal?(): Promise<unknown>;
   /** SQLite: gives up to `pages` free pages back to the file system. */
   reclaimFreePages?(pages: number): Promise<{ reclaimed: number; left: number }>;
 }
@@ -46,6 +52,8 @@ export interface PruneReport {
 export const DEFAULT_PRUNE_STEP = 50;
 /** SQLite pages moved per incremental-vacuum step (16 KB pages: 256 KB). */
 const RECLAIM_PAGES_PER_STEP = 16;
+/** Incremental-vacuum steps between two WAL checkpoints (about 16 MB of moved pages), as for deletes. */
+const RECLAIM_STEPS_PER_CHECKPOINT = 64;
 
 export interface PruneOptions {
   readonly store: RetentionStore;
@@ -71,16 +79,21 @@ export async function pruneOnce(options: PruneOptions): Promise<PruneReport> {
   let deleted = 0;
   let scanned = 0;
   let cursor = options.cursor ?? 0;
-  const slice = new TimeSlice(options.sliceMs);
+  const sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
+  const slice = new TimeSlice(sliceMs);
+  const batch = new DeleteBatch({ store, targetMs: sliceMs });
 
   const acknowledged = options.acknowledged;
   if (policy.afterBatchAck && acknowledged !== undefined) {
     for (const rolloutId of [...acknowledged]) {
       if (signal?.aborted) break;
       acknowledged.delete(rolloutId);
-      if (await store.deleteFinishedRollout(rolloutId)) deleted++;
-      await slice.pace();
+      if (batch.add(rolloutId)) {
+        deleted += await batch.flush();
+        await slice.pace();
+      }
     }
+    deleted += await batch.flush();
   }
 
   const cutoff =
@@ -95,17 +108,27 @@ export async function pruneOnce(options: PruneOptions): Promise<PruneReport> {
         scanned++;
         if (!entry.deleted) {
           // The log is in finishing order, so the first entry that is neither too old nor over the count ends
-          // the prefix this round deletes.
-          if (entry.time > cutoff && excess <= 0) break walk;
-          // False when it was requeued since (it is logged again when it finishes) or deleted by someone else.
-          if (await store.deleteFinishedRollout(entry.rollout_id)) {
-            deleted++;
-            excess--;
+          // the prefix this round deletes. The batch's candidates count as deleted until it is flushed; one that
+          // was not (requeued since: it is logged again when it finishes; or deleted by someone else) leaves the
+          // excess where it was, and the walk goes on.
+          if (entry.time > cutoff && excess - batch.size <= 0) {
+            const n = await batch.flush();
+            deleted += n;
+            excess -= n;
+            if (excess <= 0) break walk;
           }
-          await slice.pace();
+          if (batch.add(entry.rollout_id)) {
+            const n = await batch.flush();
+            deleted += n;
+            excess -= n;
+            await slice.pace();
+          }
         }
         cursor = entry.seq;
       }
+      const n = await batch.flush();
+      deleted += n;
+      excess -= n;
       await slice.yield();
     }
   }
@@ -113,13 +136,17 @@ export async function pruneOnce(options: PruneOptions): Promise<PruneReport> {
   let reclaimedPages = 0;
   const reclaim = store.reclaimFreePages?.bind(store);
   if (reclaim !== undefined && deleted > 0) {
-    while (!signal?.aborted) {
+    for (let steps = 1; !signal?.aborted; steps++) {
       const { reclaimed, left } = await reclaim(RECLAIM_PAGES_PER_STEP);
       reclaimedPages += reclaimed;
       if (left === 0 || reclaimed === 0) break;
+      if (steps % RECLAIM_STEPS_PER_CHECKPOINT === 0) await store.checkpointWal?.();
       await slice.pace();
     }
   }
+  // The round's last writes checkpointed before it ends, so the WAL can start over (and be cut back to its size
+  // limit) at the next commit instead of carrying the round's deletes until traffic pauses.
+  if (deleted > 0 && !signal?.aborted) await store.checkpointWal?.();
   return { deleted, scanned, cursor, reclaimedPages };
 }
 

@@ -283,6 +283,10 @@ export class MemoryBackend implements StoreBackend {
     return [...this.workers.values()];
   }
 
+  deleteRollouts(rolloutIds: readonly string[]): string[] {
+    return rolloutIds.filter((rolloutId) => this.deleteRollout(rolloutId));
+  }
+
   deleteRollout(rolloutId: string): boolean {
     const existed = this.rollouts.delete(rolloutId);
     this.active.delete(rolloutId);

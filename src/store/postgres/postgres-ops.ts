@@ -3,6 +3,7 @@
 // status update and another replica's watchdog serialise on the row instead of overwriting each other.
 // Lock order, everywhere: rollouts (by id), then attempts, then workers; no two transactions wait in a cycle.
 import type { PoolClient } from 'pg';
+import type { WorkerEffect } from '../core/flows/worker-effect.js';
 import { newAttemptId } from '../core/ids.js';
 import { nextRolloutState, type RolloutEvent, rolloutStateOf, withRolloutState } from '../core/rollout-status.js';
 import type { Attempt, AttemptedRollout, Rollout, Worker } from '../core/types.js';
@@ -276,6 +277,11 @@ async function createAttempt(c: PoolClient, locked: LockedRollout, ctx: ApplyCon
     );
   }
   return attempt;
+}
+
+/** Applies a flow's worker effect (flows/worker-effect.ts), if it has one. */
+export async function applyWorkerEffect(c: PoolClient, effect: WorkerEffect | null, now: number): Promise<void> {
+  if (effect !== null) await applyWorkerEvent(c, effect.workerId, effect.event, now);
 }
 
 /** Reads (locking) the worker, feeds the event to the worker machine, writes the result (creating the row). */

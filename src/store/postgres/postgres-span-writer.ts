@@ -6,6 +6,7 @@ import type { PoolClient } from 'pg';
 import type { Logger } from '../../logger.js';
 import { nextAttemptState } from '../core/attempt-status.js';
 import { StoreError } from '../core/errors.js';
+import { decideSpanHeartbeat } from '../core/flows/span-heartbeat.js';
 import { emptyHistoryTotals, historyStatusOf } from '../core/history-totals.js';
 import { notFound, validateJsonDepth } from '../core/input-validation.js';
 import { nextRolloutState, rolloutStateOf } from '../core/rollout-status.js';
@@ -14,6 +15,7 @@ import type { Attempt, Span, SpanInput } from '../core/types.js';
 import {
   type ApplyContext,
   applyRolloutEvent,
+  applyWorkerEffect,
   applyWorkerEvent,
   attemptKey,
   type LockedRollout,
@@ -422,23 +424,12 @@ async function heartbeat(
   const attempt = attempts.get(key);
   const rollout = locked.get(span.rollout_id);
   if (attempt === undefined || rollout === undefined) return;
-  const moved = nextAttemptState(attempt, { kind: 'heartbeat' }, ctx.now);
-  const next: Attempt = { ...attempt, status: moved.status, last_heartbeat_time: moved.last_heartbeat_time };
-  attempts.set(key, next);
-  dirty.set(key, next);
-  if (next.sequence_id === rollout.attemptCount) {
-    const event = { kind: 'span_on_latest_attempt', attemptStatus: next.status } as const;
-    const promoted = nextRolloutState(rolloutStateOf(rollout.rollout, rollout.queued), event, ctx.now);
-    if (promoted.changed) await applyRolloutEvent(c, rollout, event, ctx);
-  }
-  if (moved.changed && next.worker_id !== null) {
-    await applyWorkerEvent(
-      c,
-      next.worker_id,
-      { kind: 'attempt_updated', status: next.status, rollout_id: span.rollout_id, attempt_id: span.attempt_id },
-      ctx.now,
-    );
-  }
+  const isLatestAttempt = (): boolean => attempt.sequence_id === rollout.attemptCount;
+  const decision = decideSpanHeartbeat({ rollout: rollout.rollout, attempt, isLatestAttempt }, ctx.now);
+  attempts.set(key, decision.attempt);
+  dirty.set(key, decision.attempt);
+  if (decision.rolloutEvent !== null) await applyRolloutEvent(c, rollout, decision.rolloutEvent, ctx);
+  await applyWorkerEffect(c, decision.worker, ctx.now);
 }
 
 /**

@@ -9,24 +9,21 @@
 import type pg from 'pg';
 import type { Logger } from '../../logger.js';
 import { silentLogger } from '../../logger.js';
-import { nextAttemptState, WATCHED_ATTEMPT_STATUSES } from '../core/attempt-status.js';
+import { WATCHED_ATTEMPT_STATUSES } from '../core/attempt-status.js';
 import { validateCompletionQuery } from '../core/completion-query.js';
 import { DeletionListeners, type RolloutDeletedListener } from '../core/deletion-listeners.js';
-import { StoreError } from '../core/errors.js';
-import { emptyHistoryTotals } from '../core/history-totals.js';
+import { decideAttemptExpiry } from '../core/flows/attempt-expiry.js';
+import { decideAttemptUpdate } from '../core/flows/attempt-update.js';
+import { dequeueWorkerEffect } from '../core/flows/dequeue-claim.js';
+import { decideNewRollout } from '../core/flows/new-rollout.js';
+import { decideRolloutUpdate } from '../core/flows/rollout-update.js';
+import { decideWorkerHeartbeat } from '../core/flows/worker-heartbeat.js';
 import { newResourcesId, newRolloutId } from '../core/ids.js';
 import {
   notFound,
-  validAttemptStatus,
   validateEnqueueRequest,
-  validateJsonDepth,
   validateResources,
   validateWorkerStatusIn,
-  validConfigUpdate,
-  validFailureReason,
-  validMetadata,
-  validMode,
-  validRolloutStatus,
 } from '../core/input-validation.js';
 import {
   ATTEMPT_FIELDS,
@@ -39,13 +36,11 @@ import {
 } from '../core/query.js';
 import { dequeueWaiting, QueueSignal } from '../core/queue-signal.js';
 import { RefusalHold } from '../core/refusal-hold.js';
-import { normaliseRolloutConfig } from '../core/rollout-config.js';
 import { isTerminalStatus, nextRolloutState, rolloutStateOf } from '../core/rollout-status.js';
 import {
   type Attempt,
   type AttemptedRollout,
   type AttemptQuery,
-  type AttemptStatus,
   type AttemptUpdate,
   type CompletionEntry,
   type CompletionPage,
@@ -92,6 +87,7 @@ import { migrate } from './postgres-migrations.js';
 import {
   type ApplyContext,
   applyRolloutEvent,
+  applyWorkerEffect,
   applyWorkerEvent,
   attemptKey,
   finishedPayload,
@@ -160,10 +156,6 @@ const DEFAULT_SPAN_BATCH_MAX = 256;
 
 function nowSeconds(): number {
   return Date.now() / 1000;
-}
-
-function has<T extends object>(update: T, key: keyof T): boolean {
-  return Object.hasOwn(update, key) && update[key] !== undefined;
 }
 
 function stripAttempt(rollout: Rollout | AttemptedRollout): Rollout {
@@ -421,11 +413,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
           if (!isStale) claimed.push(result as AttemptedRollout);
         }
       }
-      if (workerId !== null) {
-        const last = claimed[claimed.length - 1];
-        const claim = last === undefined ? null : { rollout_id: last.rollout_id, attempt_id: last.attempt.attempt_id };
-        await applyWorkerEvent(c, workerId, { kind: 'dequeued', claimed: claim }, ctx.now);
-      }
+      await applyWorkerEffect(c, dequeueWorkerEffect(workerId, claimed), ctx.now);
       return claimed;
     };
     // An empty poll without a worker to record writes nothing: it proves nothing about a full disk.
@@ -460,24 +448,15 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   async updateRollout(rolloutId: string, update: RolloutUpdate): Promise<Rollout> {
     await this.#beforeCall();
     return this.#tx(async (c, effects) => {
-      const locked = await this.#requireRollout(c, rolloutId);
-      const next: Rollout = { ...locked.rollout };
-      if (Object.hasOwn(update, 'input')) {
-        validateJsonDepth(update.input, 'input');
-        next.input = update.input ?? null;
-      }
-      if (Object.hasOwn(update, 'mode')) next.mode = validMode(update.mode);
-      if (Object.hasOwn(update, 'resources_id')) next.resources_id = update.resources_id ?? null;
-      if (Object.hasOwn(update, 'metadata')) next.metadata = validMetadata(update.metadata, 'metadata') ?? null;
-      if (Object.hasOwn(update, 'config')) next.config = validConfigUpdate(update.config);
-      let status: RolloutStatus | undefined;
-      if (Object.hasOwn(update, 'status')) status = validRolloutStatus(update.status);
-      await writeRolloutFields(c, next);
-      locked.rollout = next;
-      if (status === undefined) return next;
-      const reason = validFailureReason(update.failure_reason);
+      const locked = await lockRollout(c, rolloutId);
+      const decision = decideRolloutUpdate({ rolloutId, rollout: locked?.rollout }, update);
+      // Never taken (the decision refused a missing rollout); it tells the compiler the row is there.
+      if (locked === null) return decision.rollout;
+      await writeRolloutFields(c, decision.rollout);
+      locked.rollout = decision.rollout;
+      if (decision.event === null) return decision.rollout;
       const ctx: ApplyContext = { now: nowSeconds(), workerId: null, schema: this.schema, effects };
-      return stripAttempt(await applyRolloutEvent(c, locked, { kind: 'status_updated', status, reason }, ctx));
+      return stripAttempt(await applyRolloutEvent(c, locked, decision.event, ctx));
     });
   }
 
@@ -487,42 +466,23 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       const isLatest = attemptId === LATEST;
       const found = await lockRolloutsWithAttempts(c, [{ rolloutId, attemptId: isLatest ? null : attemptId }]);
       const locked = found.rollouts.get(rolloutId);
-      if (locked === undefined) throw notFound('Rollout', rolloutId, 'rollout_id');
+      const latestSequenceId = locked?.attemptCount ?? 0;
       const attempt = isLatest
-        ? ([...found.attempts.values()].find((a) => a.sequence_id === locked.attemptCount) ?? null)
-        : (found.attempts.get(attemptKey(rolloutId, attemptId)) ?? null);
-      if (attempt === null) throw notFound('Attempt', `${rolloutId}/${attemptId}`, 'attempt_id');
-      let status: AttemptStatus | undefined;
-      if (Object.hasOwn(update, 'status')) status = validAttemptStatus(update.status);
-      const reason = validFailureReason(update.failure_reason);
+        ? [...found.attempts.values()].find((a) => a.sequence_id === latestSequenceId)
+        : found.attempts.get(attemptKey(rolloutId, attemptId));
       const now = nowSeconds();
-      let next: Attempt = { ...attempt };
-      if (Object.hasOwn(update, 'worker_id')) next.worker_id = update.worker_id ?? null;
-      if (Object.hasOwn(update, 'last_heartbeat_time')) next.last_heartbeat_time = update.last_heartbeat_time ?? null;
-      if (Object.hasOwn(update, 'metadata')) next.metadata = validMetadata(update.metadata, 'metadata') ?? null;
-      if (status !== undefined) {
-        const moved = nextAttemptState(next, { kind: 'status_updated', status }, now);
-        next = { ...next, status: moved.status, end_time: moved.end_time };
+      const decision = decideAttemptUpdate(
+        { rolloutId, attemptId, rollout: locked?.rollout, attempt, latestSequenceId },
+        update,
+        now,
+      );
+      await writeAttempt(c, decision.attempt);
+      if (locked !== undefined && decision.rolloutEvent !== null) {
+        const ctx: ApplyContext = { now, workerId: null, schema: this.schema, effects };
+        await applyRolloutEvent(c, locked, decision.rolloutEvent, ctx);
       }
-      await writeAttempt(c, next);
-      const ctx: ApplyContext = { now, workerId: null, schema: this.schema, effects };
-      if (status !== undefined && next.sequence_id === locked.attemptCount) {
-        await applyRolloutEvent(
-          c,
-          locked,
-          { kind: 'latest_attempt_changed', attempt: next, config: locked.rollout.config, reason },
-          ctx,
-        );
-      }
-      if ((status !== undefined || has(update, 'worker_id')) && next.worker_id !== null) {
-        await applyWorkerEvent(
-          c,
-          next.worker_id,
-          { kind: 'attempt_updated', status: next.status, rollout_id: rolloutId, attempt_id: next.attempt_id },
-          now,
-        );
-      }
-      return next;
+      await applyWorkerEffect(c, decision.worker, now);
+      return decision.attempt;
     });
   }
 
@@ -907,19 +867,8 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
 
   async updateWorker(workerId: string, update: WorkerUpdate = {}): Promise<Worker> {
     await this.#beforeCall();
-    if (Object.hasOwn(update, 'heartbeat_stats') && update.heartbeat_stats === null) {
-      throw new StoreError('invalid_argument', 'heartbeat_stats cannot be null', { param: 'heartbeat_stats' });
-    }
-    const stats =
-      update.heartbeat_stats === undefined ? undefined : validMetadata(update.heartbeat_stats, 'heartbeat_stats');
-    return this.#tx((c) =>
-      applyWorkerEvent(
-        c,
-        workerId,
-        stats === undefined || stats === null ? { kind: 'heartbeat' } : { kind: 'heartbeat', heartbeat_stats: stats },
-        nowSeconds(),
-      ),
-    );
+    const event = decideWorkerHeartbeat(update);
+    return this.#tx((c) => applyWorkerEvent(c, workerId, event, nowSeconds()));
   }
 
   // ---- waits, statistics, lifecycle -------------------------------------------------------------------
@@ -1124,29 +1073,17 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     const row = res.rows[0];
     if (row === undefined) return;
     const locked = lockedFromRow(row);
-    if (!RUNNING_STATUSES.includes(locked.rollout.status) || locked.attemptCount === 0) return;
-    const attempt = await lockAttempt(c, { rolloutId: options.rolloutId, sequenceId: locked.attemptCount });
-    if (attempt === null || !WATCHED_ATTEMPT_STATUSES.includes(attempt.status)) return;
+    const latestAttempt =
+      locked.attemptCount === 0
+        ? undefined
+        : ((await lockAttempt(c, { rolloutId: options.rolloutId, sequenceId: locked.attemptCount })) ?? undefined);
     const now = nowSeconds();
-    const moved = nextAttemptState(attempt, { kind: 'watchdog', config: locked.rollout.config }, now);
-    if (!moved.changed) return;
-    const next: Attempt = { ...attempt, status: moved.status };
-    await writeAttempt(c, next);
+    const decision = decideAttemptExpiry({ rollout: locked.rollout, latestAttempt }, now);
+    if (decision === null) return;
+    await writeAttempt(c, decision.attempt);
     const ctx: ApplyContext = { now, workerId: null, schema: this.schema, effects: options.effects };
-    await applyRolloutEvent(
-      c,
-      locked,
-      { kind: 'latest_attempt_changed', attempt: next, config: locked.rollout.config },
-      ctx,
-    );
-    if (next.worker_id !== null) {
-      await applyWorkerEvent(
-        c,
-        next.worker_id,
-        { kind: 'attempt_updated', status: next.status, rollout_id: next.rollout_id, attempt_id: next.attempt_id },
-        now,
-      );
-    }
+    await applyRolloutEvent(c, locked, decision.rolloutEvent, ctx);
+    await applyWorkerEffect(c, decision.worker, now);
   }
 
   async #requireRollout(c: pg.PoolClient, rolloutId: string): Promise<LockedRollout> {
@@ -1200,19 +1137,14 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
       'SELECT resources_id FROM resources WHERE touched IS NOT NULL ORDER BY touched DESC LIMIT 1',
     );
     const defaultResources = latest.rows[0]?.resources_id ?? null;
-    const rollouts: Rollout[] = requests.map((request) => ({
-      rollout_id: request.rollout_id ?? newRolloutId(),
-      input: request.input ?? null,
-      start_time: now,
-      end_time: initial.end_time,
-      mode: request.mode ?? null,
-      resources_id: request.resources_id ?? defaultResources,
-      status: initial.status,
-      config: normaliseRolloutConfig(request.config),
-      metadata: request.metadata == null ? {} : request.metadata,
-      failure_reason: initial.failure_reason,
-      history: emptyHistoryTotals(),
-    }));
+    const rollouts: Rollout[] = requests.map((request) =>
+      decideNewRollout({
+        request,
+        rolloutId: request.rollout_id ?? newRolloutId(),
+        now,
+        latestResourcesId: defaultResources,
+      }),
+    );
     const res = await c.query<{ rollout_id: string }>(
       `INSERT INTO rollouts (rollout_id, ord, input, start_time, end_time, mode, resources_id, status, config, metadata,
          queue_pos)

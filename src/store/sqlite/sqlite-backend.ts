@@ -40,6 +40,7 @@ import type {
 } from '../core/types.js';
 import { QUEUING_STATUSES, RUNNING_STATUSES, TERMINAL_STATUSES } from '../core/types.js';
 import { unwritable, WRITABLE, type WriteHealth } from '../core/write-health.js';
+import { EarlySpanEncoding } from './early-span-encoding.js';
 import { PositionedQueue } from './positioned-queue.js';
 import { type RolloutRecord, RolloutResidency } from './rollout-residency.js';
 import { SequenceCounters, type StoredCounter } from './sequence-counters.js';
@@ -47,7 +48,7 @@ import { type FileIdentity, fileIdentity, fileProblem, openFailure, storageFailu
 import { rolloutPageSql } from './sqlite-rollout-page.js';
 import { migrate } from './sqlite-schema.js';
 import { PACKING_SPAN_CODEC, type SpanRow, SpanRowReader } from './sqlite-span-rows.js';
-import { WalCheckpointer } from './sqlite-wal-checkpointer.js';
+import { type CheckpointResult, WalCheckpointer } from './sqlite-wal-checkpointer.js';
 
 export type SqliteSynchronous = 'normal' | 'full';
 
@@ -134,6 +135,11 @@ const DEFAULT_FILE_CHECK_INTERVAL_MS = 2_000;
  */
 /** SQLite's own default, restored when the checkpoint thread cannot run. */
 const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
+/**
+ * The WAL file is cut back to this size each time it starts over after a complete checkpoint. Without a limit it
+ * keeps its largest size for ever: one burst (a bulk prune, a migration) left gigabytes of WAL next to a smaller file.
+ */
+const WAL_SIZE_LIMIT_BYTES = 16 * 2 ** 20;
 const COMMIT_REFUSAL_HOLD_MS = 30_000;
 const WRITE_PROBE_KEY = 'write_probe';
 
@@ -189,6 +195,7 @@ export class SqliteBackend implements StoreBackend {
   readonly #countersTx: () => void;
   /** Whether the rollout existed. */
   readonly #deleteTx: (rolloutId: string) => boolean;
+  readonly #deleteManyTx: (rolloutIds: readonly string[]) => string[];
 
   readonly #rollouts: RolloutResidency;
   readonly #queue = new PositionedQueue();
@@ -200,6 +207,7 @@ export class SqliteBackend implements StoreBackend {
   /** Log entries of the pending batch, seq ascending (every committed entry has a lower seq). */
   #pendingCompletions: CompletionEntry[] = [];
   readonly #encoder = new SpanEncoder();
+  readonly #early = new EarlySpanEncoding(this.#encoder);
   readonly #dictionaries = new SpanDictionaries();
   readonly #bases = new TokenPrefixBases();
   readonly #pendingSpanKeys = new Set<string>();
@@ -252,6 +260,7 @@ export class SqliteBackend implements StoreBackend {
       if (wal) {
         // A checkpoint inside a commit stalls every call in flight: a worker thread runs them (sqlite-wal-checkpointer).
         this.#db.pragma('wal_autocheckpoint = 0');
+        this.#db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
         this.#checkpointer = new WalCheckpointer({
           path: options.path,
           onFallback: () => {
@@ -268,6 +277,9 @@ export class SqliteBackend implements StoreBackend {
       );
       this.#countersTx = this.#db.transaction(() => this.#writeCounters());
       this.#deleteTx = this.#db.transaction((rolloutId: string) => this.#deleteRows(rolloutId));
+      this.#deleteManyTx = this.#db.transaction((rolloutIds: readonly string[]) =>
+        rolloutIds.filter((rolloutId) => this.#deleteRows(rolloutId)),
+      );
       this.#load();
     } catch (error) {
       this.#db.close();
@@ -712,12 +724,31 @@ export class SqliteBackend implements StoreBackend {
     const existed = this.#deleteTx(rolloutId);
     // Retention deletes in bulk: the checkpoint thread must hear of these commits too, or the WAL only grows.
     this.#checkpointer?.committed();
+    this.#forgetDeleted(rolloutId);
+    return existed;
+  }
+
+  /** Commits what is pending, then runs a WAL checkpoint now (sqlite-wal-checkpointer.ts); null without a WAL thread. */
+  checkpointWal(): Promise<CheckpointResult | null> {
+    this.flushNow();
+    return this.#checkpointer?.checkpointNow() ?? Promise.resolve(null);
+  }
+
+  deleteRollouts(rolloutIds: readonly string[]): string[] {
+    if (rolloutIds.length === 0) return [];
+    this.flushNow();
+    const existed = this.#deleteManyTx(rolloutIds);
+    this.#checkpointer?.committed();
+    for (const rolloutId of rolloutIds) this.#forgetDeleted(rolloutId);
+    return existed;
+  }
+
+  #forgetDeleted(rolloutId: string): void {
     this.#rollouts.forget(rolloutId);
     this.#queue.remove(rolloutId);
     this.#counters.delete(rolloutId);
     this.#spanKeys.delete(rolloutId);
     this.#bases.forgetRollout(rolloutId);
-    return existed;
   }
 
   // ---- spans ---------------------------------------------------------------------------------------
@@ -746,7 +777,12 @@ export class SqliteBackend implements StoreBackend {
   }
 
   insertSpan(span: Span): void {
-    // Serialised at commit time, straight into a reusable buffer (the span is the store's own copy).
+    // Encoded now, outside the commit, which then only writes rows (early-span-encoding.ts); the span is the
+    // store's own copy, never changed after this.
+    if (this.#early.canEncode(span)) {
+      const base = this.#bases.baseFor(span.rollout_id, span.attempt_id, span.attributes[ATTR_PROMPT_TOKEN_IDS]);
+      this.#early.arrived(span, { base, shared: base === null ? this.#dictionaries.peek() : null });
+    } else this.#early.arrived(span, null);
     this.#record({ kind: 'span', span });
     this.#pendingSpanKeys.add(span.rollout_id + KEY_SEPARATOR + span.attempt_id + KEY_SEPARATOR + span.span_id);
     this.#spanKeys.get(span.rollout_id)?.add(span.attempt_id + KEY_SEPARATOR + span.span_id);
@@ -897,6 +933,7 @@ export class SqliteBackend implements StoreBackend {
     }
     this.#report();
     this.#pendingSpanKeys.clear();
+    this.#early.batchDone();
     // Committed entries are read from the file now; a failed unit's entries are simply gone.
     this.#pendingCompletions = [];
     // Finished rollouts this batch committed leave memory (failed units' rollouts were reloaded by the undo).
@@ -1113,7 +1150,8 @@ export class SqliteBackend implements StoreBackend {
   #writeSpan(span: Span): number {
     const base = this.#bases.baseFor(span.rollout_id, span.attempt_id, span.attributes[ATTR_PROMPT_TOKEN_IDS]);
     const shared = base === null ? this.#dictionaries.forFirstCall() : null;
-    const encoded = serialised(() => this.#encoder.encode(span, { base, shared }));
+    const encoded =
+      this.#early.take(span, { base, shared }) ?? serialised(() => this.#encoder.encode(span, { base, shared }));
     const result = this.#stmt.insertSpan.run(
       span.rollout_id,
       span.attempt_id,

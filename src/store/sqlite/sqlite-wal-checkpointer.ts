@@ -47,7 +47,10 @@ const db = new Database(workerData.path, { fileMustExist: true });
 let last = 0;
 let closing = false;
 let timer = null;
-function checkpoint() {
+// A paced request waits for its timer; an immediate one ('now', with an id) answers it too when it comes first.
+let pacedPending = false;
+function checkpoint(nowId) {
+  if (timer !== null) clearTimeout(timer);
   timer = null;
   if (closing) return;
   last = Date.now();
@@ -59,6 +62,9 @@ function checkpoint() {
     // SQLITE_BUSY: another checkpoint (the owner's close) holds the lock; the next request tries again.
     answer = { ok: false, error: String(error) };
   }
+  answer.paced = pacedPending;
+  answer.nowId = nowId;
+  pacedPending = false;
   parentPort.postMessage(answer);
 }
 parentPort.on('message', (message) => {
@@ -69,10 +75,15 @@ parentPort.on('message', (message) => {
     parentPort.close();
     return;
   }
+  if (typeof message === 'object' && message !== null && message.kind === 'now') {
+    checkpoint(message.id);
+    return;
+  }
   // The owner asks once per answer; the wait keeps checkpoints apart (this thread's timer, not the event loop's).
+  pacedPending = true;
   const wait = last + workerData.minIntervalMs - Date.now();
-  if (wait > 0) timer = setTimeout(checkpoint, wait);
-  else checkpoint();
+  if (wait > 0) timer = setTimeout(() => checkpoint(null), wait);
+  else checkpoint(null);
 });
 `;
 
@@ -80,6 +91,14 @@ const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
 
 function isCheckpointAnswer(value: unknown): value is { ok: true } & CheckpointResult {
   return typeof value === 'object' && value !== null && 'ok' in value && value.ok === true;
+}
+
+/** Which requests an answer serves: the paced one (`committed`) and/or one `checkpointNow` (its id). */
+function answerFor(value: unknown): { paced: boolean; nowId: number | null } {
+  if (typeof value !== 'object' || value === null) return { paced: true, nowId: null };
+  const paced = 'paced' in value ? value.paced === true : true;
+  const nowId = 'nowId' in value && typeof value.nowId === 'number' ? value.nowId : null;
+  return { paced, nowId };
 }
 
 export class WalCheckpointer {
@@ -92,6 +111,9 @@ export class WalCheckpointer {
   #again = false;
   #failed = false;
   #closed = false;
+  /** checkpointNow calls waiting for their checkpoint, by request id. */
+  readonly #waiting = new Map<number, (result: CheckpointResult | null) => void>();
+  #nextNowId = 1;
 
   constructor(options: WalCheckpointerOptions) {
     this.#options = options;
@@ -110,6 +132,22 @@ export class WalCheckpointer {
       return;
     }
     this.#request();
+  }
+
+  /**
+   * Runs a checkpoint now, not paced, and says what it did; null when no thread runs them. For bulk writers
+   * (retention): a PASSIVE checkpoint only lets the WAL start over when it reaches the WAL's end, which never
+   * happens while commits keep coming, so a bulk writer pauses for one now and then and the WAL stays bounded.
+   */
+  checkpointNow(): Promise<CheckpointResult | null> {
+    if (this.#failed || this.#closed) return Promise.resolve(null);
+    const worker = this.#worker ?? this.#start();
+    if (worker === null) return Promise.resolve(null);
+    const id = this.#nextNowId++;
+    return new Promise((resolve) => {
+      this.#waiting.set(id, resolve);
+      worker.postMessage({ kind: 'now', id });
+    });
   }
 
   #request(): void {
@@ -144,10 +182,17 @@ export class WalCheckpointer {
   }
 
   #answered(answer: unknown): void {
-    this.#inFlight = false;
-    if (isCheckpointAnswer(answer)) {
-      this.#options.onCheckpoint?.({ busy: answer.busy, log: answer.log, checkpointed: answer.checkpointed });
+    const { paced, nowId } = answerFor(answer);
+    const result = isCheckpointAnswer(answer)
+      ? { busy: answer.busy, log: answer.log, checkpointed: answer.checkpointed }
+      : null;
+    if (result !== null) this.#options.onCheckpoint?.(result);
+    if (nowId !== null) {
+      this.#waiting.get(nowId)?.(result);
+      this.#waiting.delete(nowId);
     }
+    if (!paced) return;
+    this.#inFlight = false;
     if (this.#again && !this.#closed && !this.#failed) {
       this.#again = false;
       this.#request();
@@ -158,16 +203,23 @@ export class WalCheckpointer {
     if (this.#failed || this.#closed) return;
     this.#failed = true;
     this.#inFlight = false;
+    this.#resolveWaiting();
     const worker = this.#worker;
     this.#worker = null;
     void worker?.terminate();
     this.#options.onFallback(error);
   }
 
+  #resolveWaiting(): void {
+    for (const resolve of this.#waiting.values()) resolve(null);
+    this.#waiting.clear();
+  }
+
   /** Closes the worker's connection (before the owner closes its own, which then checkpoints the rest). */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#resolveWaiting();
     const worker = this.#worker;
     this.#worker = null;
     if (worker === null) return;

@@ -2,6 +2,7 @@
 import { CoreStore, type CoreStoreOptions } from '../core/core-store.js';
 import type { WriteHealth } from '../core/write-health.js';
 import { SqliteBackend, type SqliteSynchronous } from './sqlite-backend.js';
+import type { CheckpointResult } from './sqlite-wal-checkpointer.js';
 
 export interface SqliteStoreOptions extends CoreStoreOptions {
   /** Database file; created if missing (its directory must exist). */
@@ -28,6 +29,11 @@ export class SqliteStore extends CoreStore {
   }
 
   readonly #sqlite: SqliteBackend;
+
+  /** Runs a WAL checkpoint now, off the event loop (retention.ts: bulk deletes keep the WAL bounded this way). */
+  async checkpointWal(): Promise<CheckpointResult | null> {
+    return this.#sqlite.checkpointWal();
+  }
 
   /** Gives up to `pages` free pages back to the file system (retention.ts). */
   async reclaimFreePages(pages: number): Promise<{ reclaimed: number; left: number }> {

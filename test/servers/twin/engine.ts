@@ -101,7 +101,14 @@ export class Engine {
    */
   private hungAt: EngineMetrics | null = null;
 
-  constructor(readonly blockSize: number) {}
+  /**
+   * `maxBlocks`: the most prefix blocks cached, as a real engine's KV pool holds a fixed number of blocks; past it
+   * the oldest stored block goes first. Default: unbounded (tests inspect what was cached).
+   */
+  constructor(
+    readonly blockSize: number,
+    private readonly maxBlocks = Number.POSITIVE_INFINITY,
+  ) {}
 
   // -------------------------------------------------------------------------------------------------------------
   // Progress statistics (/metrics)
@@ -244,6 +251,12 @@ export class Engine {
       let w = options.weightsAt(b * this.blockSize);
       for (let i = b * this.blockSize + 1; i < (b + 1) * this.blockSize; i++) w = olderWeights(w, options.weightsAt(i));
       this.cache.set(h, w);
+      // Map order is insertion order: the first key is the oldest block.
+      while (this.cache.size > this.maxBlocks) {
+        const oldest = this.cache.keys().next();
+        if (oldest.done === true) break;
+        this.cache.delete(oldest.value);
+      }
     });
   }
 

@@ -315,8 +315,9 @@ export async function handleChat(ctx: TwinContext, { ex, body }: RouteRequest): 
           }
           return [{ data: chunk(c, wireDelta(delta, ctx.options.reasoningField), r), ids: r.ids }];
         },
+        // An abort before the first token still ends the choice with a final chunk: vLLM sends an empty delta to carry
+        // the finish reason.
         aborted: (c, text) => {
-          if (c.seq.ids.length === 0) return [];
           const delta = stateOf(c).next(text, []) ?? {};
           return [
             { data: chunk(c, wireDelta(delta, ctx.options.reasoningField), { start: c.seq.ids.length, ids: [] }) },
@@ -479,8 +480,7 @@ export async function handleCompletions(ctx: TwinContext, { ex, body }: RouteReq
       writer,
       hooks: {
         step: (c, r) => [{ data: chunk(c, r.text, r), ids: r.ids }],
-        aborted: (c, text) =>
-          c.seq.ids.length === 0 ? [] : [{ data: chunk(c, text, { start: c.seq.ids.length, ids: [] }) }],
+        aborted: (c, text) => [{ data: chunk(c, text, { start: c.seq.ids.length, ids: [] }) }],
         tail: () => usageEvents({ include: common.includeUsage, base, usage }),
       },
     });

@@ -10,7 +10,8 @@
 // - GET|POST /flush_cache: 200, or 400 while requests run. POST /update_weights_from_disk {model_path,
 //   weight_version?, abort_all_requests?, flush_cache? = true}: waits for running requests unless generation is
 //   paused, and flushes the prefix cache by default on every update (so stale KV is never reused).
-// - POST /update_weight_version, GET /get_weight_version, GET /get_model_info, POST /abort_request {rid, abort_all}.
+// - POST /update_weight_version, GET /get_weight_version, GET /model_info (and its older name /get_model_info),
+//   POST /abort_request {rid, abort_all}.
 import type { RouteRequest, TwinContext } from './context.js';
 import type { Engine } from './engine.js';
 import { optionalBool, optionalInt, VllmError } from './errors.js';
@@ -234,6 +235,9 @@ export async function handleSglangControlRoute(
     case 'GET /get_weight_version':
       sendJson(ex, 200, JSON.stringify({ weight_version: sglangWeightVersion(ctx) }));
       return true;
+    // Current SGLang serves the model info (with the weights' label) at /model_info; older releases at
+    // /get_model_info. The twin answers both.
+    case 'GET /model_info':
     case 'GET /get_model_info':
       sendJson(
         ex,
@@ -280,6 +284,7 @@ export const SGLANG_CONTROL_PATHS: ReadonlySet<string> = new Set([
   '/update_weight_version',
   '/get_weight_version',
   '/get_model_info',
+  '/model_info',
   '/abort_request',
   '/_twin/ledger',
   '/_twin/state',

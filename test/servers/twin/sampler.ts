@@ -102,7 +102,9 @@ export function sampleStep(options: {
       } while (used.has(id));
       used.add(id);
     }
-    ranked.push({ id, raw: raw[i]!, processed: processed[i]! });
+    // Engines compute logprobs in float32 on the GPU and serialise those values, so every logprob on the wire is a
+    // float32 number (vLLM's log_softmax(dtype=float32), SGLang's float32 logits); the sampling above keeps doubles.
+    ranked.push({ id, raw: Math.fround(raw[i]!), processed: Math.fround(processed[i]!) });
   }
   return { sampled: ranked[rank]!, ranked };
 }

@@ -122,7 +122,7 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
     tokenizer,
     template: templateFor(tokenizerName),
     respond: options.respond ?? defaultRespond,
-    engine: new Engine(Math.max(1, options.blockSize ?? 16)),
+    engine: new Engine(Math.max(1, options.blockSize ?? 16), options.maxCachedBlocks),
     ledger: new Ledger(maxRecorded),
     random: createRng(randomOrderSeed).next,
   };

@@ -171,6 +171,11 @@ export interface MockVllmOptions {
   /** Prefix-cache block size in tokens (vLLM default 16). */
   blockSize?: number;
   /**
+   * Most prefix-cache blocks kept, oldest dropped first (default: unbounded). A real engine's KV pool is finite; a
+   * long-running stand-in (benchmarks) must bound it, since every new prompt adds blocks.
+   */
+  maxCachedBlocks?: number;
+  /**
    * What token_ids hold when a stop string ends a generation: `vllm` keeps the tokens that formed the stop string
    * (default in qwen3 mode), `cut` drops them (the stand-in's historical behaviour, default in chars mode).
    */

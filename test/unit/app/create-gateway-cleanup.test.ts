@@ -5,8 +5,8 @@ import { createGateway } from '../../../src/app.js';
 import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory/memory.js';
 
-vi.mock('../../../src/gateway/engine/proxy.js', () => ({
-  createProxy: () => {
+vi.mock('../../../src/gateway/engine/forward-stack.js', () => ({
+  createForwardStack: () => {
     throw new Error('proxy construction failed');
   },
 }));

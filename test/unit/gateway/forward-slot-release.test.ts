@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
 import { StoreSpanProcessor } from '../../../exporters/store-span-exporter.js';
 import { isGatewayError } from '../../../src/errors.js';
-import { createProxy, type Proxy as GatewayProxy } from '../../../src/gateway/engine/proxy.js';
+import { createForwardStack, type ForwardStack } from '../../../src/gateway/engine/forward-stack.js';
 import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/pools/model-pool.js';
 import { WebResponseSink } from '../../../src/gateway/stream/web-sink.js';
 import { silentLogger } from '../../../src/logger.js';
@@ -16,7 +16,7 @@ import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 let mock: MockVllm;
 let store: MemoryStore;
 let pools: PoolRegistry;
-let proxy: GatewayProxy;
+let proxy: ForwardStack;
 beforeAll(async () => {
   mock = await startMockVllm();
   store = new MemoryStore();
@@ -27,7 +27,7 @@ beforeAll(async () => {
     ],
   });
   pools = createPoolRegistry({ models: config.models, logger: silentLogger });
-  proxy = createProxy({
+  proxy = createForwardStack({
     config,
     spanWriter: new StoreSpanProcessor({ store, logger: silentLogger }),
     logger: silentLogger,
@@ -50,7 +50,7 @@ function tooDeep(): Record<string, unknown> {
 let seq = 0;
 async function forwardFailure(body: Record<string, unknown>): Promise<unknown> {
   try {
-    await proxy.gateway.forward({
+    await proxy.engine.forward({
       endpoint: 'chat',
       body: { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...body },
       attribution: null,

@@ -107,6 +107,34 @@ describe('ResubmitSink', () => {
     expect(agent.ended).toBe(true);
   });
 
+  it('drops a marked chat stream that relayed no token, split role chunk included, so its call can be sent again', () => {
+    const { agent, sink, state } = sinkFor({ stream: true, continuable: false });
+    sink.writeHead(200, {});
+    const role = 'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n';
+    sink.write(bytes(role.slice(0, 25)));
+    sink.write(bytes(role.slice(25)));
+    state.marked = true;
+    sink.write(bytes('data: {"choices":[{"delta":{},"finish_reason":"abort"}]}\n\ndata: [DONE]\n\n'));
+    sink.end();
+    expect(sink.restart).toBe(true);
+    expect(sink.streamFailed).toBe(false);
+    expect(agent.body).toBe(role);
+    expect(agent.ended).toBe(false);
+  });
+
+  it('a token split across two writes counts as relayed: the stream fails instead of starting again', () => {
+    const { agent, sink, state } = sinkFor({ stream: true, continuable: false });
+    sink.writeHead(200, {});
+    const token = 'data: {"choices":[{"delta":{"reasoning_content":"h"}}]}\n\n';
+    sink.write(bytes(token.slice(0, 30)));
+    sink.write(bytes(token.slice(30)));
+    state.marked = true;
+    sink.write(bytes('data: {"choices":[{"delta":{},"finish_reason":"abort"}]}\n\n'));
+    expect(sink.restart).toBe(false);
+    expect(sink.streamFailed).toBe(true);
+    expect(agent.body).toContain('"code":"weights_swapped"');
+  });
+
   it('passes a marked completions stream up to the aborted chunk, without its finish reason, and keeps it open', () => {
     const { agent, sink, state } = sinkFor({ stream: true, continuable: true });
     sink.writeHead(200, {});

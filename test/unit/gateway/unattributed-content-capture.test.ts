@@ -6,8 +6,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
 import { StoreSpanProcessor } from '../../../exporters/store-span-exporter.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import type { CallAttribution } from '../../../src/gateway/engine/forward.js';
-import { createProxy, type Proxy as GatewayProxy } from '../../../src/gateway/engine/proxy.js';
+import type { CallAttribution } from '../../../src/gateway/engine/forward-call.js';
+import { createForwardStack, type ForwardStack } from '../../../src/gateway/engine/forward-stack.js';
 import { WebResponseSink } from '../../../src/gateway/stream/web-sink.js';
 import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory/memory.js';
@@ -15,7 +15,7 @@ import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 
 let mock: MockVllm;
 let store: MemoryStore;
-const opened: GatewayProxy[] = [];
+const opened: ForwardStack[] = [];
 beforeAll(async () => {
   mock = await startMockVllm();
   store = new MemoryStore();
@@ -27,7 +27,7 @@ afterAll(async () => {
   await mock?.close();
 });
 
-function startProxy(captureUnattributedContent?: boolean): { proxy: GatewayProxy; spans: ReadableSpan[] } {
+function startProxy(captureUnattributedContent?: boolean): { proxy: ForwardStack; spans: ReadableSpan[] } {
   const spans: ReadableSpan[] = [];
   const collector: SpanProcessor = {
     onStart: () => undefined,
@@ -38,7 +38,7 @@ function startProxy(captureUnattributedContent?: boolean): { proxy: GatewayProxy
     shutdown: async () => undefined,
   };
   const config = configSchema.parse({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
-  const proxy = createProxy({
+  const proxy = createForwardStack({
     config,
     spanWriter: new StoreSpanProcessor({ store, logger: silentLogger }),
     extraSpanProcessors: [collector],
@@ -50,10 +50,10 @@ function startProxy(captureUnattributedContent?: boolean): { proxy: GatewayProxy
 }
 
 let seq = 0;
-async function call(proxy: GatewayProxy, attributed: boolean): Promise<void> {
+async function call(proxy: ForwardStack, attributed: boolean): Promise<void> {
   const attribution: CallAttribution | null = attributed ? { rid: 'r', aid: 'a', seq: ++seq } : null;
   const sink = new WebResponseSink();
-  await proxy.gateway.forward({
+  await proxy.engine.forward({
     endpoint: 'chat',
     body: { model: 'mock-model', messages: [{ role: 'user', content: 'hello' }], max_tokens: 3 },
     attribution,

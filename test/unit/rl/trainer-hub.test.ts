@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type Batch, emptyDropCounts } from '../../../src/algorithms/rl/batch.js';
-import { TrainerHub, TrainerHubError, type WeightsUpdate } from '../../../src/algorithms/rl/trainer-hub.js';
+import { TrainerHub, TrainerHubError } from '../../../src/algorithms/rl/trainer-hub.js';
+import type { WeightsUpdate } from '../../../src/algorithms/rl/weights-update.js';
 
 function batch(id: string): Batch {
   return {

@@ -594,6 +594,27 @@ describe('request records', () => {
   });
 });
 
+describe('prefix cache bound', () => {
+  it('drops the oldest blocks past maxCachedBlocks, so a repeated long prompt is no longer a hit', async () => {
+    const prompt = [{ role: 'user' as const, content: 'x'.repeat(400) }];
+    const cachedOnRepeat = async (options: { maxCachedBlocks?: number }): Promise<number | undefined> => {
+      const twin = await startMockVllm(options);
+      try {
+        const twinClient = new OpenAI({ baseURL: twin.url, apiKey: 'unused', maxRetries: 0 });
+        for (let i = 0; i < 2; i++) {
+          await twinClient.chat.completions.create(chatBody({ messages: prompt, max_tokens: 1 }));
+        }
+        return twin.ledger.last()?.cachedTokens;
+      } finally {
+        await twin.close();
+      }
+    };
+    // Unbounded (the default) the second call reuses the first one's blocks; two blocks cannot hold its prefix.
+    expect(await cachedOnRepeat({})).toBeGreaterThan(16 * 2);
+    expect(await cachedOnRepeat({ maxCachedBlocks: 2 })).toBe(0);
+  });
+});
+
 describe('faults', () => {
   it('answers an injected status with a vLLM JSON error and retry-after', async () => {
     const err = await client.chat.completions

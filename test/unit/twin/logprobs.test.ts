@@ -94,3 +94,39 @@ describe('missing entries', () => {
     }
   });
 });
+
+describe('float32 values', () => {
+  // vLLM and SGLang compute logprobs in float32, so every value they send survives the float32 round trip; the
+  // store relies on it to keep them in 4 bytes each.
+  const isFloat32 = (v: number): boolean => Math.fround(v) === v;
+
+  it('every logprob on the wire and in the ledger is float32: chat, top logprobs, completions, SGLang /generate', async () => {
+    const chatRes = await logprobsOf(processed, { temperature: 0.7, top_p: 0.9, top_logprobs: 5 });
+    const content = chatRes.res.choices[0].logprobs.content as AnyRecord[];
+    const values = content.flatMap((e) => [e.logprob as number, ...e.top_logprobs.map((t: AnyRecord) => t.logprob)]);
+    const cmpl = (await raw.client.completions.create({
+      model: 'mock-model',
+      prompt: 'count: one two',
+      logprobs: 3,
+      max_tokens: 16,
+      temperature: 0.7,
+    })) as unknown as AnyRecord;
+    const lp = cmpl.choices[0].logprobs as AnyRecord;
+    values.push(...(lp.token_logprobs as number[]));
+    for (const top of lp.top_logprobs as Record<string, number>[]) values.push(...Object.values(top));
+    const [entry] = processed.twin.ledger.byResponseId(chatRes.res.id);
+    values.push(...entry!.logprobs.raw, ...entry!.logprobs.processed);
+    const sglang = await startTwinHarness({ dialect: 'sglang' });
+    try {
+      const gen = (await sglang.post('/generate', { text: 'Say hi', return_logprob: true, top_logprobs_num: 3 }))
+        .body as AnyRecord;
+      const native = gen.meta_info.output_token_logprobs as [number, number, unknown][];
+      expect(native.length).toBeGreaterThan(0);
+      values.push(...native.map(([v]) => v));
+    } finally {
+      await sglang.close();
+    }
+    expect(values.length).toBeGreaterThan(100);
+    expect(values.filter((v) => !isFloat32(v))).toEqual([]);
+  });
+});

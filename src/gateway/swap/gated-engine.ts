@@ -2,10 +2,10 @@
 // forwarded and gives it back only once forward() has returned, i.e. after the upstream response has closed, so
 // `inflight == 0` really means no backend is still generating for us. While paused, calls are refused (429 +
 // Retry-After + X-Agl-Paused) or held, by config, and nothing is recorded for them.
-import type { Gateway } from '../engine/forward.js';
+import type { ForwardEngine } from '../engine/forward-engine.js';
 import type { PauseGate } from './pause-gate.js';
 
-export function gateGateway(inner: Gateway, gate: PauseGate): Gateway {
+export function gateEngine(inner: ForwardEngine, gate: PauseGate): ForwardEngine {
   return {
     async forward(call) {
       let release: () => void;

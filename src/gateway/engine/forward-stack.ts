@@ -1,5 +1,5 @@
-// Builds the forwarding engine from config: model registry (one keep-alive pool per backend), the
-// gateway's own tracer provider with the given span writer, and the forward path; one close() for all.
+// The forward stack: the forward engine built from config with what it owns, the model registry (one keep-alive
+// pool per backend) and the gateway's own tracer provider with the given span writer; one close() for all.
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Keyv } from 'keyv';
 import type { RollgateConfig } from '../../../config/schema.js';
@@ -10,7 +10,7 @@ import { callRoleRulesLookup } from '../capture/call-role-rules.js';
 import { createStaticModelRegistry, type ModelRegistry } from '../pools/model-registry.js';
 import { BoundedMemoryMap } from '../request/bounded-memory-map.js';
 import { createResponseCache, type ResponseCache } from '../request/response-cache.js';
-import { createGateway, type Gateway } from './forward.js';
+import { createForwardEngine, type ForwardEngine } from './forward-engine.js';
 import type { RecordingOptions } from './recording-policy.js';
 
 /** Defaults of the in-memory response cache: evaluation answers are small, and an hour covers an APO run. */
@@ -18,7 +18,7 @@ const RESPONSE_CACHE_MAX_ENTRIES = 10_000;
 const RESPONSE_CACHE_MAX_CHARS = 64 * 1024 * 1024;
 const RESPONSE_CACHE_TTL_MS = 60 * 60 * 1000;
 
-export interface ProxyOptions {
+export interface ForwardStackOptions {
   readonly config: Pick<RollgateConfig, 'models' | 'tracing'>;
   /** Writes attributed spans to the store and lets the gateway await each write (docs/durability.md). */
   readonly spanWriter: SpanProcessor & PendingSpanWrites;
@@ -27,22 +27,22 @@ export interface ProxyOptions {
   readonly logger: Logger;
   /** Replaces the config's round-robin registry (health, sticky routing). */
   readonly registry?: ModelRegistry;
-  /** Record messages on spans of calls without a rollout (default true; see forward.ts). */
+  /** Record messages on spans of calls without a rollout (default true; see forward-engine.ts). */
   readonly captureUnattributedContent?: boolean;
-  /** Answers opted-in temperature-0 calls (response-cache.ts); default: bounded, in memory. Closed with the proxy. */
+  /** Answers opted-in temperature-0 calls (response-cache.ts); default: bounded, in memory. Closed with the stack. */
   readonly responseCache?: ResponseCache;
   /** What a call whose span could not be stored gets (recording-policy.ts); default: it fails, retryably. */
   readonly recording?: RecordingOptions;
 }
 
-export interface Proxy {
-  readonly gateway: Gateway;
+export interface ForwardStack {
+  readonly engine: ForwardEngine;
   readonly tracing: Tracing;
   /** Idempotent: closes the upstream pools, then flushes and shuts the tracer provider down. */
   close(): Promise<void>;
 }
 
-export function createProxy(options: ProxyOptions): Proxy {
+export function createForwardStack(options: ForwardStackOptions): ForwardStack {
   const registry = options.registry ?? createStaticModelRegistry({ models: options.config.models });
   const responseCache =
     options.responseCache ??
@@ -54,7 +54,7 @@ export function createProxy(options: ProxyOptions): Proxy {
       ttlMs: RESPONSE_CACHE_TTL_MS,
     });
   const tracing = createTracing({ spanProcessors: [options.spanWriter, ...(options.extraSpanProcessors ?? [])] });
-  const gateway = createGateway({
+  const engine = createForwardEngine({
     registry,
     tracer: tracing.tracer,
     pendingWrites: options.spanWriter,
@@ -67,11 +67,11 @@ export function createProxy(options: ProxyOptions): Proxy {
   });
   let closing: Promise<void> | null = null;
   return {
-    gateway,
+    engine,
     tracing,
     close() {
       closing ??= (async () => {
-        await gateway.close();
+        await engine.close();
         await responseCache.close();
         await tracing.close();
       })();

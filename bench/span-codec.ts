@@ -1,0 +1,200 @@
+// Span codec micro-benchmark (`npm run bench:span-codec`): CPU per span to encode and decode, and bytes per
+// stored token, for the store-scale rollout shape (4 calls, each stored against the previous one, the first
+// against a shared dictionary) and for a small chat call like the proxy benchmark records. Runs in-process, no
+// store: it isolates the codec's own cost from SQLite and the event loop (docs/benchmarks.md). Last, the CPU time
+// of the SQLite store's batched commits when 32 rollouts record a call in the same turn: what blocks the event
+// loop (CPU time, not wall time, so the machine's other load does not count).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  decodeSpan,
+  dictionaryOf,
+  type SharedDictionary,
+  type SpanBase,
+  SpanEncoder,
+} from '../src/store/codec/span-codec.js';
+import type { Span } from '../src/store/core/types.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite.js';
+import { SqliteBackend } from '../src/store/sqlite/sqlite-backend.js';
+import { rolloutCalls } from '../test/helpers/rl-rollout-shape.js';
+import { benchSpan } from './store.js';
+
+const ROLLOUTS = Number(process.argv[2] ?? 100);
+
+function asSpan(span: ReturnType<typeof benchSpan>, sequence: number): Span {
+  return { ...span, sequence_id: sequence } as Span;
+}
+
+/** A small proxied chat call: a short prompt, a short answer with logprobs, two short messages. */
+function smallCall(rolloutId: string, seed: number): Span {
+  const prompt = Array.from({ length: 40 }, (_, i) => (i * 7919 + seed) % 151_000);
+  const response = Array.from({ length: 16 }, (_, i) => (i * 104_729 + seed) % 151_000);
+  const logprobs = response.map((_, i) => Math.fround(-((i * 37 + seed) % 100) / 40));
+  const tokens = response.map((_, i) => ` w${(i + seed) % 50}`);
+  const content = tokens.map((token, i) => ({
+    token,
+    logprob: logprobs[i],
+    bytes: [...Buffer.from(token, 'utf8')],
+    top_logprobs: [],
+  }));
+  return asSpan(
+    benchSpan({
+      rolloutId,
+      attemptId: `${rolloutId}-a`,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'rollgate.request_id': `req-${seed}`,
+        'agentlightning.rollout_id': rolloutId,
+        'gen_ai.request.model': 'qwen2.5-7b',
+        'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: `hi ${seed}` }] }]),
+        'gen_ai.provider.name': 'vllm',
+        'rollgate.backend': 'http://127.0.0.1:8000/v1',
+        'rollgate.token_ids.status': 'ok',
+        'gen_ai.response.id': `chatcmpl-${seed}`,
+        'gen_ai.response.finish_reasons': ['stop'],
+        prompt_token_ids: prompt,
+        response_token_ids: response,
+        'rollgate.response.logprobs': logprobs,
+        'logprobs.content': JSON.stringify(content),
+        'gen_ai.usage.input_tokens': prompt.length,
+        'gen_ai.usage.output_tokens': response.length,
+        'gen_ai.output.messages': JSON.stringify([
+          { role: 'assistant', parts: [{ type: 'text', content: tokens.join('') }], finish_reason: 'stop' },
+        ]),
+      },
+    }),
+    1,
+  );
+}
+
+interface Encoded {
+  blob: Buffer;
+  base: SpanBase | null;
+  shared: SharedDictionary | null;
+}
+
+/** Rounds per shape: the best one is reported, as the machine's other load only ever adds time. */
+const ROUNDS = 5;
+
+function cpuMicros(cpu: NodeJS.CpuUsage): number {
+  return cpu.user + cpu.system;
+}
+
+function measure(label: string, chains: Span[][]): void {
+  let best: { encode: number; decode: number; bytes: number; tokens: number } | null = null;
+  for (let round = 0; round < ROUNDS; round++) {
+    const result = measureOnce(chains);
+    if (best === null || result.encode + result.decode < best.encode + best.decode) best = result;
+  }
+  if (best === null) return;
+  const spans = chains.flat().length;
+  console.log(
+    `${label.padEnd(22)} spans ${String(spans).padStart(5)}  encode ${(best.encode / spans).toFixed(1).padStart(7)} µs/span  ` +
+      `decode ${(best.decode / spans).toFixed(1).padStart(7)} µs/span  ${(best.bytes / spans).toFixed(0).padStart(6)} B/span  ` +
+      `${(best.bytes / best.tokens).toFixed(3)} B/token`,
+  );
+}
+
+function measureOnce(chains: Span[][]): { encode: number; decode: number; bytes: number; tokens: number } {
+  const encoder = new SpanEncoder();
+  let shared: SharedDictionary | null = null;
+  const encoded: Encoded[] = [];
+  const all = chains.flat();
+  // Warm-up on the first chains, not counted.
+  for (const chain of chains.slice(0, 10)) {
+    let base: SpanBase | null = null;
+    for (const span of chain) base = encoder.encode(span, { base, shared }).self;
+  }
+  let tokens = 0;
+  let bytes = 0;
+  const start = process.cpuUsage();
+  for (const chain of chains) {
+    let base: SpanBase | null = null;
+    for (const span of chain) {
+      const result = encoder.encode(span, { base, shared });
+      encoded.push({ blob: result.blob, base, shared });
+      if (shared === null && base === null) shared = { id: 1, bytes: dictionaryOf(result.self) };
+      base = result.self;
+    }
+  }
+  const encodeCpu = process.cpuUsage(start);
+  for (const span of all) {
+    const prompt = span.attributes.prompt_token_ids;
+    const response = span.attributes.response_token_ids;
+    tokens += (Array.isArray(prompt) ? prompt.length : 0) + (Array.isArray(response) ? response.length : 0);
+  }
+  for (const e of encoded) bytes += e.blob.length;
+  const decodeStart = process.cpuUsage();
+  for (const e of encoded) {
+    const { base, shared: dictionary } = e;
+    decodeSpan(e.blob, {
+      base: () => base ?? undefined,
+      shared: (id) => (dictionary !== null && dictionary.id === id ? dictionary.bytes : undefined),
+    });
+  }
+  const decodeCpu = process.cpuUsage(decodeStart);
+  return { encode: cpuMicros(encodeCpu), decode: cpuMicros(decodeCpu), bytes, tokens };
+}
+
+const rollouts: Span[][] = [];
+for (let r = 0; r < ROLLOUTS; r++) {
+  const calls = rolloutCalls(`ro-${r}`, `at-${r}`, r + 1);
+  rollouts.push(
+    calls.map((attributes, i) => asSpan(benchSpan({ rolloutId: `ro-${r}`, attemptId: `at-${r}`, attributes }), i + 1)),
+  );
+}
+const small: Span[][] = [];
+for (let r = 0; r < ROLLOUTS * 4; r++) small.push([smallCall(`ro-${r}`, r)]);
+
+measure('rl rollout (4 calls)', rollouts);
+measure('small chat call', small);
+
+const turnCommits: number[] = [];
+
+/** CPU time per batched commit (flushNow) while 32 rollouts record their 4 calls, one call each per turn. */
+async function commitCost(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'rollgate-span-codec-'));
+  const store = new SqliteStore({ path: join(dir, 'store.db'), fileCheckIntervalMs: 0 });
+  const flush = SqliteBackend.prototype.flushNow;
+  const commits: number[] = [];
+  SqliteBackend.prototype.flushNow = function (this: SqliteBackend): void {
+    const start = process.cpuUsage();
+    try {
+      flush.call(this);
+    } finally {
+      commits.push(cpuMicros(process.cpuUsage(start)));
+    }
+  };
+  const IN_FLIGHT = 32;
+  try {
+    for (let group = 0; group < ROLLOUTS / 10; group++) {
+      const rollouts = await Promise.all(Array.from({ length: IN_FLIGHT }, (_, i) => store.startRollout({ input: i })));
+      const calls = rollouts.map(({ rollout_id, attempt }, r) => rolloutCalls(rollout_id, attempt.attempt_id, r + 1));
+      for (let turn = 0; turn < 4; turn++) {
+        commits.length = 0;
+        await Promise.all(
+          rollouts.map(({ rollout_id, attempt }, r) =>
+            store.addSpan(
+              benchSpan({ rolloutId: rollout_id, attemptId: attempt.attempt_id, attributes: calls[r]?.[turn] ?? {} }),
+            ),
+          ),
+        );
+        // The commit holding this turn's 32 spans is the costliest flush of the turn.
+        turnCommits.push(Math.max(...commits));
+      }
+    }
+  } finally {
+    SqliteBackend.prototype.flushNow = flush;
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const sorted = [...turnCommits].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
+  console.log(
+    `commit of ${IN_FLIGHT} call spans: median ${(median / 1000).toFixed(1)} ms CPU, ` +
+      `max ${((sorted.at(-1) ?? 0) / 1000).toFixed(1)} ms (${sorted.length} commits)`,
+  );
+}
+
+await commitCost();

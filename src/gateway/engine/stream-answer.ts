@@ -1,0 +1,114 @@
+// The stream answer path: relay the engine's SSE events to the agent as they arrive while the capture tees them,
+// then end and store the span before the last event (or an error event in its place) goes out.
+import * as A from '../../contracts/span-attributes.js';
+import { CallCapture } from '../capture/call-capture.js';
+import type { UpstreamAnswer } from '../history/faithful-call.js';
+import type { AgentViewStrip } from '../request/agent-view.js';
+import { StreamRelay, sseErrorEvent } from '../stream/stream-relay.js';
+import { errorTypeOf } from '../upstream/upstream-error.js';
+import { agentHeaders, headerString } from './agent-answer.js';
+import type { CallRun, Outcome } from './call-run.js';
+import { endCallSpan, recordCapture, refusesUnrecorded } from './call-span.js';
+import { recordingFailedBody } from './recording-policy.js';
+
+export interface StreamAnswerOptions {
+  readonly response: UpstreamAnswer;
+  /** Whether the agent asked for the usage chunk itself (else the injected one is cut out). */
+  readonly clientAskedUsage: boolean;
+  readonly strip: AgentViewStrip | null;
+}
+
+/** Resolves once the stream ended for the agent, whichever way; never rejects. */
+export function relayStream(run: CallRun, options: StreamAnswerOptions): Promise<void> {
+  const { call, context } = run;
+  const sink = call.sink;
+  const { response } = options;
+  const body = response.body;
+  const capture = new CallCapture(call.endpoint);
+  // The Responses API sends its ids only with the final event: relayed ids cannot place a version change.
+  if (call.endpoint !== 'responses') run.liveCapture = capture;
+  const headers = agentHeaders(call, headerString(response.headers['content-type']));
+  headers['cache-control'] = 'no-cache';
+  sink.writeHead(response.statusCode, headers);
+  run.span.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, response.statusCode);
+
+  return new Promise<void>((resolve) => {
+    let settled = false;
+    const settle = (): void => {
+      if (settled) return;
+      settled = true;
+      resolve();
+    };
+    const finishWith = (outcome: Outcome, last: Buffer | null, errorType?: string): void => {
+      recordCapture(run, { capture, complete: outcome === A.STREAM_STATUS_VALUE_OK });
+      endCallSpan(run, { outcome, errorType }).then(
+        (written) => {
+          if (!run.clientGone) {
+            run.finished = true;
+            // An error event instead of the end makes the SDK raise: the agent must not take the call as done.
+            const end =
+              outcome === A.STREAM_STATUS_VALUE_OK && refusesUnrecorded(run, written)
+                ? sseErrorEvent(recordingFailedBody(), call.endpoint)
+                : last;
+            if (end !== null) sink.end(end);
+            else sink.end();
+          }
+          settle();
+        },
+        (error: unknown) => {
+          context.logger.error('span end failed', { requestId: call.requestId, err: String(error) });
+          settle();
+        },
+      );
+    };
+    const relay = new StreamRelay({
+      sink,
+      capture,
+      clientAskedUsage: options.clientAskedUsage,
+      strip: options.strip,
+      hooks: {
+        onFirstEvent: () => {
+          run.span.setAttribute(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, run.elapsedSeconds());
+        },
+        onDone: (doneEvent) => {
+          // The body is left to drain (the relay ignores what follows) so the socket stays pooled.
+          finishWith(A.STREAM_STATUS_VALUE_OK, doneEvent);
+        },
+        onStreamError: (error) => {
+          finishWith(A.STREAM_STATUS_VALUE_STREAM_ERROR, sseErrorEvent(error, call.endpoint), errorTypeOf(error));
+          body.destroy();
+        },
+      },
+    });
+    const resume = (): void => {
+      body.resume();
+    };
+    const onData = (chunk: Buffer): void => {
+      if (!relay.push(chunk) && !relay.stopped) {
+        body.pause();
+        sink.once('drain', resume);
+      }
+    };
+    const onEnd = (): void => {
+      relay.end();
+    };
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', (error: unknown) => {
+      if (relay.stopped) return;
+      if (run.clientGone) {
+        finishWith(A.STREAM_STATUS_VALUE_CLIENT_DISCONNECTED, null);
+        return;
+      }
+      const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+      const timedOut = code === 'UND_ERR_BODY_TIMEOUT';
+      const message = timedOut ? 'The upstream stream timed out' : 'The upstream connection failed mid-stream';
+      const gatewayCode = timedOut ? 'upstream_timeout' : 'stream_error';
+      finishWith(
+        A.STREAM_STATUS_VALUE_STREAM_ERROR,
+        sseErrorEvent({ error: { message, type: 'upstream_error', param: null, code: gatewayCode } }, call.endpoint),
+        gatewayCode,
+      );
+    });
+  });
+}
