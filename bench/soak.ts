@@ -7,8 +7,9 @@
 // At the end the gateway is closed, the SQLite file reopened by a fresh gateway, and every acknowledged write is
 // looked up there: `lost` must be 0.
 //
-// Everything runs in this process (gateway, twins, agents), so RSS and heap include the load generator, whose own
-// state is bounded (a fixed set of rollouts and counters). Run with `--expose-gc` (the npm script does).
+// Everything runs in this process (gateway, twins, agents), so RSS and heap include the load generator: the twins'
+// records are bounded (TWIN below) and the loss check keeps about 1 KB per rollout. Run with `--expose-gc` (the
+// npm script does).
 // The report ends with each series' least-squares slope per minute and whether it is flat (bench/trend.ts); the
 // script exits 1 when anything acknowledged was lost.
 // Flags (or env): --minutes (SOAK_MINUTES, default 30), --sample-seconds (SOAK_SAMPLE_SECONDS, 60),
@@ -297,9 +298,17 @@ async function main(): Promise<void> {
           totals.rewardsAcked += 1;
           window.storeMs.push(performance.now() - t0);
         } else {
-          // Rotate one rollout out: the load generator's own state stays a fixed size.
+          // Rotate one rollout out, finished as a runner would finish it, so the store sees rollouts end (the
+          // SQLite store then lets them leave memory) and the load generator's own state stays a fixed size. The
+          // slot turns with each 20-step cycle: `step % own.length` is always the same slot at step 19.
+          const slot = Math.floor(step / 20) % own.length;
+          const done = own[slot] as Tracked;
+          const finished = await postJson(`${url}/v1/agl/rollouts/${done.rid}/attempts/${done.aid}`, {
+            status: 'succeeded',
+          });
+          if (!finished.ok) throw new Error('attempt update refused');
           const fresh = await newRollout(index);
-          if (fresh !== null) own[step % own.length] = fresh;
+          if (fresh !== null) own[slot] = fresh;
           window.storeMs.push(performance.now() - t0);
         }
       } catch {
