@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import OpenAI from 'openai';
 import type { RoutingPolicy } from '../config/routing-schema.js';
 import { configSchema } from '../config/schema.js';
+import { createRng } from '../src/algorithms/rng.js';
 import { createGateway } from '../src/app.js';
 import { silentLogger } from '../src/logger.js';
 import { type MockVllm, startMockVllm } from '../test/servers/mock-vllm.js';
@@ -44,18 +45,6 @@ interface PolicyResult {
   readonly imbalanceP95: number;
   readonly imbalanceMax: number;
   readonly decisions: Readonly<Record<string, number>>;
-}
-
-/** Seeded PRNG (mulberry32): every policy sees the same rollouts, turn counts and answer lengths. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Skewed: 80 % of rollouts take 2-5 turns, 20 % take 10-25. */
@@ -124,7 +113,8 @@ async function run(policy: RoutingPolicy): Promise<PolicyResult> {
   })();
   const deadline = performance.now() + SECONDS * 1000;
   const worker = async (id: number) => {
-    const random = rng(1_000 + id);
+    // Seeded per worker: every policy sees the same rollouts, turn counts and answer lengths.
+    const random = createRng(1_000 + id).next;
     for (let n = 0; performance.now() < deadline; n += 1) {
       const rid = `bench-w${id}-r${n}`;
       const client = new OpenAI({ baseURL: `${url}/rollout/${rid}/attempt/a1/v1`, apiKey: 'bench', maxRetries: 0 });

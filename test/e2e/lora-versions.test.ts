@@ -3,7 +3,6 @@
 // finishes on the adapter it started on (one version, recorded as such); with `pinRollouts` a rollout's later turns
 // go to the version its first call used while that stays loaded; versions beyond maxStaleness + 1 that no recent
 // rollout and no call in flight uses are unloaded from the engine.
-import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import { SwapRig as Rig, SWAP_POOL, type SwapRig } from '../helpers/swap-rig.js';
@@ -11,12 +10,8 @@ import { SwapRig as Rig, SWAP_POOL, type SwapRig } from '../helpers/swap-rig.js'
 /** A pinned rollout that made no call for this long stops holding its version. */
 const PIN_IDLE_S = 1.5;
 
-function agent(rig: SwapRig, rid: string): OpenAI {
-  return new OpenAI({ baseURL: `${rig.gw.url}/rollout/${rid}/attempt/a1/v1`, apiKey: 'agent', maxRetries: 0 });
-}
-
 async function ask(rig: SwapRig, rid: string): Promise<string> {
-  const answer = await agent(rig, rid).chat.completions.create({
+  const answer = await rig.agent(rid).chat.completions.create({
     model: SWAP_POOL,
     messages: [{ role: 'user', content: rid }],
   });
@@ -51,7 +46,7 @@ describe('versioned LoRA adapters', () => {
     expect(adapterOf(rig, first)).toBe('policy-v1');
 
     // A stream in flight when the weights change keeps its adapter to the end.
-    const stream = await agent(rig, 'ro-c').chat.completions.create({
+    const stream = await rig.agent('ro-c').chat.completions.create({
       model: SWAP_POOL,
       messages: [{ role: 'user', content: 'ro-c' }],
       stream: true,

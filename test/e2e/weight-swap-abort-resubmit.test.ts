@@ -54,11 +54,7 @@ describe('abort-resubmit mode', () => {
 
   it('a non-stream call aborted by the swap is sent again under the new weights: the agent just waits', async () => {
     const rid = `resubmit-nonstream-${process.pid}`;
-    const client = new OpenAI({
-      baseURL: `${rig.gw.url}/rollout/${rid}/attempt/a1/v1`,
-      apiKey: 'agent',
-      maxRetries: 0,
-    });
+    const client = rig.agent(rid);
     const call = client.chat.completions.create({ model: SWAP_POOL, messages: [{ role: 'user', content: rid }] });
     await rig.twin.waitFor((r) => r.rawBody.includes(rid) && r.tokensGenerated >= 5);
     const swap = await rig.post('/v1/rl/weights', { version: 2, lora_path: '/ckpt/2' });
@@ -91,11 +87,7 @@ describe('abort-resubmit mode', () => {
 
   it('an aborted stream ends with a retryable error, never with an aborted answer that looks complete', async () => {
     const rid = `resubmit-stream-${process.pid}`;
-    const client = new OpenAI({
-      baseURL: `${rig.gw.url}/rollout/${rid}/attempt/a1/v1`,
-      apiKey: 'agent',
-      maxRetries: 0,
-    });
+    const client = rig.agent(rid);
     const stream = await client.chat.completions.create({
       model: SWAP_POOL,
       messages: [{ role: 'user', content: rid }],
@@ -173,11 +165,7 @@ describe('abort-resubmit mode, streams aborted before their first token', () => 
 
   it('a chat stream that relayed no token is sent again on the same response: the agent gets the whole answer', async () => {
     const rid = `resubmit-unstarted-${process.pid}`;
-    const client = new OpenAI({
-      baseURL: `${rig.gw.url}/rollout/${rid}/attempt/a1/v1`,
-      apiKey: 'agent',
-      maxRetries: 0,
-    });
+    const client = rig.agent(rid);
     const reading = (async () => {
       const stream = await client.chat.completions.create({
         model: SWAP_POOL,
@@ -252,11 +240,7 @@ describe('abort-resubmit mode, completions streams', () => {
 
   it('continues an aborted completions stream from its tokens so far: the agent gets the whole text', async () => {
     const rid = `resubmit-completions-${process.pid}`;
-    const client = new OpenAI({
-      baseURL: `${rig.gw.url}/rollout/${rid}/attempt/a1/v1`,
-      apiKey: 'agent',
-      maxRetries: 0,
-    });
+    const client = rig.agent(rid);
     const stream = await client.completions.create({ model: SWAP_POOL, prompt: 'Q:', max_tokens: 64, stream: true });
     await rig.twin.waitFor((r) => r.path === '/v1/completions' && r.tokensGenerated >= 5);
     const reading = (async () => {

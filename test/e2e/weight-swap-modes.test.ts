@@ -5,7 +5,6 @@
 //   and every token's version in the spans (per-token segments for the calls that spanned the swap) is the version
 //   of the weights the ledger says computed it.
 // - drain: today's behaviour (wait for the generations to finish, then load) still works, with the same checks.
-import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBatch } from '../../src/algorithms/rl/batch.js';
 import * as A from '../../src/contracts/span-attributes.js';
@@ -54,9 +53,7 @@ describe('keep mode', () => {
   });
 
   it('swaps under streaming agents mid-generation: nothing aborted or restarted, versions true to the token', async () => {
-    const agents = rig.runAgents(AGENTS);
-    await agents.waitForCalls(AGENTS);
-    await rig.waitForMidGeneration(AGENTS, 5);
+    const agents = await rig.agentsMidGeneration(AGENTS);
     const swap = await rig.post('/v1/rl/weights', { version: 2, lora_path: '/ckpt/2' });
     expect(swap.status).toBe(200);
     expect(swap.body.swap).toMatchObject({ mode: 'keep', version: 2, drain_ms: 0, drained_backends: [] });
@@ -119,9 +116,7 @@ describe('drain mode', () => {
   });
 
   it('still waits for the generations in flight, then loads: no failures, one version per call', async () => {
-    const agents = rig.runAgents(AGENTS);
-    await agents.waitForCalls(AGENTS);
-    await rig.waitForMidGeneration(AGENTS, 5);
+    const agents = await rig.agentsMidGeneration(AGENTS);
     const swap = await rig.post('/v1/rl/weights', { version: 2, lora_path: '/ckpt/2' });
     expect(swap.status).toBe(200);
     expect(swap.body.swap).toMatchObject({ mode: 'drain', version: 2, drained_backends: [] });
@@ -148,7 +143,7 @@ describe('keep mode, non-stream calls', () => {
 
   it('an answer that cannot tell where the version changed is marked changed_in_flight as a whole', async () => {
     const rid = `swap-nonstream-${process.pid}`;
-    const client = new OpenAI({ baseURL: `${rig.gw.url}/rollout/${rid}/attempt/a1/v1`, apiKey: 'agent' });
+    const client = rig.agent(rid);
     const call = client.chat.completions.create({ model: SWAP_POOL, messages: [{ role: 'user', content: rid }] });
     await rig.twin.waitFor((r) => r.rawBody.includes(rid) && r.tokensGenerated >= 5);
     expect((await rig.post('/v1/rl/weights', { version: 2, lora_path: '/ckpt/2' })).status).toBe(200);

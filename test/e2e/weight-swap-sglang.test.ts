@@ -18,9 +18,7 @@ describe('keep mode on an SGLang pool', () => {
   });
 
   it('freezes with pause_generation(retract), flushes, continues: no drain fallback, nothing aborted', async () => {
-    const agents = rig.runAgents(AGENTS);
-    await agents.waitForCalls(AGENTS);
-    await rig.waitForMidGeneration(AGENTS, 5);
+    const agents = await rig.agentsMidGeneration(AGENTS);
     const swap = await rig.post('/v1/rl/weights', { version: 2, lora_path: '/ckpt/2' });
     expect(swap.status).toBe(200);
     expect(swap.body.swap).toMatchObject({ mode: 'keep', version: 2, drain_ms: 0, drained_backends: [] });
@@ -118,9 +116,7 @@ describe('a keep-mode swap longer than progressStallMs on an SGLang pool', () =>
   });
 
   it('keeps the frozen backend in service for the whole load: no stall, no failed call', async () => {
-    const agents = rig.runAgents(2);
-    await agents.waitForCalls(2);
-    await rig.waitForMidGeneration(2, 5);
+    const agents = await rig.agentsMidGeneration(2);
     // The load takes several stall windows.
     rig.twin.setFault(`slow-first-byte=${STALL_MS * 4}`, { paths: ['/update_weights_from_disk'] });
     const errors = new Set<string | null>();

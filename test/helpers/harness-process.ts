@@ -17,6 +17,7 @@ import { spansToTrajectories } from '../../src/adapters/trajectories.js';
 import { spansToTriplets, type TrainingDrop } from '../../src/adapters/triplets.js';
 import type { Span } from '../../src/store/core/types.js';
 import type { MockChatMessage, MockRequestRecord, MockRespond, MockVllm } from '../servers/mock-vllm.js';
+import { collectOutput } from './child-output.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const VERSION_TIMEOUT_MS = 20_000;
@@ -92,16 +93,9 @@ export function runHarness(options: RunHarnessOptions): Promise<HarnessRun> {
       env: cleanEnv({ HOME: dirs.home, ...options.env }),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
+    const output = collectOutput(child);
     child.on('error', reject);
-    child.on('close', (code, signal) => resolveRun({ code, signal, stdout, stderr }));
+    child.on('close', (code, signal) => resolveRun({ code, signal, ...output }));
     // An empty stdin that is a file, not a tty and not /dev/null (see the top of the file).
     createReadStream(dirs.emptyStdin).pipe(child.stdin);
   });

@@ -4,6 +4,8 @@
 // engine's `logprobs.content` (its tokens spell the answer), and ~8 KB of GenAI messages (a 3 KB system prompt,
 // tools, a history that grows).
 // Deterministic: the same seed gives the same bytes. Used by the store-scale benchmark and the span format tests.
+
+import { createRng } from '../../src/algorithms/rng.js';
 import type { Attributes } from '../../src/store/core/types.js';
 
 const CALLS_PER_ROLLOUT = 4;
@@ -11,18 +13,6 @@ const FIRST_PROMPT_IDS = 1_550;
 const NEW_IDS_PER_TURN = 100;
 export const RESPONSE_IDS = 200;
 const VOCAB = 151_000;
-
-/** A small deterministic PRNG (mulberry32), so every run writes the same bytes. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const WORDS = (
   'the a of to and in is that for it as with was on be by this are or from at an which but not have has ' +
@@ -51,13 +41,13 @@ function tokenText(random: () => number): string {
   return ` ${WORDS[Math.floor(random() * WORDS.length)]}`;
 }
 
-const SYSTEM_PROMPT = prose(rng(1), 3_000);
+const SYSTEM_PROMPT = prose(createRng(1).next, 3_000);
 const TOOLS = JSON.stringify(
   Array.from({ length: 4 }, (_, i) => ({
     type: 'function',
     function: {
       name: `tool_${i}`,
-      description: prose(rng(10 + i), 300),
+      description: prose(createRng(10 + i).next, 300),
       parameters: { type: 'object', properties: { path: { type: 'string' } } },
     },
   })),
@@ -70,7 +60,7 @@ interface Turn {
 
 /** The attributes of the 4 calls of one rollout, as the gateway records them. */
 export function rolloutCalls(rolloutId: string, attemptId: string, seed: number): Attributes[] {
-  const random = rng(seed);
+  const random = createRng(seed).next;
   const calls: Attributes[] = [];
   const history: Turn[] = [
     { role: 'system', parts: [{ type: 'text', content: SYSTEM_PROMPT }] },

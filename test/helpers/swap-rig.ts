@@ -146,6 +146,19 @@ export class SwapRig {
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   }
 
+  /** An openai-SDK agent of one rollout; no SDK retries, so a failed call reaches the test as it happened. */
+  agent(rolloutId: string): OpenAI {
+    return new OpenAI({ baseURL: `${this.gw.url}/rollout/${rolloutId}/attempt/a1/v1`, apiKey: 'agent', maxRetries: 0 });
+  }
+
+  /** `count` streaming agents started and each of their first streams a few tokens in: the moment to swap. */
+  async agentsMidGeneration(count: number): Promise<AgentRun> {
+    const agents = this.runAgents(count);
+    await agents.waitForCalls(count);
+    await this.waitForMidGeneration(count, 5);
+    return agents;
+  }
+
   /** Streaming agents (one rollout each) calling one after another until stopped. */
   runAgents(
     count: number,

@@ -5,11 +5,11 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Attributes } from '../../src/store/core/types.js';
 import { splitIntArrayAttributes } from '../../src/store/postgres/postgres-codec.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { RESPONSE_IDS, rolloutCalls } from '../helpers/rl-rollout-shape.js';
+import { rolloutCalls } from '../helpers/rl-rollout-shape.js';
 import { makeSpan } from './contract.js';
+import { writeRlRollouts } from './rl-rollout-writes.js';
 
 const PG_URL = process.env.ROLLGATE_TEST_PG_URL;
 const prefix = `rollgate_format_${randomBytes(4).toString('hex')}`;
@@ -39,19 +39,8 @@ describe.skipIf(PG_URL === undefined)('PostgreSQL span format', () => {
   it('stores RL rollouts in at most 2 bytes per token, sharing prompt prefixes, and reads them back exactly', async () => {
     const { schema, store } = await open();
     const other = (await open(schema)).store;
-    let tokens = 0;
-    const written = new Map<string, Attributes>();
-    let checked = '';
     try {
-      for (let seed = 0; seed < 16; seed++) {
-        const { rollout_id, attempt } = await store.startRollout({ input: seed });
-        checked = rollout_id;
-        for (const [i, attributes] of rolloutCalls(rollout_id, attempt.attempt_id, seed).entries()) {
-          await store.addSpan(makeSpan(rollout_id, attempt.attempt_id, { span_id: `c${i}`, attributes }));
-          tokens += (attributes.prompt_token_ids as number[]).length + RESPONSE_IDS;
-          if (seed === 15) written.set(`c${i}`, attributes);
-        }
-      }
+      const { tokens, lastRolloutId: checked, lastCalls: written } = await writeRlRollouts(store, 16);
       const [total] = await sql<{ bytes: string }>(`SELECT sum(size_bytes)::text AS bytes FROM "${schema}".spans`);
       expect(Number(total?.bytes) / tokens).toBeLessThanOrEqual(2);
       const chain = await sql<{ span_id: string; base_span_id: string | null }>(

@@ -164,9 +164,16 @@ if (PG_URL === undefined) {
       const pool = new pg.Pool({ connectionString: url, max: 6 });
       try {
         const results = await Promise.all(Array.from({ length: 6 }, () => migrate({ pool, schema })));
-        expect(results.flatMap((r) => r.applied)).toEqual([1, 2, 3, 4, 5]);
+        expect(results.flatMap((r) => r.applied)).toEqual([1, 2, 3, 4, 5, 6]);
         const versions = await pool.query(`SELECT version FROM "${schema}".rollgate_migrations ORDER BY version`);
-        expect(versions.rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }]);
+        expect(versions.rows).toEqual([
+          { version: 1 },
+          { version: 2 },
+          { version: 3 },
+          { version: 4 },
+          { version: 5 },
+          { version: 6 },
+        ]);
       } finally {
         await pool.end();
       }
@@ -181,7 +188,7 @@ if (PG_URL === undefined) {
           `INSERT INTO "${schema}".rollouts (rollout_id, input, start_time, end_time, status, config)
            VALUES ('ro-old-failed', 'null', 1, 2, 'failed', '{"timeout_seconds":null,"unresponsive_seconds":null,"max_attempts":1,"retry_condition":[]}')`,
         );
-        expect((await migrate({ pool, schema })).applied).toEqual([4, 5]);
+        expect((await migrate({ pool, schema })).applied).toEqual([4, 5, 6]);
       } finally {
         await pool.end();
       }
@@ -207,7 +214,7 @@ if (PG_URL === undefined) {
                   ('ro-early', 'null', 3, 4, 'failed', '{}')`,
         );
         expect((await migrate({ pool, schema, upTo: 3 })).applied).toEqual([3]);
-        expect((await migrate({ pool, schema })).applied).toEqual([4, 5]);
+        expect((await migrate({ pool, schema })).applied).toEqual([4, 5, 6]);
       } finally {
         await pool.end();
       }

@@ -5,14 +5,13 @@
 // still changes nothing when the rollout it touched was not in memory.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CoreStore } from '../../src/store/core/core-store.js';
-import { combineFilters, contains, ROLLOUT_FIELDS, sortAndPage, validatePage } from '../../src/store/core/query.js';
+import { ROLLOUT_FIELDS, rolloutMatcher, sortAndPage, validatePage } from '../../src/store/core/query.js';
 import type {
   AttemptedRollout,
   CompletionEntry,
   JsonObject,
   Rollout,
   RolloutQuery,
-  RolloutStatus,
 } from '../../src/store/core/types.js';
 import { SqliteBackend, type SqliteCacheOptions } from '../../src/store/sqlite/sqlite-backend.js';
 import { tempFilePath } from '../helpers/temp-path.js';
@@ -208,7 +207,7 @@ describe('SqliteStore history lives in the file', () => {
             if (sortBy !== undefined) query.sort_by = sortBy;
             const got = await store.queryRollouts(query);
             const expected = sortAndPage(
-              all.filter(matcher(query)),
+              all.filter(rolloutMatcher(query, query.filter_logic ?? 'and')),
               validatePage(query, { allowedSortFields: ROLLOUT_FIELDS }),
             );
             expect({ ids: got.items.map((r) => r.rollout_id), total: got.total }, JSON.stringify(query)).toEqual({
@@ -251,19 +250,3 @@ describe('SqliteStore history lives in the file', () => {
     expect(await store.dequeueRollout()).toBeNull();
   });
 });
-
-/** The filters of CoreStore.queryRollouts, evaluated in process. */
-function matcher(query: RolloutQuery): (rollout: Rollout) => boolean {
-  const filters: Array<(r: Rollout) => boolean> = [];
-  if (query.status_in != null) {
-    const set = new Set<RolloutStatus>(query.status_in);
-    filters.push((r) => set.has(r.status));
-  }
-  if (query.rollout_id_in != null) {
-    const set = new Set(query.rollout_id_in);
-    filters.push((r) => set.has(r.rollout_id));
-  }
-  const needle = query.rollout_id_contains;
-  if (needle != null) filters.push((r) => contains(r.rollout_id, needle));
-  return combineFilters(filters, query.filter_logic ?? 'and');
-}

@@ -16,9 +16,11 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 import { SCHEMA_VERSION } from '../../src/store/sqlite/sqlite-schema.js';
 import { startTestGateway } from '../helpers/gateway.js';
-import { RESPONSE_IDS, rolloutCalls } from '../helpers/rl-rollout-shape.js';
+import { rolloutCalls } from '../helpers/rl-rollout-shape.js';
 import { startMockVllm } from '../servers/mock-vllm.js';
 import { makeSpan } from './contract.js';
+import { type WrittenRollouts, writeRlRollouts } from './rl-rollout-writes.js';
+import { readSqliteFile } from './sqlite-file.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rollgate-span-format-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -39,14 +41,11 @@ class RecordingStore extends SqliteStore {
 }
 
 function spanRows(path: string): Array<{ span_id: string; packing: number; bytes: number }> {
-  const db = new BetterSqlite3(path, { readonly: true });
-  try {
+  return readSqliteFile(path, (db) => {
     return db
       .prepare('SELECT span_id, packing, length(data) + ifnull(length(packed), 0) AS bytes FROM spans ORDER BY id')
       .all() as Array<{ span_id: string; packing: number; bytes: number }>;
-  } finally {
-    db.close();
-  }
+  });
 }
 
 async function expectSameText(store: SqliteStore, rolloutId: string, written: ReadonlyMap<string, string>) {
@@ -108,40 +107,27 @@ describe('SQLite span format', () => {
   it('stores rollouts of a real RL run (4 calls, growing prefix, logprobs, ~8 KB of messages) in at most 2 bytes per token', async () => {
     const path = newPath();
     const store = new SqliteStore({ path, fileCheckIntervalMs: 0 });
-    let tokens = 0;
-    const written = new Map<string, Attributes>();
-    let checked = '';
+    let rl: WrittenRollouts;
     try {
-      for (let seed = 0; seed < 24; seed++) {
-        const { rollout_id, attempt } = await store.startRollout({ input: seed });
-        checked = rollout_id;
-        for (const [i, attributes] of rolloutCalls(rollout_id, attempt.attempt_id, seed).entries()) {
-          await store.addSpan(makeSpan(rollout_id, attempt.attempt_id, { span_id: `c${i}`, attributes }));
-          tokens += (attributes.prompt_token_ids as number[]).length + RESPONSE_IDS;
-          if (seed === 23) written.set(`c${i}`, attributes);
-        }
-      }
-      const page = await store.querySpans(checked, { limit: -1 });
-      for (const span of page.items) expect(span.attributes).toEqual(written.get(span.span_id));
+      rl = await writeRlRollouts(store, 24);
+      const page = await store.querySpans(rl.lastRolloutId, { limit: -1 });
+      for (const span of page.items) expect(span.attributes).toEqual(rl.lastCalls.get(span.span_id));
     } finally {
       await store.close();
     }
     const bytes = spanRows(path).reduce((sum, row) => sum + row.bytes, 0);
-    expect(bytes / tokens).toBeLessThanOrEqual(2);
+    expect(bytes / rl.tokens).toBeLessThanOrEqual(2);
     // After a restart the first call's shared dictionary comes from the file, not from memory.
     const reopened = new SqliteStore({ path, fileCheckIntervalMs: 0 });
     try {
-      const page = await reopened.querySpans(checked, { limit: -1 });
-      for (const span of page.items) expect(span.attributes).toEqual(written.get(span.span_id));
+      const page = await reopened.querySpans(rl.lastRolloutId, { limit: -1 });
+      for (const span of page.items) expect(span.attributes).toEqual(rl.lastCalls.get(span.span_id));
     } finally {
       await reopened.close();
     }
-    const db = new BetterSqlite3(path, { readonly: true });
-    try {
+    readSqliteFile(path, (db) => {
       expect(db.prepare('SELECT count(*) AS n FROM span_dictionaries').get()).toEqual({ n: 1 });
-    } finally {
-      db.close();
-    }
+    });
   });
 
   it('encodes a span when it arrives, so the batched commit encodes only spans whose base waits in the same batch', async () => {
@@ -263,11 +249,8 @@ describe('SQLite span format', () => {
     } finally {
       await store.close();
     }
-    const db = new BetterSqlite3(path, { readonly: true });
-    try {
+    readSqliteFile(path, (db) => {
       expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
-    } finally {
-      db.close();
-    }
+    });
   });
 });

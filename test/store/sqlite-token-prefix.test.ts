@@ -8,6 +8,7 @@ import type { Attributes, SpanInput } from '../../src/store/core/types.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { SCHEMA_VERSION } from '../../src/store/sqlite/sqlite-schema.js';
 import { makeSpan } from './contract.js';
+import { readSqliteFile } from './sqlite-file.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rollgate-sqlite-prefix-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -79,8 +80,7 @@ function rawRows(path: string): Array<{
   base_id: number | null;
   packing: number;
 }> {
-  const db = new BetterSqlite3(path, { readonly: true });
-  try {
+  return readSqliteFile(path, (db) => {
     return db
       .prepare('SELECT id, rollout_id, attempt_id, span_id, base_id, packing FROM spans ORDER BY id')
       .all() as Array<{
@@ -91,9 +91,7 @@ function rawRows(path: string): Array<{
       base_id: number | null;
       packing: number;
     }>;
-  } finally {
-    db.close();
-  }
+  });
 }
 
 describe('SqliteStore token id prefix sharing', () => {
@@ -367,12 +365,9 @@ describe('SqliteStore token id prefix sharing', () => {
     } finally {
       await store.close();
     }
-    const db = new BetterSqlite3(path, { readonly: true });
-    try {
+    readSqliteFile(path, (db) => {
       expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
-    } finally {
-      db.close();
-    }
+    });
   });
 
   it('spends at most 1.5 bytes per stored token on a multi-turn workload', async () => {
@@ -396,16 +391,13 @@ describe('SqliteStore token id prefix sharing', () => {
     } finally {
       await store.close();
     }
-    const db = new BetterSqlite3(path, { readonly: true });
-    try {
+    readSqliteFile(path, (db) => {
       const sums = db
         .prepare('SELECT sum(length(packed)) AS packed, sum(length(data) + length(packed)) AS total FROM spans')
         .get() as { packed: number; total: number };
       expect(sums.packed / storedTokens).toBeLessThanOrEqual(1.5);
       // The whole span rows, JSON included.
       expect(sums.total / storedTokens).toBeLessThanOrEqual(1.5);
-    } finally {
-      db.close();
-    }
+    });
   });
 });

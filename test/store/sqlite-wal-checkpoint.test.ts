@@ -9,6 +9,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { type CheckpointResult, WalCheckpointer } from '../../src/store/sqlite/sqlite-wal-checkpointer.js';
+import { collectOutput } from '../helpers/child-output.js';
 import { makeSpan } from './contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rollgate-wal-'));
@@ -144,15 +145,8 @@ describe('SqliteStore WAL checkpoints', () => {
     const child = spawn(process.execPath, ['--import', 'tsx', fixture, join(root, `close-${++counter}.db`)], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
+    const output = collectOutput(child);
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect({ code, stdout, stderr }).toEqual({ code: 0, stdout: 'closed\n', stderr: '' });
+    expect({ code, ...output }).toEqual({ code: 0, stdout: 'closed\n', stderr: '' });
   }, 30_000);
 });

@@ -122,7 +122,7 @@ describe('SqliteStore storage', () => {
       expect(row.packed.length).toBeLessThan(ids.length * 4 + 200);
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
       expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
-      expect(db.pragma('page_size', { simple: true })).toBe(16_384);
+      expect(db.pragma('page_size', { simple: true })).toBe(2_048);
     } finally {
       db.close();
     }

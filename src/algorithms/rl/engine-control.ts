@@ -68,12 +68,11 @@ export async function pauseEngineKeep(
   backendUrl: string,
   options: EngineControlOptions & { readonly kind: BackendKind },
 ): Promise<boolean> {
-  if (options.kind === 'openai') return false;
-  const request =
-    options.kind === 'sglang'
-      ? { method: 'POST' as const, path: '/pause_generation', body: { mode: 'retract' } }
-      : { method: 'POST' as const, path: '/pause?mode=keep&clear_cache=false' };
-  return (await devRoute(backendUrl, request, options)).supported;
+  return pauseEngine(backendUrl, {
+    ...options,
+    sglangMode: 'retract',
+    vllmPath: '/pause?mode=keep&clear_cache=false',
+  });
 }
 
 /**
@@ -86,11 +85,23 @@ export async function pauseEngineAbort(
   backendUrl: string,
   options: EngineControlOptions & { readonly kind: BackendKind },
 ): Promise<boolean> {
+  return pauseEngine(backendUrl, { ...options, sglangMode: 'abort', vllmPath: '/pause?mode=abort' });
+}
+
+/** Both pause flavours: one engine route each, differing only in the mode they ask for. */
+async function pauseEngine(
+  backendUrl: string,
+  options: EngineControlOptions & {
+    readonly kind: BackendKind;
+    readonly sglangMode: 'retract' | 'abort';
+    readonly vllmPath: string;
+  },
+): Promise<boolean> {
   if (options.kind === 'openai') return false;
   const request =
     options.kind === 'sglang'
-      ? { method: 'POST' as const, path: '/pause_generation', body: { mode: 'abort' } }
-      : { method: 'POST' as const, path: '/pause?mode=abort' };
+      ? { method: 'POST' as const, path: '/pause_generation', body: { mode: options.sglangMode } }
+      : { method: 'POST' as const, path: options.vllmPath };
   return (await devRoute(backendUrl, request, options)).supported;
 }
 

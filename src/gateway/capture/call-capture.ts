@@ -12,6 +12,7 @@ import type {
   LogprobEntry,
 } from '../../contracts/call-record.js';
 import { LOGPROB_FLOOR } from '../../contracts/span-attributes.js';
+import { chatShapedLogprobEntry } from './logprob-entry.js';
 import {
   RESPONSES_TERMINAL_EVENTS,
   ResponsesDeltas,
@@ -83,12 +84,7 @@ function chatLogprobEntries(logprobs: Obj): LogprobEntry[] | null {
   const entries: LogprobEntry[] = [];
   for (const item of content) {
     if (!isObj(item)) return null;
-    entries.push({
-      token: str(item.token) ?? '',
-      logprob: item.logprob,
-      bytes: item.bytes,
-      top_logprobs: Array.isArray(item.top_logprobs) ? item.top_logprobs : [],
-    });
+    entries.push(chatShapedLogprobEntry(item));
   }
   return entries;
 }

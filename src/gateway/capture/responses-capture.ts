@@ -5,6 +5,7 @@
 // (`enable_response_messages`: `input_messages` / `output_messages` items `{type: "raw_message_tokens", message,
 // tokens}`), logprobs from the output_text parts (`include: ["message.output_text.logprobs"]`).
 import type { CapturedChoice, CapturedToolCall, LogprobEntry } from '../../contracts/call-record.js';
+import { chatShapedLogprobEntry } from './logprob-entry.js';
 
 type Obj = Record<string, unknown>;
 
@@ -126,12 +127,7 @@ function outputTextLogprobs(output: unknown): LogprobEntry[] | null {
       for (const lp of part.logprobs) {
         if (!isObj(lp)) return null;
         entries ??= [];
-        entries.push({
-          token: str(lp.token) ?? '',
-          logprob: lp.logprob,
-          bytes: lp.bytes,
-          top_logprobs: Array.isArray(lp.top_logprobs) ? lp.top_logprobs : [],
-        });
+        entries.push(chatShapedLogprobEntry(lp));
       }
     }
   }

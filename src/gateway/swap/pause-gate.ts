@@ -6,6 +6,7 @@
 // never lifted by the gate itself, since resuming mid weight-load would serve half-loaded weights.
 import { GatewayError } from '../../errors.js';
 import { HEADER_AGL_PAUSED } from '../upstream/headers.js';
+import { parkWaiter } from './abortable-waiter.js';
 
 export type PauseMode = 'reject' | 'hold';
 
@@ -134,19 +135,7 @@ export class PauseGate {
   /** Resolves once no call is in flight (immediately when none is). Event-driven; no polling. */
   waitForDrain(signal?: AbortSignal): Promise<void> {
     if (this.#inflight === 0) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        this.#drainWaiters.delete(done);
-        reject(signal?.reason ?? new Error('aborted'));
-      };
-      const done = () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#drainWaiters.add(done);
-    });
+    return parkWaiter(this.#drainWaiters, signal);
   }
 
   /** Refuses everything still held (shutdown). */

@@ -34,6 +34,7 @@ import {
   contains,
   RESOURCES_FIELDS,
   ROLLOUT_FIELDS,
+  rolloutMatcher,
   SPAN_FIELDS,
   sortAndPage,
   sortedFilterPage,
@@ -69,7 +70,6 @@ import type {
   Rollout,
   RolloutLifecycle,
   RolloutQuery,
-  RolloutStatus,
   RolloutUpdate,
   Span,
   SpanInput,
@@ -294,17 +294,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     this.#settle();
     const page = validatePage(query, { allowedSortFields: ROLLOUT_FIELDS });
     const logic = validateFilterLogic(query.filter_logic);
-    const filters: Array<(r: Rollout) => boolean> = [];
-    if (query.status_in != null) {
-      const set = new Set<RolloutStatus>(query.status_in);
-      filters.push((r) => set.has(r.status));
-    }
-    if (query.rollout_id_in != null) {
-      const set = new Set(query.rollout_id_in);
-      filters.push((r) => set.has(r.rollout_id));
-    }
     const needle = query.rollout_id_contains;
-    if (needle != null) filters.push((r) => contains(r.rollout_id, needle));
     // A backend with indexes (SQLite) serves the page itself, latest attempts included, so it never builds every
     // rollout in memory nor reads the page's attempts one rollout at a time.
     const served = this.backend.pageRollouts?.({
@@ -315,7 +305,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       page,
     });
     if (served !== undefined) return clone(served);
-    const match = combineFilters(filters, logic);
+    const match = rolloutMatcher(query, logic);
     const result = this.#pageInProcess({ rollouts: this.backend.listRollouts(), match, page });
     return clone({ ...result, items: result.items.map((r) => this.#withLatestAttempt(r)) });
   }

@@ -35,15 +35,23 @@ export function validateJsonDepth(value: unknown, param: string): void {
 }
 
 export function validMode(mode: RolloutMode | null | undefined): RolloutMode | null {
-  if (mode === null || mode === undefined) return null;
-  if (!ROLLOUT_MODES.includes(mode)) {
+  return validOptionalMember(mode, { allowed: ROLLOUT_MODES, param: 'mode' });
+}
+
+/** A value of a closed set that may be left out; null or absent stays null, anything outside the set is refused. */
+function validOptionalMember<T extends string>(
+  value: T | null | undefined,
+  options: { readonly allowed: readonly T[]; readonly param: string },
+): T | null {
+  if (value === null || value === undefined) return null;
+  if (!options.allowed.includes(value)) {
     throw new StoreError(
       'invalid_argument',
-      `Invalid mode: ${String(mode)}, allowed values are: ${ROLLOUT_MODES.join(', ')}`,
-      { param: 'mode' },
+      `Invalid ${options.param}: ${String(value)}, allowed values are: ${options.allowed.join(', ')}`,
+      { param: options.param },
     );
   }
-  return mode;
+  return value;
 }
 
 /** A dequeue's `wait_ms`: a finite number of milliseconds >= 0, capped at MAX_DEQUEUE_WAIT_MS. */
@@ -104,15 +112,7 @@ export function validRolloutStatus(status: RolloutStatus | undefined): RolloutSt
 
 /** A stated failure reason; absent and null both mean "not stated" (the status machine picks a default). */
 export function validFailureReason(reason: FailureReason | null | undefined): FailureReason | null {
-  if (reason === null || reason === undefined) return null;
-  if (!FAILURE_REASONS.includes(reason)) {
-    throw new StoreError(
-      'invalid_argument',
-      `Invalid failure_reason: ${String(reason)}, allowed values are: ${FAILURE_REASONS.join(', ')}`,
-      { param: 'failure_reason' },
-    );
-  }
-  return reason;
+  return validOptionalMember(reason, { allowed: FAILURE_REASONS, param: 'failure_reason' });
 }
 
 export function validAttemptStatus(status: AttemptStatus | undefined): AttemptStatus {

@@ -1,7 +1,15 @@
 // docs/architecture.md: filters, stable sort with the null rules, and pagination, shared by every backend that
 // evaluates queries in process. Invalid parameters raise StoreError('invalid_argument') naming the parameter.
 import { StoreError } from './errors.js';
-import type { FilterLogic, PageOptions, PaginatedResult, SortOrder } from './types.js';
+import type {
+  FilterLogic,
+  PageOptions,
+  PaginatedResult,
+  Rollout,
+  RolloutQuery,
+  RolloutStatus,
+  SortOrder,
+} from './types.js';
 
 export const ROLLOUT_FIELDS = [
   'rollout_id',
@@ -121,6 +129,25 @@ export function combineFilters<T>(
   if (filters.length === 0) return () => true;
   if (logic === 'and') return (item) => filters.every((f) => f(item));
   return (item) => filters.some((f) => f(item));
+}
+
+/**
+ * The rollout filters of a query as one predicate. A backend that pages rollouts itself (SQLite) must agree with
+ * it, so its tests hold that backend's pages against this same predicate.
+ */
+export function rolloutMatcher(query: RolloutQuery, logic: FilterLogic): (rollout: Rollout) => boolean {
+  const filters: Array<(r: Rollout) => boolean> = [];
+  if (query.status_in != null) {
+    const set = new Set<RolloutStatus>(query.status_in);
+    filters.push((r) => set.has(r.status));
+  }
+  if (query.rollout_id_in != null) {
+    const set = new Set(query.rollout_id_in);
+    filters.push((r) => set.has(r.rollout_id));
+  }
+  const needle = query.rollout_id_contains;
+  if (needle != null) filters.push((r) => contains(r.rollout_id, needle));
+  return combineFilters(filters, logic);
 }
 
 /** `*_contains`: substring match; null values never match. */

@@ -50,7 +50,7 @@ export interface PruneReport {
 
 /** Completion-log entries read per page. */
 export const DEFAULT_PRUNE_STEP = 50;
-/** SQLite pages moved per incremental-vacuum step (16 KB pages: 256 KB). */
+/** SQLite pages moved per incremental-vacuum step (2 KB pages: 32 KB; files made with 16 KB pages: 256 KB). */
 const RECLAIM_PAGES_PER_STEP = 16;
 /** Incremental-vacuum steps between two WAL checkpoints (about 16 MB of moved pages), as for deletes. */
 const RECLAIM_STEPS_PER_CHECKPOINT = 64;

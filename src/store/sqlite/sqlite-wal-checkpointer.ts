@@ -1,5 +1,5 @@
 // WAL checkpoints off the event loop. SQLite's automatic checkpoint runs inside the commit that crosses
-// `wal_autocheckpoint` pages: copying that many 16 KB pages back into the database file and syncing it takes tens of
+// `wal_autocheckpoint` pages: copying that many pages back into the database file and syncing it takes tens of
 // milliseconds on a small machine, and every call in flight waits for it (the gateway's p99 stall). The store turns
 // it off on its own connection and this worker thread, with a connection of its own to the same file, runs PASSIVE
 // checkpoints instead: PASSIVE neither waits for nor blocks the writer, so commits go on while it copies.

@@ -3,9 +3,9 @@
 // schedule, so a non-stream call waiting on it is answered by the other backend within seconds instead of after
 // its first-byte timeout. A slow generation that keeps producing tokens is never marked down, nor is an engine
 // paused on purpose (vLLM /pause?mode=keep); a backend without /metrics is read once and then left alone.
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { MockVllm } from '../../servers/mock-vllm.js';
-import { type Fleet, MODEL, rolloutId, startFleet } from './fleet.js';
+import { eventually, type Fleet, fleetPerTest, MODEL, rolloutId } from './fleet.js';
 
 const messages = [{ role: 'user' as const, content: 'hello' }];
 /** Far beyond the test's own timeout: a try that waits for it fails the test. */
@@ -14,12 +14,14 @@ const STALL_MS = 500;
 /** For the slow-but-progressing case: wide enough that a loaded machine's timer jitter cannot fake a stall. */
 const SLOW_STALL_MS = 800;
 const HEALTH = { intervalMs: 100, recoverAfterMs: 200, stallHoldMs: 0, progressStallMs: STALL_MS };
+/** Two backends, retries that move a call to the other one, and a first byte no call may wait for. */
+const FAILOVER_MODEL = {
+  retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
+  timeouts: { firstByteMs: FIRST_BYTE_MS },
+  health: HEALTH,
+};
 
-let fleet: Fleet | null = null;
-afterEach(async () => {
-  await fleet?.close();
-  fleet = null;
-});
+const startFleet = fleetPerTest();
 
 interface PoolBackendView {
   readonly url: string;
@@ -31,15 +33,6 @@ async function backends(f: Fleet): Promise<PoolBackendView[]> {
   const response = await fetch(`${f.gw.url}/admin/pools`);
   const body = (await response.json()) as { pools: Array<{ backends: PoolBackendView[] }> };
   return body.pools[0]?.backends ?? [];
-}
-
-/** Waits for a condition the gateway's own timers (health probes) bring about, with a generous bound. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 8_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** Runs `run` while polling /admin/pools; what it returned, and the last_error values each backend showed meanwhile. */
@@ -76,18 +69,13 @@ function pair(f: Fleet): [MockVllm, MockVllm] {
 it.each(['vllm', 'sglang'] as const)(
   'marks a %s backend whose engine loop hangs (with /health 200) down and answers its calls from the other one',
   async (dialect) => {
-    fleet = await startFleet({
+    const f = await startFleet({
       live: 2,
       // Non-stream generations decode token by token (about 2 s for 40 tokens), so the hang lands mid-generation.
       mock: { paceNonStream: true, ttftMs: 5, interTokenMs: 50, dialect },
       backendType: dialect,
-      model: {
-        retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
-        timeouts: { firstByteMs: FIRST_BYTE_MS },
-        health: HEALTH,
-      },
+      model: FAILOVER_MODEL,
     });
-    const f = fleet;
     const [stuck, healthy] = pair(f);
     const calls = Array.from({ length: 4 }, () =>
       f.client(rolloutId(), { maxRetries: 0 }).chat.completions.create({ model: MODEL, messages, max_tokens: 40 }),
@@ -116,16 +104,11 @@ it.each(['vllm', 'sglang'] as const)(
 );
 
 it('marks down an engine whose loop hung while idle, from the calls the gateway has waiting on it', async () => {
-  fleet = await startFleet({
+  const f = await startFleet({
     live: 2,
     mock: { paceNonStream: true, ttftMs: 5, interTokenMs: 50 },
-    model: {
-      retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
-      timeouts: { firstByteMs: FIRST_BYTE_MS },
-      health: HEALTH,
-    },
+    model: FAILOVER_MODEL,
   });
-  const f = fleet;
   const [stuck, healthy] = pair(f);
   // Hung before any call: its metrics show nothing running or queued, now or later (the loop never admits).
   await fetch(`${stuck.baseUrl}/_twin/hang`, { method: 'POST' });
@@ -147,7 +130,7 @@ it('marks down an engine whose loop hung while idle, from the calls the gateway 
 });
 
 it('never marks down a backend whose slow generation keeps producing tokens, nor one paused on purpose', async () => {
-  fleet = await startFleet({
+  const f = await startFleet({
     live: 1,
     // A token every 100 ms for about two seconds: more than twice the threshold, with an eighth of it per token.
     mock: { paceNonStream: true, ttftMs: 5, interTokenMs: 100 },
@@ -157,7 +140,6 @@ it('never marks down a backend whose slow generation keeps producing tokens, nor
       health: { ...HEALTH, progressStallMs: SLOW_STALL_MS },
     },
   });
-  const f = fleet;
   const [backend] = pair(f);
   const { seen } = await watchingPools(f, () => slowThenPaused(f, backend));
   expect(seen.get(backend.url)).toEqual(new Set([null]));
@@ -182,12 +164,11 @@ async function slowThenPaused(f: Fleet, backend: MockVllm): Promise<void> {
 }
 
 it('reads a backend without /metrics once, then leaves it to /health and real calls', async () => {
-  fleet = await startFleet({
+  const f = await startFleet({
     live: 1,
     mock: { paceNonStream: true, ttftMs: 5, interTokenMs: 100, metrics: false },
     model: { retry: { maxAttempts: 1 }, timeouts: { firstByteMs: FIRST_BYTE_MS }, health: HEALTH },
   });
-  const f = fleet;
   const [backend] = pair(f);
   const client = f.client(rolloutId(), { maxRetries: 0 });
   // Two long calls, one after the other: many probe rounds with calls in flight.

@@ -2,19 +2,15 @@
 // hanging, answering 503 then recovering, closing mid-stream, slow first bytes; sticky routing and least-loaded
 // choice; retries never after the first byte; `x-should-retry: false` once the gateway has retried.
 import { APIError, InternalServerError } from 'openai';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
 import { pickSticky } from '../../../src/gateway/pools/sticky-hash.js';
-import { type Fleet, MODEL, rolloutId, startFleet } from './fleet.js';
+import { eventually, type Fleet, fleetPerTest, MODEL, rolloutId } from './fleet.js';
 
 const FAST_RETRY = { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 50 };
 const messages = [{ role: 'user' as const, content: 'hello' }];
 
-let fleet: Fleet | null = null;
-afterEach(async () => {
-  await fleet?.close();
-  fleet = null;
-});
+const startFleet = fleetPerTest();
 
 async function ready(
   f: Fleet,
@@ -23,19 +19,9 @@ async function ready(
   return { status: response.status, body: (await response.json()) as never };
 }
 
-/** Waits for a condition driven by the gateway's own timers (health probes), with a generous bound. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe('health and readiness', () => {
   it('routes around a backend that is down at start and names it in /ready', async () => {
-    fleet = await startFleet({ live: 2, dead: 1, model: { retry: FAST_RETRY, health: { intervalMs: 100 } } });
-    const f = fleet;
+    const f = await startFleet({ live: 2, dead: 1, model: { retry: FAST_RETRY, health: { intervalMs: 100 } } });
     const client = f.client(undefined, { maxRetries: 0 });
     const results = await Promise.allSettled(
       Array.from({ length: 12 }, () => client.chat.completions.create({ model: MODEL, messages, max_tokens: 3 })),
@@ -50,8 +36,7 @@ describe('health and readiness', () => {
   });
 
   it('/ready is 503 when a pool has no healthy backend, and says which are down', async () => {
-    fleet = await startFleet({ live: 0, dead: 2, model: { retry: FAST_RETRY, health: { intervalMs: 100 } } });
-    const f = fleet;
+    const f = await startFleet({ live: 0, dead: 2, model: { retry: FAST_RETRY, health: { intervalMs: 100 } } });
     await eventually(async () => (await ready(f)).status === 503);
     const { body } = await ready(f);
     expect(body.ready).toBe(false);
@@ -67,8 +52,7 @@ describe('health and readiness', () => {
   });
 
   it('a backend recovers after its /health answers again', async () => {
-    fleet = await startFleet({ live: 2, model: { retry: FAST_RETRY, health: { intervalMs: 100 } } });
-    const f = fleet;
+    const f = await startFleet({ live: 2, model: { retry: FAST_RETRY, health: { intervalMs: 100 } } });
     f.mocks[0]?.setFault('status=503', { paths: ['/health'] });
     await eventually(async () => (await ready(f)).body.pools[0]?.down.length === 1);
     f.mocks[0]?.clearFaults();
@@ -78,8 +62,7 @@ describe('health and readiness', () => {
 
 describe('fail-over', () => {
   it('keeps answering when a backend dies mid-run (non-stream calls never fail)', async () => {
-    fleet = await startFleet({ live: 3, mock: { latencyMs: 30 }, model: { retry: FAST_RETRY } });
-    const f = fleet;
+    const f = await startFleet({ live: 3, mock: { latencyMs: 30 }, model: { retry: FAST_RETRY } });
     const client = f.client(undefined, { maxRetries: 0 });
     const wave = () =>
       Promise.allSettled(
@@ -94,11 +77,10 @@ describe('fail-over', () => {
   });
 
   it('gives up on a hanging backend after the first-byte timeout and answers from another', async () => {
-    fleet = await startFleet({
+    const f = await startFleet({
       live: 2,
       model: { retry: FAST_RETRY, timeouts: { firstByteMs: 300 }, health: { intervalMs: 0, recoverAfterMs: 60_000 } },
     });
-    const f = fleet;
     f.mocks[0]?.setFault('hang');
     const rid = rolloutId();
     const client = f.client(rid, { maxRetries: 0 });
@@ -113,8 +95,7 @@ describe('fail-over', () => {
   });
 
   it('retries a 503 until the backend recovers; the span records the retries', async () => {
-    fleet = await startFleet({ live: 1, model: { retry: FAST_RETRY } });
-    const f = fleet;
+    const f = await startFleet({ live: 1, model: { retry: FAST_RETRY } });
     f.mocks[0]?.setFault('status=503', { times: 2 });
     const rid = rolloutId();
     const answer = await f.client(rid, { maxRetries: 0 }).chat.completions.create({ model: MODEL, messages });
@@ -126,8 +107,7 @@ describe('fail-over', () => {
   });
 
   it('docs/failure-classes.md#19: a backend that always fails gets exactly maxAttempts tries and the SDK makes one call', async () => {
-    fleet = await startFleet({ live: 1, model: { retry: FAST_RETRY } });
-    const f = fleet;
+    const f = await startFleet({ live: 1, model: { retry: FAST_RETRY } });
     f.mocks[0]?.setFault('status=500');
     const before = f.agentCalls.count;
     const rid = rolloutId();
@@ -144,8 +124,7 @@ describe('fail-over', () => {
   });
 
   it('never retries once the first byte reached the agent (closing mid-stream)', async () => {
-    fleet = await startFleet({ live: 2, model: { retry: FAST_RETRY } });
-    const f = fleet;
+    const f = await startFleet({ live: 2, model: { retry: FAST_RETRY } });
     for (const mock of f.mocks) mock.setFault('close-after=2', { times: 1 });
     const rid = rolloutId();
     const stream = await f
@@ -162,7 +141,7 @@ describe('fail-over', () => {
   });
 
   it('docs/failure-classes.md#23: a backend that closed an idle pooled socket does not fail the next call', async () => {
-    fleet = await startFleet({ live: 1, mock: { keepAliveTimeoutMs: 100 }, model: { retry: FAST_RETRY } });
+    const fleet = await startFleet({ live: 1, mock: { keepAliveTimeoutMs: 100 }, model: { retry: FAST_RETRY } });
     const client = fleet.client(undefined, { maxRetries: 0 });
     await client.chat.completions.create({ model: MODEL, messages, max_tokens: 2 });
     await new Promise((r) => setTimeout(r, 300));
@@ -171,8 +150,7 @@ describe('fail-over', () => {
   });
 
   it('waits for a slow first byte within the first-byte timeout instead of retrying', async () => {
-    fleet = await startFleet({ live: 1, model: { retry: FAST_RETRY, timeouts: { firstByteMs: 5_000 } } });
-    const f = fleet;
+    const f = await startFleet({ live: 1, model: { retry: FAST_RETRY, timeouts: { firstByteMs: 5_000 } } });
     f.mocks[0]?.setFault('slow-first-byte=300', { times: 1 });
     const rid = rolloutId();
     const stream = await f
@@ -187,12 +165,11 @@ describe('fail-over', () => {
 
 describe('total timeout', () => {
   it('cuts a stream that outlives timeouts.totalMs with an SSE error and records upstream_timeout', async () => {
-    fleet = await startFleet({
+    const f = await startFleet({
       live: 1,
       mock: { interTokenMs: 50, respond: () => 'word '.repeat(200) },
       model: { retry: FAST_RETRY, timeouts: { totalMs: 400 } },
     });
-    const f = fleet;
     const rid = rolloutId();
     const started = Date.now();
     const stream = await f
@@ -209,7 +186,7 @@ describe('total timeout', () => {
   });
 
   it('answers 504 when a non-stream answer outlives timeouts.totalMs', async () => {
-    fleet = await startFleet({
+    const fleet = await startFleet({
       live: 1,
       mock: { latencyMs: 2_000 },
       model: { retry: FAST_RETRY, timeouts: { totalMs: 300, firstByteMs: 250 } },
@@ -224,11 +201,10 @@ describe('total timeout', () => {
 
 describe('backend choice', () => {
   it('keeps a rollout on its sticky backend (v1 hash over sorted URLs) and moves it only when that one dies', async () => {
-    fleet = await startFleet({
+    const f = await startFleet({
       live: 4,
       model: { retry: FAST_RETRY, health: { intervalMs: 0, recoverAfterMs: 60_000 } },
     });
-    const f = fleet;
     const rids = Array.from({ length: 6 }, () => rolloutId('sticky'));
     for (const rid of rids) {
       const client = f.client(rid, { maxRetries: 0 });
@@ -247,8 +223,7 @@ describe('backend choice', () => {
   });
 
   it('spreads unattributed calls to the least-loaded backend', async () => {
-    fleet = await startFleet({ live: 4, mock: { latencyMs: 150 }, model: { retry: FAST_RETRY } });
-    const f = fleet;
+    const f = await startFleet({ live: 4, mock: { latencyMs: 150 }, model: { retry: FAST_RETRY } });
     const client = f.client(undefined, { maxRetries: 0 });
     await Promise.all(
       Array.from({ length: 8 }, () => client.chat.completions.create({ model: MODEL, messages, max_tokens: 2 })),

@@ -2,6 +2,7 @@
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { afterEach } from 'vitest';
 import type { Span } from '../../../src/store/core/types.js';
 import { type ConfigOverrides, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, type MockVllmOptions, startMockVllm } from '../../servers/mock-vllm.js';
@@ -33,7 +34,7 @@ export async function deadPort(): Promise<number> {
   return port;
 }
 
-export async function startFleet(options: {
+export interface FleetOptions {
   live: number;
   dead?: number;
   mock?: MockVllmOptions;
@@ -41,7 +42,9 @@ export async function startFleet(options: {
   backendType?: 'vllm' | 'sglang';
   model?: ModelOverrides;
   overrides?: ConfigOverrides;
-}): Promise<Fleet> {
+}
+
+export async function startFleet(options: FleetOptions): Promise<Fleet> {
   const mocks: MockVllm[] = [];
   for (let i = 0; i < options.live; i += 1) mocks.push(await startMockVllm(options.mock ?? {}));
   const dead: string[] = [];
@@ -98,4 +101,26 @@ let counter = 0;
 export function rolloutId(prefix = 'ro'): string {
   counter += 1;
   return `${prefix}-${process.pid}-${counter}`;
+}
+
+/** A starter for a test file whose tests each start one fleet; each fleet it started is closed after its test. */
+export function fleetPerTest(): (options: FleetOptions) => Promise<Fleet> {
+  let current: Fleet | null = null;
+  afterEach(async () => {
+    await current?.close();
+    current = null;
+  });
+  return async (options) => {
+    current = await startFleet(options);
+    return current;
+  };
+}
+
+/** Waits for a condition the gateway's own timers (health probes) bring about, with a generous bound. */
+export async function eventually(check: () => Promise<boolean>, timeoutMs = 8_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

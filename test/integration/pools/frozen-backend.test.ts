@@ -3,17 +3,13 @@
 // and routed around: stream and non-stream calls keep being answered by the other backend, within bounded time,
 // and none waits on the frozen one once it was found out. When it thaws it comes back.
 import { APIError } from 'openai';
-import { afterEach, expect, it } from 'vitest';
-import { type Fleet, MODEL, rolloutId, startFleet } from './fleet.js';
+import { expect, it } from 'vitest';
+import { eventually, type Fleet, fleetPerTest, MODEL, rolloutId } from './fleet.js';
 
 const messages = [{ role: 'user' as const, content: 'hello' }];
 const FROZEN_PATHS = ['/health', '/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/models'];
 
-let fleet: Fleet | null = null;
-afterEach(async () => {
-  await fleet?.close();
-  fleet = null;
-});
+const startFleet = fleetPerTest();
 
 interface PoolView {
   readonly ready: boolean;
@@ -25,17 +21,8 @@ async function readyView(f: Fleet): Promise<{ status: number; body: PoolView }> 
   return { status: response.status, body: (await response.json()) as PoolView };
 }
 
-/** Waits for a condition the gateway's own timers (health probes) bring about, with a generous bound. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 8_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 it('marks a frozen backend down, routes every call around it, and takes it back once it thaws', async () => {
-  fleet = await startFleet({
+  const f = await startFleet({
     live: 2,
     model: {
       retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
@@ -43,7 +30,6 @@ it('marks a frozen backend down, routes every call around it, and takes it back 
       health: { intervalMs: 100, recoverAfterMs: 200, stallHoldMs: 0 },
     },
   });
-  const f = fleet;
   const [frozen, healthy] = f.mocks as [NonNullable<(typeof f.mocks)[0]>, NonNullable<(typeof f.mocks)[1]>];
   await eventually(async () => (await readyView(f)).body.pools[0]?.up.length === 2);
 
@@ -87,7 +73,7 @@ const GENERATION_PATHS = ['/v1/chat/completions'];
 const FIRST_BYTE_MS = 60_000;
 
 it('ends non-stream tries in flight on a backend marked down and answers them from the other one', async () => {
-  fleet = await startFleet({
+  const f = await startFleet({
     live: 2,
     // Non-stream generations decode token by token (about 2 s for 40 tokens), so a pause lands mid-generation.
     mock: { paceNonStream: true, ttftMs: 5, interTokenMs: 50 },
@@ -97,7 +83,6 @@ it('ends non-stream tries in flight on a backend marked down and answers them fr
       health: { intervalMs: 100, recoverAfterMs: 200, stallHoldMs: 0 },
     },
   });
-  const f = fleet;
   const [frozen, healthy] = f.mocks as [NonNullable<(typeof f.mocks)[0]>, NonNullable<(typeof f.mocks)[1]>];
   await eventually(async () => (await readyView(f)).body.pools[0]?.up.length === 2);
   const calls = Array.from({ length: 4 }, () =>
@@ -122,7 +107,7 @@ it('ends non-stream tries in flight on a backend marked down and answers them fr
 });
 
 it('fails a non-stream call retryably within seconds when its only backend is marked down mid-generation', async () => {
-  fleet = await startFleet({
+  const f = await startFleet({
     live: 1,
     model: {
       retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
@@ -130,7 +115,6 @@ it('fails a non-stream call retryably within seconds when its only backend is ma
       health: { intervalMs: 100, recoverAfterMs: 200, stallHoldMs: 0 },
     },
   });
-  const f = fleet;
   const [frozen] = f.mocks as [NonNullable<(typeof f.mocks)[0]>];
   await eventually(async () => (await readyView(f)).body.pools[0]?.up.length === 1);
   frozen.setFault('hang', { paths: GENERATION_PATHS });
@@ -156,7 +140,7 @@ it('fails a non-stream call retryably within seconds when its only backend is ma
 });
 
 it('leaves generations in flight alone when their backend is ejected for an error it answered', async () => {
-  fleet = await startFleet({
+  const f = await startFleet({
     live: 1,
     mock: { paceNonStream: true, ttftMs: 5, interTokenMs: 50 },
     // No probes and no retries: nothing but the answered 500 changes the backend's health during the test.
@@ -166,7 +150,6 @@ it('leaves generations in flight alone when their backend is ejected for an erro
       health: { intervalMs: 0, recoverAfterMs: 60_000 },
     },
   });
-  const f = fleet;
   const [backend] = f.mocks as [NonNullable<(typeof f.mocks)[0]>];
   const long = f
     .client(rolloutId(), { maxRetries: 0 })

@@ -2,33 +2,14 @@
 // the gateway holds the agents' calls; the commit wakes them, loads the checkpoint with the weight-load hook and
 // releases the held calls on the new weights. Abort and the prepare deadline wake them on the old weights. Over real
 // HTTP against the engine twin, with openai-SDK agents.
-import { afterEach, describe, expect, it } from 'vitest';
-import { SWAP_POOL, SwapRig, weightsVersion } from '../../helpers/swap-rig.js';
+import { describe, expect, it } from 'vitest';
+import { SWAP_POOL, type SwapRig, weightsVersion } from '../../helpers/swap-rig.js';
+import { gatewayPaused, getJson, poolVersion, swapRigPerTest } from './weights-rig.js';
 
-let rig: SwapRig | undefined;
-afterEach(async () => {
-  await rig?.close();
-  rig = undefined;
-});
-
-async function start(options: Parameters<typeof SwapRig.start>[0]): Promise<SwapRig> {
-  rig = await SwapRig.start(options);
-  return rig;
-}
-
-async function getJson(url: string): Promise<Record<string, unknown>> {
-  return (await (await fetch(url)).json()) as Record<string, unknown>;
-}
+const start = swapRigPerTest();
 
 const sleeping = async (r: SwapRig): Promise<boolean> =>
   (await getJson(`${r.twin.baseUrl}/is_sleeping`)).is_sleeping === true;
-const gatewayPaused = async (r: SwapRig): Promise<boolean> =>
-  (await getJson(`${r.gw.url}/admin/state`)).paused === true;
-
-async function poolVersion(r: SwapRig): Promise<number> {
-  const pools = (await getJson(`${r.gw.url}/admin/pools`)).pools as Array<{ model: string; version: number }>;
-  return pools.find((p) => p.model === SWAP_POOL)?.version ?? -1;
-}
 
 const generations = (r: SwapRig): number => r.twin.requests.filter((q) => q.path === '/v1/chat/completions').length;
 

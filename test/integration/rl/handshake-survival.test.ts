@@ -2,28 +2,11 @@
 // (docs/weight-swaps.md, "What survives what"), over real HTTP against the engine twin. The trainer drives the
 // engines' /update_weights itself, so after an expired prepare the gateway goes by the version the engines report.
 import OpenAI from 'openai';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SWAP_POOL, SwapRig, twinPost } from '../../helpers/swap-rig.js';
+import { describe, expect, it } from 'vitest';
+import { SWAP_POOL, type SwapRig, twinPost } from '../../helpers/swap-rig.js';
+import { gatewayPaused, getJson, poolVersion, swapRigPerTest, twinPaused } from './weights-rig.js';
 
-let rig: SwapRig | undefined;
-afterEach(async () => {
-  await rig?.close();
-  rig = undefined;
-});
-
-async function getJson(url: string): Promise<Record<string, unknown>> {
-  return (await (await fetch(url)).json()) as Record<string, unknown>;
-}
-
-async function poolVersion(r: SwapRig): Promise<number> {
-  const pools = (await getJson(`${r.gw.url}/admin/pools`)).pools as Array<{ model: string; version: number }>;
-  return pools.find((p) => p.model === SWAP_POOL)?.version ?? -1;
-}
-
-const gatewayPaused = async (r: SwapRig): Promise<boolean> =>
-  (await getJson(`${r.gw.url}/admin/state`)).paused === true;
-const twinPaused = async (r: SwapRig): Promise<boolean> =>
-  (await getJson(`${r.twin.baseUrl}/is_paused`)).is_paused === true;
+const start = swapRigPerTest();
 
 /** Test-side wait for an asynchronous outcome nobody announces to the test (the deadline's work). */
 async function until(check: () => Promise<boolean>, what: string): Promise<void> {
@@ -39,14 +22,9 @@ const settled = async (r: SwapRig): Promise<boolean> => {
   return (state.weights_update as { phase: string }).phase === 'idle';
 };
 
-function agent(r: SwapRig): OpenAI {
-  return new OpenAI({ baseURL: `${r.gw.url}/rollout/survive-1/attempt/a1/v1`, apiKey: 'agent', maxRetries: 0 });
-}
-
 describe('trainer killed after the transfer', () => {
   it('commits alone when every engine names the prepared version, and a late commit answers the same', async () => {
-    rig = await SwapRig.start({ mode: 'keep', prepareDeadlineS: 0.3 });
-    const r = rig;
+    const r = await start({ mode: 'keep', prepareDeadlineS: 0.3 });
     expect((await r.post('/v1/rl/weights/prepare', { version: 2 })).status).toBe(200);
     // The trainer sends, labels what it sent, and dies before its commit.
     await twinPost(r.twin, '/update_weights', { update_info: { names: ['w'] } });
@@ -59,7 +37,7 @@ describe('trainer killed after the transfer', () => {
     const late = await r.post('/v1/rl/weights/commit', { version: 2 });
     expect(late.status).toBe(200);
     expect(late.body).toMatchObject({ version: 2, swap: { mode: 'keep', version: 2 } });
-    const answer = await agent(r).chat.completions.create({
+    const answer = await r.agent('survive-1').chat.completions.create({
       model: SWAP_POOL,
       messages: [{ role: 'user', content: 'after' }],
     });
@@ -71,8 +49,7 @@ describe('trainer killed after the transfer', () => {
   }, 30_000);
 
   it('keeps the pool failing retryably while the engines hold weights no version names, until a new prepare', async () => {
-    rig = await SwapRig.start({ mode: 'keep', prepareDeadlineS: 0.3 });
-    const r = rig;
+    const r = await start({ mode: 'keep', prepareDeadlineS: 0.3 });
     expect((await r.post('/v1/rl/weights/prepare', { version: 2 })).status).toBe(200);
     // A trainer labels a transfer in progress before its first tensor, then dies midway.
     await twinPost(r.twin, '/update_weight_version', { new_version: 'v2-partial' });
@@ -82,7 +59,8 @@ describe('trainer killed after the transfer', () => {
     expect(await poolVersion(r)).toBe(1);
     // Resuming would have the new weights' tokens recorded as version 1: the engine stays paused.
     expect(await twinPaused(r)).toBe(true);
-    const refused = await agent(r)
+    const refused = await r
+      .agent('survive-1')
       .chat.completions.create({ model: SWAP_POOL, messages: [{ role: 'user', content: 'during' }] })
       .then(
         () => null,
@@ -106,7 +84,9 @@ describe('trainer killed after the transfer', () => {
     const committed = await r.post('/v1/rl/weights/commit', { version: 2 });
     expect(committed.status).toBe(200);
     expect(await twinPaused(r)).toBe(false);
-    await agent(r).chat.completions.create({ model: SWAP_POOL, messages: [{ role: 'user', content: 'after' }] });
+    await r
+      .agent('survive-1')
+      .chat.completions.create({ model: SWAP_POOL, messages: [{ role: 'user', content: 'after' }] });
     // The refused call left a span of its own, before this one.
     const span = (await r.spans(['survive-1'])).at(-1);
     expect(span?.attributes['rollgate.model_version']).toBe(2);
@@ -116,8 +96,7 @@ describe('trainer killed after the transfer', () => {
 
 describe('trainer killed during commit', () => {
   it('finishes the commit the cut request started, and the restarted trainer gets the same answer', async () => {
-    rig = await SwapRig.start({ mode: 'keep' });
-    const r = rig;
+    const r = await start({ mode: 'keep' });
     const agents = r.runAgents(2);
     await agents.waitForCalls(2);
     await r.waitForMidGeneration(2, 3);

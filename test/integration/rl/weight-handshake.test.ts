@@ -1,33 +1,11 @@
 // The two-step weight update for native transfers (POST /v1/rl/weights/prepare -> the trainer transfers ->
 // /commit or /abort), over real HTTP against the engine twin, plus the checks every swap makes: the version the
 // backend reports after a load, and the fallback for a backend that cannot freeze its generations.
-import { afterEach, describe, expect, it } from 'vitest';
-import { SWAP_POOL, SwapRig, twinPost } from '../../helpers/swap-rig.js';
+import { describe, expect, it } from 'vitest';
+import { SWAP_POOL, twinPost } from '../../helpers/swap-rig.js';
+import { gatewayPaused, getJson, poolVersion, swapRigPerTest, twinPaused } from './weights-rig.js';
 
-let rig: SwapRig | undefined;
-afterEach(async () => {
-  await rig?.close();
-  rig = undefined;
-});
-
-async function start(options: Parameters<typeof SwapRig.start>[0]): Promise<SwapRig> {
-  rig = await SwapRig.start(options);
-  return rig;
-}
-
-async function getJson(url: string): Promise<Record<string, unknown>> {
-  return (await (await fetch(url)).json()) as Record<string, unknown>;
-}
-
-async function poolVersion(r: SwapRig): Promise<number> {
-  const pools = (await getJson(`${r.gw.url}/admin/pools`)).pools as Array<{ model: string; version: number }>;
-  return pools.find((p) => p.model === SWAP_POOL)?.version ?? -1;
-}
-
-const gatewayPaused = async (r: SwapRig): Promise<boolean> =>
-  (await getJson(`${r.gw.url}/admin/state`)).paused === true;
-const twinPaused = async (r: SwapRig): Promise<boolean> =>
-  (await getJson(`${r.twin.baseUrl}/is_paused`)).is_paused === true;
+const start = swapRigPerTest();
 
 describe('prepare -> transfer -> commit', () => {
   it('pauses and freezes, answers ready (again for a repeat), then finishes, verifies, bumps and resumes', async () => {

@@ -2,6 +2,7 @@
 // many generated multi-turn rollouts, and stores each value once: logprobs.content costs little more than its
 // tokens, float32 logprobs take 4 bytes, a turn's re-sent history costs only its new part.
 import { describe, expect, it } from 'vitest';
+import { createRng } from '../../../src/algorithms/rng.js';
 import {
   decodeSpan,
   dictionaryOf,
@@ -11,17 +12,6 @@ import {
   spanBaseOf,
 } from '../../../src/store/codec/span-codec.js';
 import type { Attributes, Span } from '../../../src/store/core/types.js';
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const PIECES = ['the ', 'tool ', 'ü', '漢字', '😀', 'é', '\n', '"q"', '\\', '\u2028', 'a', ' ', '{}', '\ud83d'];
 
@@ -79,7 +69,7 @@ function logprobsContent(random: () => number, tokens: string[], chosen: number[
 
 /** One rollout's chat spans: growing prompt ids and history, logprobs in several shapes, attributes in any order. */
 function rollout(seed: number): Span[] {
-  const random = rng(seed);
+  const random = createRng(seed).next;
   const spans: Span[] = [];
   let prompt = Array.from({ length: 50 + Math.floor(random() * 200) }, () => Math.floor(random() * 151_000));
   let history = [{ role: 'system', content: text(random, 400) }];
@@ -217,7 +207,7 @@ describe('span codec', () => {
   });
 
   it('reads back spans without attributes, non-chat spans, events and links, and a 2 MB string', () => {
-    const random = rng(99);
+    const random = createRng(99).next;
     const plain = span({ rolloutId: 'r', attemptId: 'a', seq: 1, attributes: {} });
     const reward: Span = {
       ...span({ rolloutId: 'r', attemptId: 'a', seq: 2, attributes: { 'agentlightning.reward.0.value': 0.5 } }),
@@ -243,14 +233,14 @@ describe('span codec', () => {
   });
 
   it('stores logprobs.content at little more than its tokens when it repeats the logprobs array', () => {
-    const random = rng(5);
+    const random = createRng(5).next;
     const tokens = Array.from({ length: 200 }, () => text(random, 3));
     const chosen = tokens.map(() => Math.fround(-random() * 4));
     const attributes = { 'rollgate.response.logprobs': chosen };
     const without = new SpanEncoder().encode(span({ rolloutId: 'r', attemptId: 'a', seq: 1, attributes }), {
       base: null,
     });
-    const content = logprobsContent(rng(6), tokens, chosen, 0);
+    const content = logprobsContent(createRng(6).next, tokens, chosen, 0);
     const withContent = new SpanEncoder().encode(
       span({ rolloutId: 'r', attemptId: 'a', seq: 1, attributes: { ...attributes, 'logprobs.content': content } }),
       { base: null },
