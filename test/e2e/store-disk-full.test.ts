@@ -2,6 +2,7 @@
 // EFBIG past a size, as a full disk answers ENOSPC). A write the store could not commit is never acknowledged,
 // `/ready` turns 503 with the database's own reason, the loss is logged at error level once, and
 // rollgate_store_writable drops to 0 (docs/durability.md).
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,9 +17,13 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Spans of ~100 KB: the write-ahead log reaches the limit within a few dozen. */
+/**
+ * Spans of ~100 KB: the write-ahead log reaches the limit within a few dozen. Random, because the store compresses
+ * span bodies (docs/store.md): a repeated character would take a few bytes on disk and never fill it.
+ */
 function bigSpan(rid: string, aid: string, n: number): Record<string, unknown> {
-  return numberedSpan({ rid, aid, n, name: `span-${n}`, attributes: { filler: `${n}:`.padEnd(100_000, 'x') } });
+  const filler = randomBytes(75_000).toString('base64');
+  return numberedSpan({ rid, aid, n, name: `span-${n}`, attributes: { filler } });
 }
 
 async function postJson(url: string, body: unknown): Promise<Response> {
