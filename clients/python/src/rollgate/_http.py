@@ -16,6 +16,7 @@ import enum
 import http.client
 import json
 import logging
+import os
 import random
 import socket
 import ssl
@@ -88,6 +89,22 @@ class Response:
 
 class _NotSent(Exception):
     """The connection could not be opened: the request never reached the gateway."""
+
+
+def client_from_env(
+    base_url: str | None,
+    *,
+    api_key: str | None,
+    timeout_s: float,
+    retry: "RetryPolicy | None",
+) -> "HttpClient":
+    """An HttpClient for the gateway at ``base_url`` (default ``$ROLLGATE_GATEWAY_URL``), authenticated with
+    ``api_key`` (default ``$ROLLGATE_API_KEY``): the one place the clients read those variables."""
+    url = base_url or os.environ.get("ROLLGATE_GATEWAY_URL")
+    if not url:
+        raise ValueError("base_url is required (or set ROLLGATE_GATEWAY_URL)")
+    key = api_key if api_key is not None else os.environ.get("ROLLGATE_API_KEY")
+    return HttpClient(url, api_key=key, timeout_s=timeout_s, retry=retry)
 
 
 class HttpClient:

@@ -8,14 +8,13 @@ returns the first request's rollouts instead of enqueueing them twice.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar
 from urllib.parse import quote
 
-from ._http import HttpClient, Retry, RetryPolicy
+from ._http import Retry, RetryPolicy, client_from_env
 from .errors import ProtocolError
 
 __all__ = ["StoreClient", "Page", "ROLLOUT_TERMINAL_STATUSES"]
@@ -98,11 +97,7 @@ class StoreClient:
         timeout_s: float = 30.0,
         retry: RetryPolicy | None = None,
     ) -> None:
-        url = base_url or os.environ.get("ROLLGATE_GATEWAY_URL")
-        if not url:
-            raise ValueError("base_url is required (or set ROLLGATE_GATEWAY_URL)")
-        key = api_key if api_key is not None else os.environ.get("ROLLGATE_API_KEY")
-        self._http = HttpClient(url, api_key=key, timeout_s=timeout_s, retry=retry)
+        self._http = client_from_env(base_url, api_key=api_key, timeout_s=timeout_s, retry=retry)
 
     @property
     def base_url(self) -> str:

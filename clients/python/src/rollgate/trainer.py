@@ -17,12 +17,11 @@ Example::
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence, Union
 from urllib.parse import quote
 
-from ._http import HttpClient, Retry, RetryPolicy
+from ._http import Retry, RetryPolicy, client_from_env
 from .batch import BATCH_CONTENT_TYPE, Batch, decode_binary, decode_json
 from .errors import ProtocolError
 
@@ -110,11 +109,7 @@ class TrainerClient:
         weights_timeout_s: float = 900.0,
         retry: RetryPolicy | None = None,
     ) -> None:
-        url = base_url or os.environ.get("ROLLGATE_GATEWAY_URL")
-        if not url:
-            raise ValueError("base_url is required (or set ROLLGATE_GATEWAY_URL)")
-        key = api_key if api_key is not None else os.environ.get("ROLLGATE_API_KEY")
-        self._http = HttpClient(url, api_key=key, timeout_s=timeout_s, retry=retry)
+        self._http = client_from_env(base_url, api_key=api_key, timeout_s=timeout_s, retry=retry)
         self.binary = binary
         self.use_numpy = use_numpy
         self.weights_timeout_s = weights_timeout_s
