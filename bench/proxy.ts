@@ -18,6 +18,9 @@
 // BENCH_PROFILE_DIR (the gateway writes a CPU profile there), BENCH_TARGETS (comma-separated name prefixes; the floor always runs), BENCH_ROUNDS (default 3): every cell is measured once per round, targets taking turns within a round, and the
 // table shows each number's median over the rounds, so a burst of noise on a shared machine moves one sample of
 // one target rather than a whole ratio.
+// BENCH_BEFORE_ROOT (a directory holding another built copy of the project, e.g. the tree before a change, with its
+// own `dist/`): its gateway runs beside this one as `gateway before (recording on)`, in the same rounds, and a last
+// table compares the two, so an A/B of a change is measured in one run on one machine load.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -34,6 +37,7 @@ const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '1,64').split(',').map(Num
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const TARGET_FILTER = process.env.BENCH_TARGETS?.split(',').filter((name) => name !== '') ?? [];
+const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
 /** Streams that must be open (first chunk received) before RSS is read. */
 const RSS_READY_FRACTION = 0.9;
 const PROXY_CORE = '0';
@@ -43,6 +47,7 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const GATEWAY_ON = 'gateway (recording on)';
 const FLOOR = 'bare node:http pipe';
 const GATEWAY_ON_RAW = "gateway (recording on, agentView 'raw')";
+const GATEWAY_BEFORE = 'gateway before (recording on)';
 const AGENT_VIEW_SCENARIO = "16-chunk stream (agent's own body)";
 const TSX = ['--import', 'tsx'];
 
@@ -148,8 +153,12 @@ async function startMock(extra: string[]): Promise<{ child: ChildProcess; url: s
  * Runs a Node proxy from its compiled JavaScript (`npm run build` puts it under dist/, as `npm start` runs the
  * gateway): under tsx, its transpiler's helpers would run on every call and be measured as gateway cost.
  */
-function startNodeProxy(script: string, args: object): { child: ChildProcess; ready: Promise<string> } {
-  const compiled = join(ROOT, 'dist', script.replace(/\.ts$/, '.js'));
+function startNodeProxy(
+  script: string,
+  args: object,
+  root: string = ROOT,
+): { child: ChildProcess; ready: Promise<string> } {
+  const compiled = join(root, 'dist', script.replace(/\.ts$/, '.js'));
   if (!existsSync(compiled))
     throw new Error(`${compiled} is missing: run \`npm run build\` first (npm run bench:proxy does)`);
   // BENCH_PROFILE_DIR: the gateway writes a V8 CPU profile there when it exits (`node --cpu-prof`).
@@ -197,10 +206,11 @@ const NOT_NODE = { resetLoopDelay: async () => {}, loopDelayMs: async () => null
 async function startGateway(
   fastUrl: string,
   slowUrl: string,
+  root: string = ROOT,
 ): Promise<{ child: ChildProcess; target: Target; on: Target; onRaw: Target; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'rollgate-bench-store-'));
   const storePath = join(dir, 'rollgate.db');
-  const { child, ready } = startNodeProxy('bench/proxy-gateway.ts', { fastUrl, slowUrl, storePath });
+  const { child, ready } = startNodeProxy('bench/proxy-gateway.ts', { fastUrl, slowUrl, storePath }, root);
   const url = await ready;
   const on = nodeTarget(child, GATEWAY_ON, `${url}/rollout/bench/attempt/a1`, 'slow-model');
   return {
@@ -533,14 +543,19 @@ async function main(): Promise<void> {
   const fast = await startMock(['--tokens-per-chunk', '1']);
   const slow = await startMock(['--inter-token-ms', '20']);
   const gateway = await startGateway(fast.url, slow.url);
+  const before = BEFORE_ROOT === undefined ? null : await startGateway(fast.url, slow.url, BEFORE_ROOT);
   const floor = await startFloor(fast.url);
   const nginx = await startNginx(fast.url, slow.url);
   const targets: Target[] = [directTarget(fast.url, slow.url)];
   if (nginx !== null) targets.push(nginx.target);
   for (const target of [floor.target, gateway.target, gateway.on, gateway.onRaw]) targets.push(target);
+  if (before !== null) targets.push({ ...before.on, name: GATEWAY_BEFORE });
   const measured = targets.filter(
     (target) =>
-      target.name === FLOOR || TARGET_FILTER.length === 0 || TARGET_FILTER.some((name) => target.name.startsWith(name)),
+      target.name === FLOOR ||
+      target.name === GATEWAY_BEFORE ||
+      TARGET_FILTER.length === 0 ||
+      TARGET_FILTER.some((name) => target.name.startsWith(name)),
   );
   const cells: Cell[] = [];
   try {
@@ -627,6 +642,30 @@ async function main(): Promise<void> {
       );
     }
     lines.push('');
+    if (before !== null) {
+      lines.push(
+        `Before and after (BENCH_BEFORE_ROOT=${BEFORE_ROOT}), same rounds: CPU per request of each gateway (recording on), each as a ratio to the floor, after ÷ before; stream TTFB p99 minus the floor's.`,
+      );
+      lines.push('');
+      lines.push(
+        '| scenario | conns | floor CPU ms/req | before CPU ms/req | after CPU ms/req | before ÷ floor | after ÷ floor | after ÷ before | TTFB p99 - floor ms (before → after) |',
+      );
+      lines.push('|---|---|---|---|---|---|---|---|---|');
+      for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
+        const same = (name: string) =>
+          cells.find((c) => c.target === name && c.scenario === cell.scenario && c.connections === cell.connections);
+        const floorCell = same(FLOOR);
+        const beforeCell = same(GATEWAY_BEFORE);
+        const ttfb = (c: Cell | undefined) =>
+          c?.ttfbP99 === null || c === undefined || floorCell?.ttfbP99 === null || floorCell === undefined
+            ? null
+            : c.ttfbP99 - floorCell.ttfbP99;
+        lines.push(
+          `| ${cell.scenario} | ${cell.connections} | ${fmt(floorCell?.cpuMsPerReq ?? null, 3)} | ${fmt(beforeCell?.cpuMsPerReq ?? null, 3)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(beforeCell?.cpuMsPerReq ?? null, floorCell?.cpuMsPerReq)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${ratio(cell.cpuMsPerReq, beforeCell?.cpuMsPerReq)} | ${fmt(ttfb(beforeCell))} → ${fmt(ttfb(cell))} |`,
+        );
+      }
+      lines.push('');
+    }
     lines.push(`| target | RSS per in-flight stream (KiB, ${RSS_STREAMS} streams) | vs nginx |`);
     lines.push('|---|---|---|');
     const nginxRss = rss.get('nginx') ?? null;
@@ -636,7 +675,7 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
-    for (const child of [gateway.child, floor.child]) {
+    for (const child of [gateway.child, floor.child, ...(before === null ? [] : [before.child])]) {
       child.send('close');
       await new Promise((resolve) => child.once('exit', resolve));
     }
@@ -645,6 +684,7 @@ async function main(): Promise<void> {
       rmSync(nginx.dir, { recursive: true, force: true });
     }
     rmSync(gateway.dir, { recursive: true, force: true });
+    if (before !== null) rmSync(before.dir, { recursive: true, force: true });
     fast.child.kill('SIGTERM');
     slow.child.kill('SIGTERM');
   }

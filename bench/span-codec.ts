@@ -1,9 +1,12 @@
 // Span codec micro-benchmark (`npm run bench:span-codec`): CPU per span to encode and decode, and bytes per
 // stored token, for the store-scale rollout shape (4 calls, each stored against the previous one, the first
-// against a shared dictionary) and for a small chat call like the proxy benchmark records. Runs in-process, no
-// store: it isolates the codec's own cost from SQLite and the event loop (docs/benchmarks.md). Last, the CPU time
-// of the SQLite store's batched commits when 32 rollouts record a call in the same turn: what blocks the event
-// loop (CPU time, not wall time, so the machine's other load does not count).
+// against a shared dictionary), for a small chat call (an attempt's first, against a dictionary made from another
+// small call or from a long rollout's first call) and for the proxy benchmark's small call (the gateway's
+// attributes, each call stored against the previous one). Runs in-process, no store: it isolates the codec's own
+// cost from SQLite and the event loop (docs/benchmarks.md). Then the SQLite store's CPU per small call at one
+// call per commit (encode + commit, as the proxy's small cell at one connection), and the CPU time of the batched
+// commits when 32 rollouts record a call in the same turn: what blocks the event loop (CPU time, not wall time, so
+// the machine's other load does not count).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,6 +71,71 @@ function smallCall(rolloutId: string, seed: number): Span {
   );
 }
 
+/**
+ * A small call as the gateway records it in the proxy benchmark's small cell (every attribute it sets, an 8-id
+ * prompt, a 4-token answer), the calls of one attempt each stored against the previous one.
+ */
+function gatewayCall(options: { rolloutId: string; attemptId: string; seed: number }): Span {
+  const { rolloutId, attemptId, seed } = options;
+  const prompt = [1_114_113, 104, 101, 108, 108, 111, 1_114_116, 1_114_114];
+  const text = `mo${String.fromCharCode(97 + (seed % 26))}k`;
+  const response = [...text].map((c) => c.charCodeAt(0));
+  const logprobs = response.map((_, i) => Math.fround(-((i * 37 + seed) % 100) / 17));
+  const content = [...text].map((token, i) => ({
+    token,
+    logprob: logprobs[i],
+    bytes: [token.charCodeAt(0)],
+    top_logprobs: [],
+  }));
+  const requestId = `${(seed * 2_654_435_761).toString(16).padStart(8, '0')}-9ce1-4560-ac70-${String(seed).padStart(12, '0')}`;
+  return asSpan(
+    benchSpan({
+      rolloutId,
+      attemptId,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'rollgate.request_id': requestId,
+        'agentlightning.rollout_id': rolloutId,
+        'agentlightning.attempt_id': attemptId,
+        'gen_ai.conversation.id': rolloutId,
+        'session.id': rolloutId,
+        'agentlightning.span_sequence_id': seed + 1,
+        'gen_ai.request.model': 'mock-model',
+        'gen_ai.request.max_tokens': 4,
+        'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: 'hello' }] }]),
+        'rollgate.call.role': 'main',
+        'rollgate.call.role_source': 'default',
+        'gen_ai.provider.name': 'vllm',
+        'server.address': '127.0.0.1',
+        'server.port': 34_929,
+        'rollgate.backend': 'http://127.0.0.1:34929/v1',
+        'rollgate.upstream.url': 'http://127.0.0.1:34929/v1/chat/completions',
+        'rollgate.model_version': 0,
+        'rollgate.upstream.retry_count': 0,
+        'rollgate.routing.decision': 'sticky',
+        'rollgate.logprobs.mode': 'raw',
+        'rollgate.prefix_cache.strategy': 'salt',
+        'rollgate.upstream.status_code': 200,
+        'gen_ai.response.time_to_first_chunk': 0.0005 + (seed % 97) / 100_000,
+        'rollgate.token_ids.status': 'ok',
+        'gen_ai.response.id': `chatcmpl-${requestId}`,
+        'gen_ai.response.model': 'mock-model',
+        'gen_ai.response.finish_reasons': ['length'],
+        prompt_token_ids: prompt,
+        response_token_ids: response,
+        'rollgate.response.logprobs': logprobs,
+        'logprobs.content': JSON.stringify(content),
+        'gen_ai.usage.input_tokens': prompt.length,
+        'gen_ai.usage.output_tokens': response.length,
+        'gen_ai.output.messages': JSON.stringify([
+          { role: 'assistant', parts: [{ type: 'text', content: text }], finish_reason: 'length' },
+        ]),
+      },
+    }),
+    seed + 1,
+  );
+}
+
 interface Encoded {
   blob: Buffer;
   base: SpanBase | null;
@@ -81,10 +149,10 @@ function cpuMicros(cpu: NodeJS.CpuUsage): number {
   return cpu.user + cpu.system;
 }
 
-function measure(label: string, chains: Span[][]): void {
+function measure(label: string, chains: Span[][], shared: SharedDictionary | null = null): void {
   let best: { encode: number; decode: number; bytes: number; tokens: number } | null = null;
   for (let round = 0; round < ROUNDS; round++) {
-    const result = measureOnce(chains);
+    const result = measureOnce(chains, shared);
     if (best === null || result.encode + result.decode < best.encode + best.decode) best = result;
   }
   if (best === null) return;
@@ -96,9 +164,13 @@ function measure(label: string, chains: Span[][]): void {
   );
 }
 
-function measureOnce(chains: Span[][]): { encode: number; decode: number; bytes: number; tokens: number } {
+/** `given`: the shared dictionary first calls get (by default one made from the first of them). */
+function measureOnce(
+  chains: Span[][],
+  given: SharedDictionary | null,
+): { encode: number; decode: number; bytes: number; tokens: number } {
   const encoder = new SpanEncoder();
-  let shared: SharedDictionary | null = null;
+  let shared: SharedDictionary | null = given;
   const encoded: Encoded[] = [];
   const all = chains.flat();
   // Warm-up on the first chains, not counted.
@@ -147,8 +219,52 @@ for (let r = 0; r < ROLLOUTS; r++) {
 const small: Span[][] = [];
 for (let r = 0; r < ROLLOUTS * 4; r++) small.push([smallCall(`ro-${r}`, r)]);
 
+const attempt = Array.from({ length: ROLLOUTS * 4 }, (_, seed) =>
+  gatewayCall({ rolloutId: 'ro-proxy', attemptId: 'at-proxy', seed }),
+);
+
 measure('rl rollout (4 calls)', rollouts);
 measure('small chat call', small);
+measure('proxy small call', [attempt]);
+// A store that also records long rollouts holds a 32 KiB shared dictionary made from one of their first calls.
+const first = rollouts[0]?.[0];
+if (first !== undefined) {
+  const bytes = dictionaryOf(new SpanEncoder().encode(first, { base: null }).self);
+  measure('small call, 32K dict', small, { id: 1, bytes });
+}
+
+/**
+ * The store's CPU per small call as the proxy benchmark's small cell at one connection makes it: one span per
+ * call, each its own commit (addSpan resolves once the span is durable), encode and commit together.
+ */
+async function smallCallCost(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'rollgate-span-codec-'));
+  const store = new SqliteStore({ path: join(dir, 'store.db'), fileCheckIntervalMs: 0 });
+  const CALLS = ROLLOUTS * 20;
+  let best = Number.POSITIVE_INFINITY;
+  try {
+    const { rollout_id, attempt } = await store.startRollout({ input: 0 });
+    let seed = 0;
+    // Built before the clock starts: making the span is the gateway's cost, not the store's.
+    const calls = (n: number) =>
+      Array.from({ length: n }, () =>
+        gatewayCall({ rolloutId: rollout_id, attemptId: attempt.attempt_id, seed: seed++ }),
+      );
+    for (const span of calls(CALLS / 4)) await store.addSpan(span);
+    for (let round = 0; round < ROUNDS; round++) {
+      const spans = calls(CALLS);
+      const start = process.cpuUsage();
+      for (const span of spans) await store.addSpan(span);
+      best = Math.min(best, cpuMicros(process.cpuUsage(start)) / CALLS);
+    }
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(`store, one small call per commit: ${best.toFixed(1)} µs CPU per call (encode + commit)`);
+}
+
+await smallCallCost();
 
 const turnCommits: number[] = [];
 

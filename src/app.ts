@@ -7,6 +7,7 @@ import { cors } from 'hono/cors';
 import type { RollgateConfig } from '../config/schema.js';
 import { auth } from '../middleware/auth.js';
 import { bodyLimitFast } from '../middleware/body-json.js';
+import { CachedRouter } from '../middleware/cached-router.js';
 import type { AppEnv } from '../middleware/env.js';
 import { hostGuard, isLoopbackHost } from '../middleware/host-guard.js';
 import { requireJsonContentType } from '../middleware/json-content-type.js';
@@ -73,7 +74,8 @@ async function assembleGateway(assembly: {
   const logger = options.logger ?? createPinoLogger({ level: config.logging.level });
   const core = await buildCoreServices({ config, logger, store: options.store, parts });
   const control = buildControlServices({ config, core, parts });
-  const app = new Hono<AppEnv>();
+  // Every call is routed: the match of a path seen before is remembered (middleware/cached-router.ts).
+  const app = new Hono<AppEnv>({ router: new CachedRouter() });
   useMiddleware({ app, config, core, control });
   mountRoutes({ app, config, core, control });
   const server = createGatewayServer({ fetch: app.fetch, config, logger, shutdown: core.shutdown, parts });

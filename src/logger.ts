@@ -9,6 +9,11 @@ export interface Logger {
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
   child(fields: LogFields): Logger;
+  /**
+   * Whether `info` lines are written at all; absent means they are. Lets a per-call line be skipped, with the
+   * object and the deferred write it costs, when the level leaves it out.
+   */
+  infoEnabled?(): boolean;
 }
 
 /** For tests and library use where no output is wanted. */

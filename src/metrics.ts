@@ -2,6 +2,7 @@
 // gateways in one process — tests, embedders — do not collide). Hot-path observations are plain
 // counter/histogram calls; store sizes and pool state are read only when a scrape asks (collect callbacks).
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { CounterTally } from './metrics-tally.js';
 
 export interface PoolSnapshotForMetrics {
   model: string;
@@ -42,15 +43,23 @@ const FAST_BUCKETS_S = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly requests: Counter<'route' | 'status' | 'model' | 'outcome'>;
+  /** The per-call increments of `requests` (metrics-tally.ts); added to it whenever it is read. */
+  readonly requestTally = new CounterTally(['route', 'status', 'model', 'outcome'] as const);
   readonly upstreamLatency: Histogram<'model' | 'backend' | 'stream'>;
   readonly timeToFirstToken: Histogram<'model' | 'backend'>;
   readonly tokens: Counter<'model' | 'direction'>;
+  /** The per-call increments of `tokens`, like `requestTally`. */
+  readonly tokenTally = new CounterTally(['model', 'direction'] as const);
   readonly upstreamRetries: Counter<'model' | 'backend' | 'reason'>;
   readonly routingDecisions: Counter<'model' | 'decision'>;
+  /** Sticky routing places every rollout call: its per-call increments, like `requestTally`. */
+  readonly routingTally = new CounterTally(['model', 'decision'] as const);
   readonly tokenIdsMissing: Counter<'model' | 'status' | 'reason'>;
   readonly callsAborted: Counter<'model'>;
   readonly logprobsDropped: Counter<'model' | 'reason'>;
   readonly historyCalls: Counter<'model' | 'status' | 'reason'>;
+  /** Every chat call of a faithful-history pool has a history status: its per-call increments, like `requestTally`. */
+  readonly historyTally = new CounterTally(['model', 'status', 'reason'] as const);
   readonly historyHealedTurns: Counter<'model'>;
   readonly spanWriteLatency: Histogram<'store'>;
   readonly spansDropped: Counter<'exporter'>;
@@ -65,11 +74,15 @@ export class GatewayMetrics {
     const p = options.prefix ?? 'rollgate_';
     const registers = [this.registry];
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: p });
+    const requestTally = this.requestTally;
     this.requests = new Counter({
       name: `${p}requests_total`,
       help: 'HTTP requests served, by route family, HTTP status, model and outcome (ok, an error code or a stream status)',
       labelNames: ['route', 'status', 'model', 'outcome'],
       registers,
+      collect() {
+        requestTally.flushInto(this);
+      },
     });
     this.upstreamLatency = new Histogram({
       name: `${p}upstream_latency_seconds`,
@@ -85,11 +98,15 @@ export class GatewayMetrics {
       buckets: LATENCY_BUCKETS_S,
       registers,
     });
+    const tokenTally = this.tokenTally;
     this.tokens = new Counter({
       name: `${p}tokens_total`,
       help: 'Tokens seen in calls, by direction (in = prompt, out = completion)',
       labelNames: ['model', 'direction'],
       registers,
+      collect() {
+        tokenTally.flushInto(this);
+      },
     });
     this.upstreamRetries = new Counter({
       name: `${p}upstream_retries_total`,
@@ -97,11 +114,15 @@ export class GatewayMetrics {
       labelNames: ['model', 'backend', 'reason'],
       registers,
     });
+    const routingTally = this.routingTally;
     this.routingDecisions = new Counter({
       name: `${p}routing_decisions_total`,
       help: "Rollout calls placed by the pool's routing (docs/routing.md): sticky, moved or new",
       labelNames: ['model', 'decision'],
       registers,
+      collect() {
+        routingTally.flushInto(this);
+      },
     });
     this.tokenIdsMissing = new Counter({
       name: `${p}token_ids_incomplete_total`,
@@ -121,6 +142,7 @@ export class GatewayMetrics {
       labelNames: ['model', 'reason'],
       registers,
     });
+    const historyTally = this.historyTally;
     this.historyCalls = new Counter({
       name: `${p}history_calls_total`,
       help:
@@ -128,6 +150,9 @@ export class GatewayMetrics {
         'fork or bypass reason',
       labelNames: ['model', 'status', 'reason'],
       registers,
+      collect() {
+        historyTally.flushInto(this);
+      },
     });
     this.historyHealedTurns = new Counter({
       name: `${p}history_healed_turns_total`,

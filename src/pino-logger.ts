@@ -26,5 +26,6 @@ function wrap(instance: Pino): Logger {
     warn: (message: string, fields?: LogFields) => instance.warn(fields ?? {}, message),
     error: (message: string, fields?: LogFields) => instance.error(fields ?? {}, message),
     child: (fields: LogFields) => wrap(instance.child(fields)),
+    infoEnabled: () => instance.isLevelEnabled('info'),
   };
 }

@@ -10,12 +10,14 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Batch, emptyDropCounts } from '../../src/algorithms/rl/batch.js';
 import { pruneOnce, type RetentionPolicy, type RetentionStore } from '../../src/store/core/retention.js';
 import type { LightningStore, SpanInput } from '../../src/store/core/types.js';
-import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { POSTGRES_DELETE_BATCH } from '../../src/store/postgres/postgres-delete.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { numberedSpan } from '../helpers/numbered-span.js';
 import { tempFilePath } from '../helpers/temp-path.js';
 
+const PG_URL = process.env.ROLLGATE_TEST_PG_URL;
 const OFF: RetentionPolicy = { maxAgeS: null, maxRollouts: null, afterBatchAck: false };
 /** ~8 KB of incompressible messages, new for each span, so deletes free whole pages whatever the format shares. */
 const payload = (): string => randomBytes(6_000).toString('base64');
@@ -76,6 +78,55 @@ async function sqliteStore(): Promise<{ store: SqliteStore; path: string }> {
   return { store, path };
 }
 
+type PrunableStore = LightningStore & RetentionStore;
+
+/** A fresh schema of its own, dropped after the test. */
+async function postgresSchema(): Promise<string> {
+  const schema = `rollgate_retention_${randomBytes(4).toString('hex')}`;
+  open.push({
+    async close() {
+      const admin = new pg.Client({ connectionString: PG_URL });
+      await admin.connect();
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await admin.end();
+    },
+  });
+  return schema;
+}
+
+/** A PostgreSQL store on `schema`, closed after the test (before its schema is dropped). */
+async function postgresStore(schema: string, options: { applicationName?: string } = {}): Promise<PostgresStore> {
+  const store = await openPostgresStore({ url: PG_URL as string, schema, poolSize: 4, ...options });
+  open.unshift(store);
+  return store;
+}
+
+interface RetentionBackend {
+  readonly name: string;
+  /** The store, and another replica on the same data (SQLite: the same store). */
+  open(): Promise<{ store: PrunableStore; replica(): Promise<PrunableStore> }>;
+}
+
+/** The backends the retention tests that do not look at files run on: SQLite, and PostgreSQL when configured. */
+function backends(): RetentionBackend[] {
+  const sqlite: RetentionBackend = {
+    name: 'SQLite',
+    async open() {
+      const { store } = await sqliteStore();
+      return { store, replica: async () => store };
+    },
+  };
+  if (PG_URL === undefined) return [sqlite];
+  const postgres: RetentionBackend = {
+    name: 'PostgreSQL',
+    async open() {
+      const schema = await postgresSchema();
+      return { store: await postgresStore(schema), replica: () => postgresStore(schema) };
+    },
+  };
+  return [sqlite, postgres];
+}
+
 describe('pruneOnce on SQLite', () => {
   it('maxRollouts deletes the oldest finished rollouts only, yields to the event loop, and shrinks the file', async () => {
     const { store, path } = await sqliteStore();
@@ -123,9 +174,19 @@ describe('pruneOnce on SQLite', () => {
     await store.close();
     expect(statSync(path).size).toBeLessThan(bytesBefore * 0.6);
   });
+});
 
+function walBytes(path: string): number {
+  try {
+    return statSync(`${path}-wal`).size;
+  } catch {
+    return 0;
+  }
+}
+
+describe.each(backends())('pruneOnce on $name', (backend) => {
   it('maxAgeS deletes rollouts that finished before the cutoff and stops at the first newer one', async () => {
-    const { store } = await sqliteStore();
+    const { store } = await backend.open();
     const { finished, queued, running } = await fill(store, { finished: 30, queued: 5, running: 5 });
     const now = Date.now() / 1000;
     expect((await pruneOnce({ store, policy: { ...OFF, maxAgeS: 3600 }, now })).deleted).toBe(0);
@@ -136,15 +197,17 @@ describe('pruneOnce on SQLite', () => {
   });
 
   it('a span racing the prune of its rollout is refused alone; the rollout stays gone and other writes succeed', async () => {
-    const { store } = await sqliteStore();
+    const { store, replica } = await backend.open();
     const { finished, running } = await fill(store, { finished: 200, queued: 0, running: 10 });
+    // PostgreSQL: the late spans come through another replica, as a call answered by the other gateway would.
+    const writer = await replica();
     const aids = new Map<string, string>();
     for (const rid of finished) aids.set(rid, (await store.getLatestAttempt(rid))?.attempt_id as string);
 
     const prune = pruneOnce({ store, policy: { ...OFF, maxRollouts: running.length }, step: 10 });
     // Late spans for the rollouts being pruned, and live traffic for the running ones, all while the prune runs.
-    const late = finished.map((rid, i) => store.addSpan(span(rid, aids.get(rid) as string, 100 + i)));
-    const live = running.flatMap(({ rid, aid }) => [2, 3, 4].map((n) => store.addSpan(span(rid, aid, n))));
+    const late = finished.map((rid, i) => writer.addSpan(span(rid, aids.get(rid) as string, 100 + i)));
+    const live = running.flatMap(({ rid, aid }) => [2, 3, 4].map((n) => writer.addSpan(span(rid, aid, n))));
     const [report, lateResults, liveResults] = await Promise.all([
       prune,
       Promise.allSettled(late),
@@ -165,14 +228,6 @@ describe('pruneOnce on SQLite', () => {
     expect((await store.statistics()).total_spans).toBe(running.length * 4);
   });
 });
-
-function walBytes(path: string): number {
-  try {
-    return statSync(`${path}-wal`).size;
-  } catch {
-    return 0;
-  }
-}
 
 describe('retention over hours of simulated time', () => {
   afterEach(() => {
@@ -218,27 +273,152 @@ describe('retention over hours of simulated time', () => {
   });
 });
 
-const PG_URL = process.env.ROLLGATE_TEST_PG_URL;
+/** `n` finished rollouts with one small span each, written `CHUNK` at a time (the big spans of `fill` are not needed). */
+async function finishMany(store: PrunableStore, n: number): Promise<string[]> {
+  const CHUNK = 50;
+  const ids: string[] = [];
+  for (let i = 0; i < n; i += CHUNK) {
+    const chunk = await Promise.all(
+      Array.from({ length: Math.min(CHUNK, n - i) }, async (_, k) => {
+        const r = await store.startRollout({ input: { i: i + k } });
+        const small = numberedSpan({
+          rid: r.rollout_id,
+          aid: r.attempt.attempt_id,
+          n: 1,
+          name: 'openai.chat',
+          attributes: {},
+        });
+        await store.addSpan(small as unknown as SpanInput);
+        await store.updateAttempt(r.rollout_id, 'latest', { status: 'succeeded' });
+        return r.rollout_id;
+      }),
+    );
+    ids.push(...chunk);
+  }
+  // The completion log's order: the order they finished in, which the concurrent chunks do not keep.
+  const log = await store.queryCompletions({ limit: n });
+  return log.items.map((e) => e.rollout_id);
+}
+
+async function adminClient(): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  open.unshift({ close: () => client.end() });
+  return client;
+}
 
 describe.skipIf(PG_URL === undefined)('pruneOnce on PostgreSQL', () => {
   it('deletes the oldest finished rollouts with their spans and keeps queued and running ones', async () => {
-    const schema = `rollgate_retention_${randomBytes(4).toString('hex')}`;
-    const store = await openPostgresStore({ url: PG_URL as string, schema, poolSize: 2 });
-    try {
-      const { finished, queued, running } = await fill(store, { finished: 40, queued: 5, running: 5 });
-      const report = await pruneOnce({ store, policy: { ...OFF, maxRollouts: 20 }, step: 7 });
-      expect(report.deleted).toBe(30);
-      const kept = new Set((await store.queryRollouts({ limit: -1 })).items.map((r) => r.rollout_id));
-      expect(kept).toEqual(new Set([...finished.slice(30), ...queued, ...running.map((r) => r.rid)]));
-      expect((await store.querySpans(finished[0] as string)).total).toBe(0);
-      expect((await store.statistics()).total_spans).toBe(10 * 3 + running.length);
-    } finally {
-      await store.close();
-      const admin = new pg.Client({ connectionString: PG_URL });
-      await admin.connect();
-      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await admin.end();
+    const schema = await postgresSchema();
+    const store = await postgresStore(schema);
+    const { finished, queued, running } = await fill(store, { finished: 40, queued: 5, running: 5 });
+    const report = await pruneOnce({ store, policy: { ...OFF, maxRollouts: 20 }, step: 7 });
+    expect(report.deleted).toBe(30);
+    const kept = new Set((await store.queryRollouts({ limit: -1 })).items.map((r) => r.rollout_id));
+    expect(kept).toEqual(new Set([...finished.slice(30), ...queued, ...running.map((r) => r.rid)]));
+    expect((await store.querySpans(finished[0] as string)).total).toBe(0);
+    expect((await store.statistics()).total_spans).toBe(10 * 3 + running.length);
+  });
+
+  it('prunes thousands of rollouts in a few transactions, every table of a batch at once', async () => {
+    const schema = await postgresSchema();
+    const store = await postgresStore(schema);
+    const finished = await finishMany(store, 2_000);
+    // The database itself tells the transactions apart: a statement trigger notes the id of every transaction that
+    // deletes rollouts.
+    const admin = await adminClient();
+    await admin.query(`SET search_path TO "${schema}"`);
+    await admin.query('CREATE TABLE delete_transactions (xid bigint NOT NULL)');
+    await admin.query(
+      `CREATE FUNCTION note_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN INSERT INTO "${schema}".delete_transactions VALUES (txid_current()); RETURN NULL; END $$`,
+    );
+    await admin.query(
+      'CREATE TRIGGER note_delete AFTER DELETE ON rollouts FOR EACH STATEMENT EXECUTE FUNCTION note_delete()',
+    );
+
+    const report = await pruneOnce({ store, policy: { ...OFF, maxRollouts: 100 } });
+    expect(report.deleted).toBe(1_900);
+    const tx = await admin.query<{ n: number }>('SELECT count(DISTINCT xid)::int AS n FROM delete_transactions');
+    // A batch of up to 64 rollouts per transaction: 30 batches, not 1,900 transactions.
+    expect(tx.rows[0]?.n).toBeLessThanOrEqual(Math.ceil(1_900 / POSTGRES_DELETE_BATCH) + 2);
+    const left = await admin.query<{
+      rollouts: number;
+      attempts: number;
+      spans: number;
+      counters: number;
+      live: number;
+    }>(
+      `SELECT (SELECT count(*) FROM rollouts)::int AS rollouts, (SELECT count(*) FROM attempts)::int AS attempts,
+         (SELECT count(*) FROM spans)::int AS spans, (SELECT count(*) FROM span_sequences)::int AS counters,
+         (SELECT count(*) FROM completions WHERE NOT deleted)::int AS live`,
+    );
+    expect(left.rows[0]).toEqual({ rollouts: 100, attempts: 100, spans: 100, counters: 100, live: 100 });
+    const kept = new Set((await store.queryRollouts({ limit: -1 })).items.map((r) => r.rollout_id));
+    expect(kept).toEqual(new Set(finished.slice(1_900)));
+  });
+
+  it('a span committed by a write the prune waited for goes with its rollout; none is left behind', async () => {
+    const schema = await postgresSchema();
+    const applicationName = `retention-${randomBytes(3).toString('hex')}`;
+    const store = await postgresStore(schema, { applicationName });
+    const finished = await finishMany(store, 20);
+    const target = finished[0] as string;
+    // An in-flight span write, as the store makes one: it holds the rollout's row lock and inserts its span; the
+    // prune must wait for it and then delete that span too.
+    const writer = await adminClient();
+    await writer.query(`SET search_path TO "${schema}"`);
+    await writer.query('BEGIN');
+    await writer.query('SELECT 1 FROM rollouts WHERE rollout_id = $1 FOR UPDATE', [target]);
+    const attempt = (await store.getLatestAttempt(target))?.attempt_id as string;
+    await writer.query(
+      `INSERT INTO spans (rollout_id, attempt_id, span_id, sequence_id, trace_id, name, size_bytes)
+       VALUES ($1, $2, 'late', 99, 'trace', 'openai.chat', 0)`,
+      [target, attempt],
+    );
+    const prune = pruneOnce({ store, policy: { ...OFF, maxRollouts: 0 } });
+    // The prune is waiting on the writer's lock (the database says so) before the writer commits.
+    const admin = await adminClient();
+    for (;;) {
+      const waiting = await admin.query(
+        "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+        [applicationName],
+      );
+      if (waiting.rows.length > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
+    await writer.query('COMMIT');
+    expect((await prune).deleted).toBe(20);
+    const orphans = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".spans`);
+    expect(orphans.rows[0]).toEqual({ n: 0 });
+  });
+
+  it('two replicas pruning at once delete the excess once, not once each', async () => {
+    const schema = await postgresSchema();
+    const [a, b] = [await postgresStore(schema), await postgresStore(schema)] as const;
+    const finished = await finishMany(a, 600);
+    const queued = await a.enqueueManyRollouts(Array.from({ length: 5 }, (_, i) => ({ input: { i } })));
+    const policy = { ...OFF, maxRollouts: 105 };
+    const reports = await Promise.all([pruneOnce({ store: a, policy }), pruneOnce({ store: b, policy })]);
+    expect(reports[0].deleted + reports[1].deleted).toBe(500);
+    const kept = new Set((await b.queryRollouts({ limit: -1 })).items.map((r) => r.rollout_id));
+    expect(kept).toEqual(new Set([...finished.slice(500), ...queued.map((r) => r.rollout_id)]));
+    // Rounds after the race find nothing more to delete, whichever replica runs them.
+    expect((await pruneOnce({ store: b, policy })).deleted).toBe(0);
+  });
+
+  it('two replicas deleting the same acknowledged rollouts at once delete each once and fail nothing', async () => {
+    const schema = await postgresSchema();
+    const [a, b] = [await postgresStore(schema), await postgresStore(schema)] as const;
+    const finished = await finishMany(a, 600);
+    const policy = { ...OFF, afterBatchAck: true };
+    const [fromA, fromB] = await Promise.all(
+      [a, b].map((store) => pruneOnce({ store, policy, acknowledged: new Set(finished.slice(0, 550)) })),
+    );
+    expect((fromA?.deleted ?? 0) + (fromB?.deleted ?? 0)).toBe(550);
+    expect((await a.queryRollouts({ limit: -1 })).items.map((r) => r.rollout_id).sort()).toEqual(
+      finished.slice(550).sort(),
+    );
   });
 });
 

@@ -1,6 +1,7 @@
 // WAL checkpoints run on a worker thread with its own connection, never inside a commit on the event loop
 // (src/store/sqlite/sqlite-wal-checkpointer.ts): the checkpointer on a raw database, then the store using it.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -139,6 +140,43 @@ describe('SqliteStore WAL checkpoints', () => {
       await reopened.close();
     }
   });
+
+  it('restarts the WAL under sustained writes, so it stays bounded instead of growing', async () => {
+    // PASSIVE checkpoints copy what was in the WAL when they started; with a commit landing during every one, no
+    // writer ever finds the WAL fully copied, and without a held commit it grew by every byte written (650 MB
+    // after 32k small rollouts), to be cut back on the event loop when writing paused.
+    const path = join(root, `sustained-${++counter}.db`);
+    const store = new SqliteStore({ path, fileCheckIntervalMs: 0 });
+    const wal = (): number => {
+      try {
+        return statSync(`${path}-wal`).size;
+      } catch {
+        return 0;
+      }
+    };
+    // Random text deflates little, so each rollout puts ~40 KB in the WAL: ~120 MB for the run.
+    const body = randomBytes(30_000).toString('base64');
+    let peak = 0;
+    let next = 0;
+    const writer = async (): Promise<void> => {
+      while (next < 3000) {
+        next++;
+        const r = await store.startRollout({ input: 'sustained' });
+        await store.addSpan(makeSpan(r.rollout_id, r.attempt.attempt_id, { attributes: { body } }));
+        await store.updateAttempt(r.rollout_id, r.attempt.attempt_id, { status: 'succeeded' });
+        peak = Math.max(peak, wal());
+      }
+    };
+    try {
+      // 32 writers, as agents in flight: there is a commit in every event-loop turn.
+      await Promise.all(Array.from({ length: 32 }, writer));
+    } finally {
+      await store.close();
+    }
+    // It starts over once past 16 MiB, found about a checkpoint interval (1 s) late; the file's limit is 64 MiB.
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThan(64 * 2 ** 20);
+  }, 120_000);
 
   it('resolves close() in a process that nothing else keeps alive', async () => {
     const fixture = fileURLToPath(new URL('./fixtures/sqlite-close-writer.ts', import.meta.url));

@@ -83,18 +83,18 @@ export class CallObserver implements SpanProcessor {
     const latencyS = durationS(span);
     const stream = attributes[A.ATTR_GEN_AI_REQUEST_STREAM] === true;
     const metrics = this.#metrics;
-    metrics.requests.inc({ route, status, model, outcome });
+    metrics.requestTally.inc({ route, status, model, outcome });
     metrics.upstreamLatency.observe({ model, backend, stream: stream ? 'true' : 'false' }, latencyS);
     const ttft = num(attributes[A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK]);
     if (ttft !== null) metrics.timeToFirstToken.observe({ model, backend }, ttft);
     const tokensIn = num(attributes[A.ATTR_GEN_AI_USAGE_INPUT_TOKENS]);
     const tokensOut = num(attributes[A.ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]);
-    if (tokensIn !== null) metrics.tokens.inc({ model, direction: 'in' }, tokensIn);
-    if (tokensOut !== null) metrics.tokens.inc({ model, direction: 'out' }, tokensOut);
+    if (tokensIn !== null) metrics.tokenTally.inc({ model, direction: 'in' }, tokensIn);
+    if (tokensOut !== null) metrics.tokenTally.inc({ model, direction: 'out' }, tokensOut);
     const retries = num(attributes[A.ATTR_UPSTREAM_RETRY_COUNT]) ?? 0;
     if (retries > 0) metrics.upstreamRetries.inc({ model, backend, reason: retryReason }, retries);
     const routing = text(attributes[A.ATTR_ROUTING_DECISION]);
-    if (routing !== null) metrics.routingDecisions.inc({ model, decision: routing });
+    if (routing !== null) metrics.routingTally.inc({ model, decision: routing });
     const tokenIds = text(attributes[A.ATTR_TOKEN_IDS_STATUS]);
     if (tokenIds !== null && tokenIds !== A.TOKEN_IDS_STATUS_VALUE_OK) {
       metrics.tokenIdsMissing.inc({ model, status: tokenIds, reason: text(attributes[A.ATTR_TOKEN_IDS_REASON]) ?? '' });
@@ -105,10 +105,12 @@ export class CallObserver implements SpanProcessor {
     const history = text(attributes[A.ATTR_HISTORY_STATUS]);
     if (history !== null) {
       const reason = text(attributes[A.ATTR_HISTORY_FORK_REASON] ?? attributes[A.ATTR_HISTORY_BYPASS_REASON]) ?? '';
-      metrics.historyCalls.inc({ model, status: history, reason });
+      metrics.historyTally.inc({ model, status: history, reason });
       const healed = num(attributes[A.ATTR_HISTORY_HEALED_TURNS]);
       if (healed !== null && healed > 0) metrics.historyHealedTurns.inc({ model }, healed);
     }
+    const logger = this.#logger;
+    if (logger.infoEnabled?.() === false) return;
     const line = {
       requestId: text(attributes[A.ATTR_REQUEST_ID]),
       rollout: text(attributes[A.ATTR_ROLLOUT_ID]),
@@ -122,7 +124,6 @@ export class CallObserver implements SpanProcessor {
       retries,
       latencyMs: Math.round(latencyS * 1000),
     };
-    const logger = this.#logger;
     setImmediate(() => logger.info('call', line));
   }
 

@@ -10,6 +10,8 @@
 //     logprobs array when they are the same values and `bytes` left out when they are the token's UTF-8;
 //   - a long string attribute that starts like the same attribute of the base span (the re-sent history) as the
 //     length of that common prefix + its new suffix;
+//   - a short attribute equal to the base span's (model, backend, routing, status: most of a small call) not at
+//     all, nor the attribute names when they are the base's, in its order;
 //   - everything else as JSON, deflated with the base span's strings and head as the dictionary, which catches
 //     what a turn repeats without a common prefix (the previous answer inside the new history, the same ids); a
 //     span without a base (an attempt's first call) is deflated with a shared dictionary the store keeps, made
@@ -19,9 +21,11 @@
 // in their order, strings unchanged, numbers identical.
 //
 // Blob layout (FORMAT 1):
-//   u8 FORMAT | u8 flags (bit 0: deflated with the base's dictionary, bit 1: with shared dictionary <id>) |
-//   [varint id] | varint head bytes | deflated head JSON | varint id bytes | integer arrays (span-int-arrays.ts) |
-//   floats, little endian, in the order the head lists them
+//   u8 FORMAT | u8 flags (bit 0: deflated with the base's dictionary, bit 1: with shared dictionary <id>,
+//   bit 2: attributes left out of the head are the base's, bit 3: only the last <tail> bytes of the dictionary) |
+//   [varint id] | [varint tail] | varint head bytes | deflated head JSON | varint id bytes | integer arrays
+//   (span-int-arrays.ts) | floats, little endian, in the order the head lists them
+// Bits 2 and 3 came later: blobs without them read as they always did.
 import { endianness } from 'node:os';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import {
@@ -31,6 +35,7 @@ import {
   ATTR_RESPONSE_TOKEN_IDS,
 } from '../../contracts/span-attributes.js';
 import type { Attributes, AttributeValue, Span } from '../core/types.js';
+import { type CompactLogprobs, compactLogprobs, type FloatWidth, widthOf } from './logprobs-content.js';
 import { packIntArrays, unpackIntArrays } from './span-int-arrays.js';
 import { contextPrefixLength, isInt32Array, type TokenContext } from './token-ids-varint-codec.js';
 
@@ -40,6 +45,10 @@ export interface SpanBase extends TokenContext {
   readonly strings: ReadonlyMap<string, string>;
   /** The head JSON of the base as it was stored. */
   readonly head: string;
+  /** Every attribute name, in order. */
+  readonly names: readonly string[];
+  /** The short attribute values (not the long strings), by name: a later span's equal value is not stored again. */
+  readonly values: ReadonlyMap<string, AttributeValue>;
 }
 
 /**
@@ -77,6 +86,18 @@ const FORMAT = 1;
 const FLAG_BASE = 1;
 /** Deflated with a shared dictionary (a span without a base: the first of its attempt); its id follows. */
 const FLAG_SHARED = 2;
+/**
+ * With FLAG_BASE: an attribute the head neither holds nor stores elsewhere has the base's value, and a head
+ * without `k` has the base's attribute names. Blobs written before it never set it.
+ */
+const FLAG_SAME_AS_BASE = 4;
+/**
+ * Deflated with only the last <varint> bytes of its dictionary (base or shared), which follow the shared id. Blobs
+ * written before it always used the whole dictionary.
+ */
+const FLAG_TAIL = 8;
+/** Arrays up to this length are compared with the base's (finish reasons, stop strings); longer ones are left. */
+const SHORT_ARRAY = 8;
 /** Strings shorter than this are left to the compressor: a prefix reference would not pay for itself. */
 const LONG_STRING_CHARS = 256;
 /** A shorter common prefix is cheaper to let the dictionary find. */
@@ -87,30 +108,6 @@ const DICTIONARY_BYTES = 32 * 1024;
 // 1/2/3/4/6 took 81/61/78/74/123 µs per span for 888/841/783/811/749 bytes: level 3 (zlib's fast matcher with a
 // longer chain) is as cheap as 4 and smaller; 6 costs 60 % more CPU for 4 % fewer bytes.
 const DEFLATE_LEVEL = 3;
-
-type FloatWidth = 4 | 8;
-
-/** How `logprobs.content` is rebuilt (keys of one letter: this JSON is in every blob). */
-interface CompactLogprobs {
-  /** Entries. */
-  n: number;
-  /**
-   * Tokens, joined: every entry's chosen token, then every top token in entry order. The chosen ones joined are
-   * the answer's text, which the messages hold too: deflate then finds them as one long match.
-   */
-  t: string;
-  /** Length of each token in `t` (UTF-16 units). */
-  l: number[];
-  /** Top-logprob count of each entry, or the one count they all have; -1: entries have no top_logprobs key. */
-  k: number[] | number;
-  /** [index into t, bytes] where bytes are not the token's UTF-8 (null included). */
-  b: Array<[number, number[] | null]>;
-  /** 1: the chosen logprobs are the values of the logprobs array, not stored again. */
-  r: 0 | 1;
-  /** Floats stored (chosen unless r, then tops, entry by entry) and their width. */
-  m: number;
-  w: FloatWidth;
-}
 
 interface Head {
   /** The span with the attributes that stay JSON. */
@@ -129,11 +126,6 @@ function isNumberArray(value: unknown): value is readonly number[] {
   if (!Array.isArray(value) || value.length === 0) return false;
   for (const v of value) if (typeof v !== 'number') return false;
   return true;
-}
-
-function widthOf(values: readonly number[]): FloatWidth {
-  for (const v of values) if (!Object.is(Math.fround(v), v)) return 8;
-  return 4;
 }
 
 /** Assignment would set the prototype for a key `__proto__`; attribute names come from outside. */
@@ -162,109 +154,6 @@ function sharedPrefix(a: string, b: string): number {
     if (last >= 0xd800 && last <= 0xdbff) i--;
   }
   return i;
-}
-
-function sameUtf8(token: string, bytes: unknown): boolean {
-  if (!Array.isArray(bytes)) return false;
-  // Most tokens are ASCII: their UTF-8 is their char codes, no buffer needed.
-  if (bytes.length === token.length) {
-    let ascii = true;
-    for (let i = 0; i < token.length && ascii; i++) {
-      const code = token.charCodeAt(i);
-      if (code >= 0x80) ascii = false;
-      else if (bytes[i] !== code) return false;
-    }
-    if (ascii) return true;
-  }
-  const utf8 = Buffer.from(token, 'utf8');
-  if (utf8.length !== bytes.length) return false;
-  for (let i = 0; i < utf8.length; i++) if (utf8[i] !== bytes[i]) return false;
-  return true;
-}
-
-function isByteList(value: unknown): value is number[] | null {
-  if (value === null) return true;
-  if (!Array.isArray(value)) return false;
-  for (const v of value) if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 255) return false;
-  return true;
-}
-
-function hasKeys(value: unknown, keys: readonly string[]): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  // Parsed JSON has no inherited enumerable keys: for-in walks its own keys in order, without an array.
-  let i = 0;
-  for (const key in value) if (key !== keys[i++]) return false;
-  return i === keys.length;
-}
-
-const ENTRY_KEYS = ['token', 'logprob', 'bytes', 'top_logprobs'] as const;
-const ENTRY_KEYS_NO_TOP = ['token', 'logprob', 'bytes'] as const;
-
-/**
- * The compact form of an engine's `logprobs.content` JSON with its floats, or null when the text is not exactly
- * what rebuilding would produce (other keys, another key order, other spacing): such a text is kept as it is.
- */
-function compactLogprobs(
-  text: string,
-  chosen: AttributeValue | undefined,
-): { meta: CompactLogprobs; floats: number[] } | null {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!Array.isArray(parsed) || parsed.length === 0) return null;
-  const first: unknown = parsed[0];
-  const withTop = hasKeys(first, ENTRY_KEYS);
-  const keys = withTop ? ENTRY_KEYS : ENTRY_KEYS_NO_TOP;
-  // Token i of the chosen ones has index i, top token j has index n + j (the order they are joined in).
-  const n = parsed.length;
-  const chosenTokens: string[] = [];
-  const topTokens: string[] = [];
-  const counts: number[] = [];
-  const bytes: Array<[number, number[] | null]> = [];
-  const chosenFloats: number[] = [];
-  const topFloats: number[] = [];
-  const take = (item: unknown, options: { keys: readonly string[]; top: boolean }): boolean => {
-    if (!hasKeys(item, options.keys)) return false;
-    const { token, logprob } = item;
-    if (typeof token !== 'string' || typeof logprob !== 'number' || !isByteList(item.bytes)) return false;
-    const tokens = options.top ? topTokens : chosenTokens;
-    if (!sameUtf8(token, item.bytes)) bytes.push([(options.top ? n : 0) + tokens.length, item.bytes]);
-    tokens.push(token);
-    (options.top ? topFloats : chosenFloats).push(logprob);
-    return true;
-  };
-  for (const entry of parsed) {
-    if (!take(entry, { keys, top: false })) return null;
-    if (!withTop) continue;
-    const top = (entry as Record<string, unknown>).top_logprobs;
-    if (!Array.isArray(top)) return null;
-    counts.push(top.length);
-    for (const item of top) if (!take(item, { keys: ENTRY_KEYS_NO_TOP, top: true })) return null;
-  }
-  // The rebuild is exact only if this text is what JSON.stringify makes of its own value.
-  if (JSON.stringify(parsed) !== text) return null;
-  const fromArray =
-    isNumberArray(chosen) &&
-    chosen.length === chosenFloats.length &&
-    chosenFloats.every((v, i) => Object.is(v, chosen[i]));
-  const floats = fromArray ? topFloats : [...chosenFloats, ...topFloats];
-  const allSame = counts.every((c) => c === counts[0]);
-  return {
-    meta: {
-      n,
-      t: chosenTokens.join('') + topTokens.join(''),
-      l: [...chosenTokens.map((token) => token.length), ...topTokens.map((token) => token.length)],
-      k: withTop ? (allSame ? (counts[0] ?? 0) : counts) : -1,
-      b: bytes,
-      r: fromArray ? 1 : 0,
-      m: floats.length,
-      w: widthOf(floats),
-    },
-    floats,
-  };
 }
 
 function rebuildLogprobs(meta: CompactLogprobs, floats: readonly number[], chosen: unknown): string {
@@ -301,20 +190,35 @@ function rebuildLogprobs(meta: CompactLogprobs, floats: readonly number[], chose
   return JSON.stringify(entries);
 }
 
-/** The base's strings and head, the last 32 KiB of them: what a span's head is deflated against. */
-export function dictionaryOf(base: SpanBase): Buffer {
+/**
+ * The base's strings and head, the last 32 KiB of them (or of `maxBytes`): what a span's head is deflated
+ * against. The last n bytes of a longer dictionary of the same base are the dictionary of n bytes.
+ */
+export function dictionaryOf(base: SpanBase, maxBytes: number = DICTIONARY_BYTES): Buffer {
+  const max = Math.min(maxBytes, DICTIONARY_BYTES);
   // Only the tail is kept, so only the tail is encoded: a base with 100 KB of tool definitions would otherwise
   // be turned into UTF-8 whole on every commit. One char more than the byte count keeps any surrogate pair cut at
   // the start outside the kept bytes (every char after it is at least one byte), so the bytes are the same.
   const pieces = [...base.strings.values(), base.head];
   let tail = '';
-  for (let i = pieces.length - 1; i >= 0 && tail.length <= DICTIONARY_BYTES; i--) {
+  for (let i = pieces.length - 1; i >= 0 && tail.length <= max; i--) {
     const piece = pieces[i] as string;
-    const need = DICTIONARY_BYTES + 1 - tail.length;
+    const need = max + 1 - tail.length;
     tail = (piece.length > need ? piece.slice(piece.length - need) : piece) + tail;
   }
   const bytes = Buffer.from(tail, 'utf8');
-  return bytes.length > DICTIONARY_BYTES ? bytes.subarray(bytes.length - DICTIONARY_BYTES) : bytes;
+  return bytes.length > max ? bytes.subarray(bytes.length - max) : bytes;
+}
+
+// A head is deflated against the last 4x its length of the dictionary, 4 KiB at least: on the store-scale
+// rollouts (bench/span-codec.ts) that stored as few bytes as the whole 32 KiB (1.441 B/token both; 2x with
+// 2 KiB at least: 1.444), while priming zlib with 32 KiB cost a 1 KB head 4x its deflating.
+const TAIL_PER_HEAD_CHAR = 4;
+const TAIL_MIN_BYTES = 4 * 1024;
+
+/** How much of a dictionary a head of `chars` is deflated against. */
+function dictionaryBytesFor(chars: number): number {
+  return Math.max(TAIL_MIN_BYTES, TAIL_PER_HEAD_CHAR * chars);
 }
 
 /** The context a later turn's prompt may continue, or null when the span's ids cannot serve as a base. */
@@ -330,13 +234,53 @@ export function tokenContextOf(span: Span): TokenContext | null {
 export function spanBaseOf(span: Span, head: string): SpanBase {
   const attributes = span.attributes;
   const strings = new Map<string, string>();
+  const values = new Map<string, AttributeValue>();
+  const names: string[] = [];
   for (const name in attributes) {
-    const value = attributes[name];
-    if (name !== ATTR_LOGPROBS_CONTENT && typeof value === 'string' && value.length >= LONG_STRING_CHARS)
-      strings.set(name, value);
+    names.push(name);
+    const value: unknown = attributes[name];
+    if (typeof value === 'string') {
+      if (value.length < LONG_STRING_CHARS) values.set(name, value);
+      else if (name !== ATTR_LOGPROBS_CONTENT) strings.set(name, value);
+    } else if (isComparable(value) || isShortArray(value)) values.set(name, value);
   }
   const prompt = attributes[ATTR_PROMPT_TOKEN_IDS];
-  return { prompt: isInt32Array(prompt) ? prompt : [], response: responseOf(attributes), strings, head };
+  return { prompt: isInt32Array(prompt) ? prompt : [], response: responseOf(attributes), strings, head, names, values };
+}
+
+/**
+ * A value that reads back as itself whichever way it was stored: a boolean or a finite number (JSON turns NaN and
+ * the infinities into null, so the base a reader builds would not hold them).
+ */
+function isComparable(value: unknown): value is number | boolean {
+  return typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+/** An array of a few strings, finite numbers or booleans (what equalsBase compares). */
+function isShortArray(value: unknown): value is readonly string[] | readonly number[] | readonly boolean[] {
+  if (!Array.isArray(value) || value.length > SHORT_ARRAY) return false;
+  for (const v of value) if (typeof v !== 'string' && !isComparable(v)) return false;
+  return true;
+}
+
+/**
+ * Whether `value` decodes to what the base's value decoded to: the same primitive (Object.is, so -0 and 0
+ * differ) or an array of the same primitives. Both then go through the same JSON, so reading the base's value
+ * gives exactly what storing this one would.
+ */
+function equalsBase(value: unknown, before: AttributeValue | undefined): boolean {
+  if (before === undefined) return false;
+  if (!Array.isArray(before)) return Object.is(value, before);
+  if (!Array.isArray(value) || value.length !== before.length) return false;
+  for (let i = 0; i < value.length; i++) if (!Object.is(value[i], before[i])) return false;
+  return true;
+}
+
+function sameNames(names: readonly string[], base: SpanBase): boolean {
+  const before = base.names;
+  if (names.length !== before.length) return false;
+  for (let i = 0; i < names.length; i++) if (names[i] !== before[i]) return false;
+  return true;
 }
 
 function responseOf(attributes: Attributes): readonly number[] {
@@ -376,11 +320,17 @@ function readVarint(buf: Uint8Array, state: { at: number }): number {
 // Typed arrays copy floats in one go, in the platform's byte order: the format's little-endian order on every
 // host rollgate runs on; a big-endian host writes and reads value by value.
 const LITTLE_ENDIAN = endianness() === 'LE';
+const FEW_FLOATS = 32;
 
 function writeFloatArray(blob: Buffer, options: { at: number; values: readonly number[]; width: FloatWidth }): number {
   const { values, width } = options;
   let at = options.at;
   if (!LITTLE_ENDIAN) {
+    for (const v of values) at = width === 4 ? blob.writeFloatLE(v, at) : blob.writeDoubleLE(v, at);
+    return at;
+  }
+  // A few values (a short answer's logprobs): written one by one, cheaper than a typed array and its view.
+  if (values.length <= FEW_FLOATS) {
     for (const v of values) at = width === 4 ? blob.writeFloatLE(v, at) : blob.writeDoubleLE(v, at);
     return at;
   }
@@ -422,6 +372,11 @@ export class SpanEncoder {
     const deltas: Array<[string, number, string]> = [];
     let compact: ReturnType<typeof compactLogprobs> = null;
     let moved = names.size > 0;
+    // Values equal to the base's are left out of the head (FLAG_SAME_AS_BASE): a small call repeats most of its
+    // attributes (model, backend, routing, status), and JSON-encoding and deflating them again was most of its
+    // head's cost.
+    const sameAsBase: string[] = [];
+    let undefinedKept = false;
     for (const name in attributes) {
       if (names.has(name)) continue;
       const value = attributes[name];
@@ -449,15 +404,45 @@ export class SpanEncoder {
           }
         }
       }
+      if (base !== null && equalsBase(value, base.values.get(name))) {
+        sameAsBase.push(name);
+        continue;
+      }
+      // JSON leaves an undefined value out of the head, which would then read as the base's.
+      if (value === undefined) undefinedKept = true;
       setOwn(kept, name, value);
     }
+    let flagSame = false;
+    let namesSame = false;
+    let keys: string[] | null = null;
+    if (base !== null && !undefinedKept) {
+      keys = Object.keys(attributes);
+      namesSame = sameNames(keys, base);
+      flagSame = sameAsBase.length > 0 || (moved && namesSame);
+    } else for (const name of sameAsBase) setOwn(kept, name, attributes[name]);
+    if (flagSame) moved = true;
     const head: Head = { s: { ...span, attributes: moved ? kept : attributes } };
-    if (moved) head.k = Object.keys(attributes);
+    if (moved && !(flagSame && namesSame)) head.k = keys ?? Object.keys(attributes);
     if (floatArrays.length > 0) head.f = floatArrays;
     if (deltas.length > 0) head.d = deltas;
     if (compact !== null) head.c = compact.meta;
     const headText = JSON.stringify(head);
-    const dictionary = base !== null ? dictionaryOf(base) : shared === null ? null : shared.bytes;
+    // Priming zlib with a dictionary costs in proportion to its length (a 32 KiB one cost a small head 4x its
+    // deflating): a head is deflated against the dictionary's tail only, sized by the head.
+    const want = dictionaryBytesFor(headText.length);
+    let dictionary: Buffer | null = null;
+    let tail: number | null = null;
+    if (base !== null) {
+      dictionary = dictionaryOf(base, want);
+      // Shorter than asked: the whole dictionary.
+      if (dictionary.length === want && want < DICTIONARY_BYTES) tail = want;
+    } else if (shared !== null) {
+      dictionary = shared.bytes;
+      if (want < dictionary.length) {
+        dictionary = dictionary.subarray(dictionary.length - want);
+        tail = want;
+      }
+    }
     const deflated = deflateRawSync(
       headText,
       dictionary === null ? { level: DEFLATE_LEVEL } : { level: DEFLATE_LEVEL, dictionary },
@@ -468,6 +453,7 @@ export class SpanEncoder {
     const size =
       2 +
       (shared === null ? 0 : varintLength(shared.id)) +
+      (tail === null ? 0 : varintLength(tail)) +
       varintLength(deflated.length) +
       deflated.length +
       varintLength(ids.length) +
@@ -475,8 +461,11 @@ export class SpanEncoder {
       floatBytes;
     const blob = Buffer.allocUnsafe(size);
     blob[0] = FORMAT;
-    blob[1] = base !== null ? FLAG_BASE : shared !== null ? FLAG_SHARED : 0;
+    blob[1] =
+      (base !== null ? FLAG_BASE | (flagSame ? FLAG_SAME_AS_BASE : 0) : shared !== null ? FLAG_SHARED : 0) |
+      (tail === null ? 0 : FLAG_TAIL);
     let at = shared === null ? 2 : writeVarint(blob, 2, shared.id);
+    if (tail !== null) at = writeVarint(blob, at, tail);
     at = writeVarint(blob, at, deflated.length);
     at += deflated.copy(blob, at);
     at = writeVarint(blob, at, ids.length);
@@ -516,11 +505,14 @@ export function decodeSpan(blob: Uint8Array, context: DecodeContext): { span: Sp
   const state = { at: 2 };
   const flags = blob[1]!;
   let dictionary: Buffer | null = null;
-  if ((flags & FLAG_BASE) !== 0) dictionary = dictionaryOf(needBase());
-  else if ((flags & FLAG_SHARED) !== 0) {
-    const id = readVarint(blob, state);
-    dictionary = context.shared?.(id) ?? null;
-    if (dictionary === null) throw new Error(`the span refers to shared dictionary ${id}, which is missing`);
+  let sharedId: number | null = null;
+  if ((flags & FLAG_SHARED) !== 0) sharedId = readVarint(blob, state);
+  const tail = (flags & FLAG_TAIL) !== 0 ? readVarint(blob, state) : DICTIONARY_BYTES;
+  if ((flags & FLAG_BASE) !== 0) dictionary = dictionaryOf(needBase(), tail);
+  else if (sharedId !== null) {
+    dictionary = context.shared?.(sharedId) ?? null;
+    if (dictionary === null) throw new Error(`the span refers to shared dictionary ${sharedId}, which is missing`);
+    if (tail < dictionary.length) dictionary = dictionary.subarray(dictionary.length - tail);
   }
   const headLength = readVarint(blob, state);
   const deflated = blob.subarray(state.at, state.at + headLength);
@@ -538,7 +530,9 @@ export function decodeSpan(blob: Uint8Array, context: DecodeContext): { span: Sp
     return values;
   };
   const span = head.s;
-  if (head.k === undefined) return { span, head: headText };
+  const same = (flags & FLAG_SAME_AS_BASE) !== 0 ? needBase() : null;
+  const names = head.k ?? same?.names;
+  if (names === undefined) return { span, head: headText };
   const kept = span.attributes as Record<string, unknown>;
   const moved: Record<string, unknown> = {};
   if (ids !== null) for (const [name, values] of ids) setOwn(moved, name, values);
@@ -555,11 +549,22 @@ export function decodeSpan(blob: Uint8Array, context: DecodeContext): { span: Sp
     const floats = readFloats(head.c.m, head.c.w);
     const chosen = Object.hasOwn(moved, ATTR_RESPONSE_LOGPROBS)
       ? moved[ATTR_RESPONSE_LOGPROBS]
-      : kept[ATTR_RESPONSE_LOGPROBS];
+      : Object.hasOwn(kept, ATTR_RESPONSE_LOGPROBS)
+        ? kept[ATTR_RESPONSE_LOGPROBS]
+        : same?.values.get(ATTR_RESPONSE_LOGPROBS);
     setOwn(moved, ATTR_LOGPROBS_CONTENT, rebuildLogprobs(head.c, floats, chosen));
   }
   const attributes: Record<string, unknown> = {};
-  for (const name of head.k) setOwn(attributes, name, Object.hasOwn(moved, name) ? moved[name] : kept[name]);
+  for (const name of names) {
+    let value: unknown;
+    if (Object.hasOwn(moved, name)) value = moved[name];
+    else if (same === null || Object.hasOwn(kept, name)) value = kept[name];
+    else {
+      value = same.values.get(name);
+      if (value === undefined) throw new Error(`attribute '${name}' refers to a base that does not hold it`);
+    }
+    setOwn(attributes, name, value);
+  }
   span.attributes = attributes as Attributes;
   return { span, head: headText };
 }

@@ -24,10 +24,22 @@ export function isPackableInts(value: unknown): value is readonly number[] {
   return true;
 }
 
-/** Growable output buffer. */
+/** Scratch kept between calls up to this size; a larger one (a 100k-token prompt) is dropped after its call. */
+const SCRATCH_KEPT_BYTES = 256 * 1024;
+
+/**
+ * Growable output buffer. One is reused from call to call: a fresh 16 KiB buffer per span was a measurable share
+ * of a small call's encoding (an allocation outside the pool, and garbage).
+ */
 class Out {
-  buf = Buffer.allocUnsafe(16 * 1024);
+  static #scratch = Buffer.allocUnsafe(16 * 1024);
+  buf = Out.#scratch;
   at = 0;
+
+  /** Keeps the grown buffer for the next call unless it is too large to hold on to. */
+  done(): void {
+    if (this.buf.length <= SCRATCH_KEPT_BYTES) Out.#scratch = this.buf;
+  }
 
   ensure(extra: number): void {
     if (this.at + extra <= this.buf.length) return;
@@ -59,10 +71,9 @@ function varintBytes(u: number): number {
   return u < 0x80 ? 1 : u < 0x4000 ? 2 : u < 0x200000 ? 3 : u < 0x10000000 ? 4 : 5;
 }
 
+/** Bits that hold 0..range (range < 2^32: the spread of int32 values). */
 function bitsOf(range: number): number {
-  let bits = 0;
-  while (bits < 32 && 2 ** bits <= range) bits++;
-  return bits;
+  return range === 0 ? 0 : 32 - Math.clz32(range);
 }
 
 /** Integer arithmetic while pending bits + a value fit in 31 bits; doubles (exact to 2^53) for wider values. */
@@ -143,7 +154,8 @@ function readBits(
 
 /**
  * Packs every packable integer array of `attributes`; `prefix` (for the attribute it names) skips the values the
- * base context already holds. Returns the names packed, the bytes, and whether the prefix was written.
+ * base context already holds. Returns the names packed, the bytes, and whether the prefix was written. `packed`
+ * is a view of a scratch buffer, valid until the next call: copy it out before packing again.
  */
 export function packIntArrays(
   attributes: Attributes,
@@ -158,10 +170,10 @@ export function packIntArrays(
     names.add(name);
     const skip = prefix !== null && prefix.name === name ? prefix.length : 0;
     if (skip > 0) prefixUsed = true;
-    const nameBytes = Buffer.from(name, 'utf8');
-    out.varint(nameBytes.length);
-    out.ensure(nameBytes.length);
-    out.at += nameBytes.copy(out.buf, out.at);
+    const nameLength = Buffer.byteLength(name, 'utf8');
+    out.varint(nameLength);
+    out.ensure(nameLength);
+    out.at += out.buf.write(name, out.at, nameLength, 'utf8');
     const count = value.length - skip;
     out.varint(count * 2 + (skip > 0 ? 1 : 0));
     if (skip > 0) out.varint(skip);
@@ -188,6 +200,7 @@ export function packIntArrays(
     out.buf[out.at++] = width;
     out.at = writeBits(out.buf, { at: out.at, values: value, from: skip, min, width });
   }
+  out.done();
   return { names, packed: out.buf.subarray(0, out.at), prefixUsed };
 }
 

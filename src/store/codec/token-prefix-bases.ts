@@ -102,5 +102,7 @@ export class TokenPrefixBases<B extends StoredBase = StoredBase> {
 function size(base: StoredBase): number {
   let chars = base.head.length;
   for (const value of base.strings.values()) chars += value.length;
+  // The short values are each under 256 chars, but a span may hold many.
+  for (const value of base.values.values()) if (typeof value === 'string') chars += value.length;
   return base.prompt.length + base.response.length + Math.ceil(chars / 4);
 }

@@ -57,6 +57,13 @@ export interface StoreBackend {
    * cannot (that sort): the caller pages listRollouts() itself. Absent: always the caller.
    */
   pageRollouts?(request: RolloutPageRequest): PaginatedResult<Rollout | AttemptedRollout> | undefined;
+  /**
+   * pageRollouts, but a page that walks many rows may be read off the event loop (SQLite: a read-only connection
+   * in a worker thread), from a snapshot that holds every write committed before the call. Same answer as
+   * pageRollouts; used instead of it when present. The answer is the caller's own: built for this call from rows,
+   * sharing no object the backend keeps (so the caller does not copy it). Undefined: as for pageRollouts.
+   */
+  pageRolloutsOffLoop?(request: RolloutPageRequest): Promise<PaginatedResult<Rollout | AttemptedRollout> | undefined>;
 
   isQueued(rolloutId: string): boolean;
   enqueue(rolloutId: string): void;

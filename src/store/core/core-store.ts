@@ -297,13 +297,21 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     const needle = query.rollout_id_contains;
     // A backend with indexes (SQLite) serves the page itself, latest attempts included, so it never builds every
     // rollout in memory nor reads the page's attempts one rollout at a time.
-    const served = this.backend.pageRollouts?.({
+    const request = {
       statusIn: query.status_in ?? null,
       idIn: query.rollout_id_in ?? null,
       idContains: needle ?? null,
       logic,
       page,
-    });
+    };
+    // A heavy page (large offset, substring search, unindexed order) may be read off the event loop. Its answer is
+    // built for this call (no object the backend keeps), so it is not copied: a copy of a 1,000-rollout page cost
+    // the event loop more than reading it.
+    if (this.backend.pageRolloutsOffLoop !== undefined) {
+      const own = await this.backend.pageRolloutsOffLoop(request);
+      if (own !== undefined) return own;
+    }
+    const served = this.backend.pageRollouts?.(request);
     if (served !== undefined) return clone(served);
     const match = rolloutMatcher(query, logic);
     const result = this.#pageInProcess({ rollouts: this.backend.listRollouts(), match, page });

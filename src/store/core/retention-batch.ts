@@ -8,6 +8,11 @@
 export interface BatchDeleteStore {
   deleteFinishedRollout(rolloutId: string): Promise<boolean>;
   deleteFinishedRollouts?(rolloutIds: readonly string[]): Promise<number>;
+  /**
+   * A fixed batch size for a bulk delete that runs off the event loop (PostgreSQL): its duration is a round trip
+   * and the database's work, not a stall of this process, so sizing by time would only shrink the batches.
+   */
+  readonly deleteBatchSize?: number;
   checkpointWal?(): Promise<unknown>;
 }
 
@@ -32,12 +37,16 @@ export class DeleteBatch {
   readonly #store: BatchDeleteStore;
   readonly #targetMs: number;
   #ids: string[] = [];
-  #limit = FIRST_BATCH;
+  #limit: number;
+  readonly #fixed: boolean;
   #sinceCheckpointMs = 0;
 
   constructor(options: DeleteBatchOptions) {
     this.#store = options.store;
     this.#targetMs = options.targetMs;
+    const fixed = options.store.deleteFinishedRollouts === undefined ? undefined : options.store.deleteBatchSize;
+    this.#fixed = fixed !== undefined;
+    this.#limit = fixed === undefined ? FIRST_BATCH : Math.max(1, fixed);
   }
 
   get size(): number {
@@ -65,6 +74,7 @@ export class DeleteBatch {
       // Off the event loop: other requests go on meanwhile; only this round waits.
       await this.#store.checkpointWal();
     }
+    if (this.#fixed) return deleted;
     // The time measured includes any turn another task took meanwhile: an overestimate, so batches only get smaller.
     this.#limit = Math.max(1, Math.min(MAX_DELETE_BATCH, Math.floor(this.#targetMs / Math.max(perRollout, 1e-3))));
     return deleted;
@@ -72,7 +82,7 @@ export class DeleteBatch {
 
   async #delete(ids: readonly string[]): Promise<number> {
     if (this.#store.deleteFinishedRollouts !== undefined) return this.#store.deleteFinishedRollouts(ids);
-    // A store without a bulk delete (PostgreSQL, HTTP): one at a time, each its own transaction.
+    // A store without a bulk delete (HTTP): one at a time, each its own transaction.
     let deleted = 0;
     for (const id of ids) if (await this.#store.deleteFinishedRollout(id)) deleted++;
     return deleted;

@@ -27,6 +27,13 @@ export interface RetentionStore extends Pick<LightningStore, 'queryCompletions' 
   deleteFinishedRollout(rolloutId: string): Promise<boolean>;
   /** Many deleteFinishedRollout in one transaction; returns how many were deleted. */
   deleteFinishedRollouts?(rolloutIds: readonly string[]): Promise<number>;
+  /** PostgreSQL: the bulk delete's fixed batch size (retention-batch.ts); the completion log is read in pages as large. */
+  readonly deleteBatchSize?: number;
+  /**
+   * PostgreSQL: runs `round` unless another replica is running one on the same database (then resolves false
+   * without running it). Reading the count and deleting the excess must not interleave with another replica's.
+   */
+  exclusiveRound?(round: () => Promise<void>): Promise<boolean>;
   /** SQLite: runs a WAL checkpoint now; resolves when it is done. */
   checkpointWal?(): Promise<unknown>;
   /** SQLite: gives up to `pages` free pages back to the file system. */
@@ -75,7 +82,8 @@ export interface PruneOptions {
 /** One retention round: deletes what the policy selects, then reclaims the file's free pages, time-sliced. */
 export async function pruneOnce(options: PruneOptions): Promise<PruneReport> {
   const { store, policy, signal } = options;
-  const step = options.step ?? DEFAULT_PRUNE_STEP;
+  // A page's candidates end in a flush: a page smaller than a fixed batch would cap every batch at the page.
+  const step = options.step ?? Math.max(DEFAULT_PRUNE_STEP, store.deleteBatchSize ?? 0);
   let deleted = 0;
   let scanned = 0;
   let cursor = options.cursor ?? 0;
@@ -96,14 +104,15 @@ export async function pruneOnce(options: PruneOptions): Promise<PruneReport> {
     deleted += await batch.flush();
   }
 
-  const cutoff =
-    policy.maxAgeS === null ? Number.NEGATIVE_INFINITY : (options.now ?? Date.now() / 1000) - policy.maxAgeS;
-  let excess = policy.maxRollouts === null ? 0 : (await store.statistics()).total_rollouts - policy.maxRollouts;
-  if (policy.maxAgeS !== null || excess > 0) {
-    walk: for (;;) {
-      if (signal?.aborted) break;
+  const walkLog = async (): Promise<void> => {
+    const cutoff =
+      policy.maxAgeS === null ? Number.NEGATIVE_INFINITY : (options.now ?? Date.now() / 1000) - policy.maxAgeS;
+    let excess = policy.maxRollouts === null ? 0 : (await store.statistics()).total_rollouts - policy.maxRollouts;
+    if (policy.maxAgeS === null && excess <= 0) return;
+    for (;;) {
+      if (signal?.aborted) return;
       const page = await store.queryCompletions({ after: cursor, limit: step });
-      if (page.items.length === 0) break;
+      if (page.items.length === 0) return;
       for (const entry of page.items) {
         scanned++;
         if (!entry.deleted) {
@@ -115,7 +124,7 @@ export async function pruneOnce(options: PruneOptions): Promise<PruneReport> {
             const n = await batch.flush();
             deleted += n;
             excess -= n;
-            if (excess <= 0) break walk;
+            if (excess <= 0) return;
           }
           if (batch.add(entry.rollout_id)) {
             const n = await batch.flush();
@@ -131,6 +140,12 @@ export async function pruneOnce(options: PruneOptions): Promise<PruneReport> {
       excess -= n;
       await slice.yield();
     }
+  };
+  if (policy.maxAgeS !== null || policy.maxRollouts !== null) {
+    // Replicas sharing one database walk the log one at a time: each counts only its own deletes, so two walking
+    // at once would each delete the whole excess. One that finds another walking leaves the round to it.
+    if (store.exclusiveRound === undefined) await walkLog();
+    else await store.exclusiveRound(walkLog);
   }
 
   let reclaimedPages = 0;

@@ -103,6 +103,24 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
   }
 }
 
+/** Statement names by text: one per distinct statement in this process. */
+const statementNames = new Map<string, string>();
+
+/**
+ * A hot statement as a named prepared statement: each connection parses and plans it once and then only binds and
+ * runs it. For the store's short statements (a lock, an upsert, a CTE over unnest) parsing and planning was a good
+ * part of the database's CPU per call. Only statements whose text is fixed go through here: one whose text varies
+ * (a VALUES list as long as its batch) would leave a prepared statement per length on every connection.
+ */
+export function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `rollgate_${statementNames.size + 1}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
+}
+
 /** A single autocommit statement with the same error mapping. */
 export async function queryOnce<R extends pg.QueryResultRow>(
   db: Queryable,

@@ -12,6 +12,7 @@ import { type SharedDictionary, SpanEncoder, tokenContextOf } from '../codec/spa
 import { SpanDictionaries } from '../codec/span-dictionaries.js';
 import { chooseBase, type StoredBase, TokenPrefixBases } from '../codec/token-prefix-bases.js';
 import type { Span } from '../core/types.js';
+import { prepared } from './postgres-db.js';
 
 /** A remembered base: `rowId` is the row's `ord`. */
 interface PostgresBase extends StoredBase {
@@ -133,18 +134,20 @@ export class PostgresSpanBases {
     if (candidates.size === 0) return alive;
     const list = [...candidates.values()];
     const result = await c.query<{ ord: string }>(
-      `SELECT s.ord::text AS ord FROM spans s
+      prepared(
+        `SELECT s.ord::text AS ord FROM spans s
          JOIN unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
            AS k(rollout_id, attempt_id, span_id, ord, hash)
            ON s.rollout_id = k.rollout_id AND s.attempt_id = k.attempt_id AND s.span_id = k.span_id
           AND s.ord = k.ord AND md5(s.span_blob) = k.hash`,
-      [
-        list.map((b) => b.rolloutId),
-        list.map((b) => b.attemptId),
-        list.map((b) => b.spanId),
-        list.map((b) => b.rowId),
-        list.map((b) => b.blobHash),
-      ],
+        [
+          list.map((b) => b.rolloutId),
+          list.map((b) => b.attemptId),
+          list.map((b) => b.spanId),
+          list.map((b) => b.rowId),
+          list.map((b) => b.blobHash),
+        ],
+      ),
     );
     for (const row of result.rows) alive.add(Number(row.ord));
     for (const base of list) if (!alive.has(base.rowId)) this.#bases.forgetRollout(base.rolloutId);

@@ -1,7 +1,8 @@
-// Span writes for the PostgreSQL store. addSpan calls made in the same event-loop turn are written together in one
-// transaction: one statement locks their rollouts and attempts, one statement inserts the spans (multi-row), raises
-// the sequence counters and records the heartbeats; each caller's promise settles after COMMIT, so whoever awaited
-// addSpan can read the span back, from any replica (read-your-writes, docs/architecture.md).
+// Span writes for the PostgreSQL store. addSpan calls made in the same event-loop turn, or while earlier batches are
+// being written (group commit, postgres-write-queue.ts), are written together in one transaction: one statement
+// locks their rollouts and attempts, one statement inserts the spans (multi-row), raises the sequence counters and
+// records the heartbeats; each caller's promise settles after COMMIT, so whoever awaited addSpan can read the span
+// back, from any replica (read-your-writes, docs/architecture.md).
 import type { PoolClient } from 'pg';
 import type { Logger } from '../../logger.js';
 import { nextAttemptState } from '../core/attempt-status.js';
@@ -12,6 +13,7 @@ import { notFound, validateJsonDepth } from '../core/input-validation.js';
 import { nextRolloutState, rolloutStateOf } from '../core/rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from '../core/span-normalize.js';
 import type { Attempt, Span, SpanInput } from '../core/types.js';
+import { prepared } from './postgres-db.js';
 import {
   type ApplyContext,
   applyRolloutEvent,
@@ -147,10 +149,12 @@ export async function writeSpansInTransaction(c: PoolClient, options: SpanBatchO
 async function existingSpanKeys(c: PoolClient, spans: readonly SpanInput[]): Promise<Set<string>> {
   if (spans.length === 0) return new Set();
   const res = await c.query<{ rollout_id: string; attempt_id: string; span_id: string }>(
-    `SELECT s.rollout_id, s.attempt_id, s.span_id FROM spans s
+    prepared(
+      `SELECT s.rollout_id, s.attempt_id, s.span_id FROM spans s
        JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(rollout_id, attempt_id, span_id)
          ON s.rollout_id = k.rollout_id AND s.attempt_id = k.attempt_id AND s.span_id = k.span_id`,
-    [spans.map((s) => s.rollout_id), spans.map((s) => s.attempt_id), spans.map((s) => s.span_id)],
+      [spans.map((s) => s.rollout_id), spans.map((s) => s.attempt_id), spans.map((s) => s.span_id)],
+    ),
   );
   return new Set(res.rows.map((r) => `${attemptKey(r.rollout_id, r.attempt_id)}\u0000${r.span_id}`));
 }
@@ -212,11 +216,13 @@ export async function allocateCounters(
   counts: ReadonlyArray<readonly [string, number]>,
 ): Promise<Map<string, number>> {
   const res = await c.query<{ rollout_id: string; last_id: number }>(
-    `INSERT INTO span_sequences (rollout_id, last_id)
+    prepared(
+      `INSERT INTO span_sequences (rollout_id, last_id)
        SELECT * FROM unnest($1::text[], $2::bigint[])
      ON CONFLICT (rollout_id) DO UPDATE SET last_id = span_sequences.last_id + excluded.last_id
      RETURNING rollout_id, last_id`,
-    [counts.map(([r]) => r), counts.map(([, n]) => n)],
+      [counts.map(([r]) => r), counts.map(([, n]) => n)],
+    ),
   );
   return new Map(res.rows.map((r) => [r.rollout_id, r.last_id]));
 }
@@ -224,10 +230,12 @@ export async function allocateCounters(
 /** counter = max(counter, value) for each rollout, in one statement. */
 async function raiseCounters(c: PoolClient, values: ReadonlyArray<readonly [string, number]>): Promise<void> {
   await c.query(
-    `INSERT INTO span_sequences (rollout_id, last_id)
+    prepared(
+      `INSERT INTO span_sequences (rollout_id, last_id)
        SELECT * FROM unnest($1::text[], $2::bigint[])
      ON CONFLICT (rollout_id) DO UPDATE SET last_id = GREATEST(span_sequences.last_id, excluded.last_id)`,
-    [values.map(([r]) => r), values.map(([, v]) => v)],
+      [values.map(([r]) => r), values.map(([, v]) => v)],
+    ),
   );
 }
 
@@ -393,17 +401,17 @@ async function writeWithExplicitIds(
       if (nextRolloutState(state, event, ctx.now).changed) await applyRolloutEvent(c, rollout, event, ctx);
     }
     if (plan.changed && plan.after.worker_id !== null) {
-      await applyWorkerEvent(
-        c,
-        plan.after.worker_id,
-        {
+      await applyWorkerEvent(c, {
+        workerId: plan.after.worker_id,
+        event: {
           kind: 'attempt_updated',
           status: plan.after.status,
           rollout_id: plan.after.rollout_id,
           attempt_id: plan.after.attempt_id,
         },
-        ctx.now,
-      );
+        now: ctx.now,
+        effects: ctx.effects,
+      });
     }
   }
 }
@@ -429,7 +437,7 @@ async function heartbeat(
   attempts.set(key, decision.attempt);
   dirty.set(key, decision.attempt);
   if (decision.rolloutEvent !== null) await applyRolloutEvent(c, rollout, decision.rolloutEvent, ctx);
-  await applyWorkerEffect(c, decision.worker, ctx.now);
+  await applyWorkerEffect(c, { effect: decision.worker, now: ctx.now, effects: ctx.effects });
 }
 
 /**
@@ -453,99 +461,35 @@ async function raiseHistoryTotals(c: PoolClient, spans: readonly Span[]): Promis
   const ids = [...byRollout.keys()];
   const adds = [...byRollout.values()];
   await c.query(
-    `UPDATE rollouts r SET history_linear = r.history_linear + v.l, history_healed = r.history_healed + v.h,
+    prepared(
+      `UPDATE rollouts r SET history_linear = r.history_linear + v.l, history_healed = r.history_healed + v.h,
        history_forked = r.history_forked + v.f, history_bypassed = r.history_bypassed + v.b
      FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[]) AS v(rollout_id, l, h, f, b)
      WHERE r.rollout_id = v.rollout_id`,
-    [ids, adds.map((t) => t.linear), adds.map((t) => t.healed), adds.map((t) => t.forked), adds.map((t) => t.bypassed)],
+      [
+        ids,
+        adds.map((t) => t.linear),
+        adds.map((t) => t.healed),
+        adds.map((t) => t.forked),
+        adds.map((t) => t.bypassed),
+      ],
+    ),
   );
 }
 
 async function writeHeartbeats(c: PoolClient, attempts: readonly Attempt[]): Promise<void> {
   if (attempts.length === 0) return;
   await c.query(
-    `UPDATE attempts a SET status = v.status, last_heartbeat_time = v.hb
+    prepared(
+      `UPDATE attempts a SET status = v.status, last_heartbeat_time = v.hb
        FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[]) AS v(rollout_id, attempt_id, status, hb)
      WHERE a.rollout_id = v.rollout_id AND a.attempt_id = v.attempt_id`,
-    [
-      attempts.map((a) => a.rollout_id),
-      attempts.map((a) => a.attempt_id),
-      attempts.map((a) => a.status),
-      attempts.map((a) => a.last_heartbeat_time),
-    ],
+      [
+        attempts.map((a) => a.rollout_id),
+        attempts.map((a) => a.attempt_id),
+        attempts.map((a) => a.status),
+        attempts.map((a) => a.last_heartbeat_time),
+      ],
+    ),
   );
-}
-
-interface PendingSpan {
-  span: SpanInput;
-  resolve: (span: Span | null) => void;
-  reject: (error: unknown) => void;
-}
-
-/**
- * Collects addSpan calls of one event-loop turn into one batch. Batches run concurrently (bounded by the pool);
- * a batch that fails as a whole is retried span by span so one bad span cannot fail its neighbours.
- */
-export class SpanWriteQueue {
-  readonly #write: (spans: readonly SpanInput[]) => Promise<SpanWriteOutcome[]>;
-  readonly #maxBatch: number;
-  #pending: PendingSpan[] = [];
-  #scheduled: NodeJS.Immediate | null = null;
-  readonly #inflight = new Set<Promise<void>>();
-
-  constructor(options: { write: (spans: readonly SpanInput[]) => Promise<SpanWriteOutcome[]>; maxBatch: number }) {
-    this.#write = options.write;
-    this.#maxBatch = options.maxBatch;
-  }
-
-  add(span: SpanInput): Promise<Span | null> {
-    return new Promise<Span | null>((resolve, reject) => {
-      this.#pending.push({ span, resolve, reject });
-      if (this.#pending.length >= this.#maxBatch) {
-        this.#flush();
-      } else if (this.#scheduled === null) {
-        this.#scheduled = setImmediate(() => this.#flush());
-      }
-    });
-  }
-
-  /** Writes what is pending now and waits for every batch in flight. */
-  async drain(): Promise<void> {
-    this.#flush();
-    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
-  }
-
-  #flush(): void {
-    if (this.#scheduled !== null) {
-      clearImmediate(this.#scheduled);
-      this.#scheduled = null;
-    }
-    if (this.#pending.length === 0) return;
-    const batch = this.#pending;
-    this.#pending = [];
-    const run = this.#run(batch).finally(() => {
-      this.#inflight.delete(run);
-    });
-    this.#inflight.add(run);
-  }
-
-  async #run(batch: PendingSpan[]): Promise<void> {
-    let outcomes: SpanWriteOutcome[];
-    try {
-      outcomes = await this.#write(batch.map((p) => p.span));
-    } catch (error: unknown) {
-      if (batch.length === 1) {
-        batch[0]?.reject(error);
-        return;
-      }
-      await Promise.all(batch.map((p) => this.#run([p])));
-      return;
-    }
-    batch.forEach((p, i) => {
-      const outcome = outcomes[i];
-      if (outcome === undefined) p.reject(new Error('span batch returned no outcome'));
-      else if (outcome.ok) p.resolve(outcome.span);
-      else p.reject(outcome.error);
-    });
-  }
 }

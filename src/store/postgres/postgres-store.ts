@@ -1,6 +1,6 @@
 // The LightningStore on PostgreSQL: N gateway replicas share one database (docs/architecture.md).
 // Multi-process correctness comes from the database, never from process memory:
-//  - sequence ids: one atomic upsert per call (INSERT ... ON CONFLICT DO UPDATE ... RETURNING);
+//  - sequence ids: one atomic upsert per batch of calls (INSERT ... ON CONFLICT DO UPDATE ... RETURNING);
 //  - dequeue: SELECT ... FOR UPDATE SKIP LOCKED in queue order, so no rollout is claimed twice;
 //  - status changes: the shared pure machines applied to rows locked FOR UPDATE inside one transaction;
 //  - waits: LISTEN/NOTIFY on one dedicated connection (notifications are sent in the committing transaction);
@@ -36,7 +36,7 @@ import {
 } from '../core/query.js';
 import { dequeueWaiting, QueueSignal } from '../core/queue-signal.js';
 import { RefusalHold } from '../core/refusal-hold.js';
-import { isTerminalStatus, nextRolloutState, rolloutStateOf } from '../core/rollout-status.js';
+import { nextRolloutState, rolloutStateOf } from '../core/rollout-status.js';
 import {
   type Attempt,
   type AttemptedRollout,
@@ -78,10 +78,12 @@ import {
   clientConfigFor,
   createPool,
   mapDatabaseError,
+  prepared,
   queryOnce,
   validateSchemaName,
   withTransaction,
 } from './postgres-db.js';
+import { deleteRolloutsInTransaction, POSTGRES_DELETE_BATCH } from './postgres-delete.js';
 import { createPostgresListener, type PostgresListener } from './postgres-listener.js';
 import { migrate } from './postgres-migrations.js';
 import {
@@ -90,7 +92,7 @@ import {
   applyWorkerEffect,
   applyWorkerEvent,
   attemptKey,
-  finishedPayload,
+  finishTransaction,
   type LockedRollout,
   latestAttempt,
   lockAttempt,
@@ -106,6 +108,7 @@ import {
   writeRolloutFields,
 } from './postgres-ops.js';
 import { containsCondition, pagedSelect, SqlConditions } from './postgres-query.js';
+import { runExclusiveRound } from './postgres-round-lock.js';
 import {
   ATTEMPT_COLUMNS,
   type AttemptRow,
@@ -127,12 +130,8 @@ import {
 } from './postgres-rows.js';
 import { type BatchBases, newBatchBases, PostgresSpanBases } from './postgres-span-bases.js';
 import { type CodecSpanRow, decodeSpanRows } from './postgres-span-reader.js';
-import {
-  allocateCounters,
-  type SpanWriteOutcome,
-  SpanWriteQueue,
-  writeSpansInTransaction,
-} from './postgres-span-writer.js';
+import { allocateCounters, type SpanWriteOutcome, writeSpansInTransaction } from './postgres-span-writer.js';
+import { type WriteOutcome, WriteQueue } from './postgres-write-queue.js';
 
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -153,6 +152,8 @@ export interface PostgresStoreOptions {
 const LATEST = 'latest';
 const DEFAULT_POOL_SIZE = 10;
 const DEFAULT_SPAN_BATCH_MAX = 256;
+/** Span batches (and sequence-id batches) written at once; later calls join the next batch (postgres-write-queue.ts). */
+const WRITES_IN_FLIGHT = 2;
 
 function nowSeconds(): number {
   return Date.now() / 1000;
@@ -256,13 +257,17 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   readonly ready: Promise<void>;
   readonly schema: string;
   readonly #pool: pg.Pool;
+  /** The retention round lock's own connection (postgres-round-lock.ts). */
+  readonly #roundLockConfig: pg.ClientConfig;
   readonly #listener: PostgresListener;
   readonly #logger: Logger;
   readonly #waiters = new WaiterRegistry();
   readonly #deletions = new DeletionListeners();
   readonly #queueSignal = new QueueSignal();
   readonly #activeWaits = new Set<readonly string[]>();
-  readonly #spans: SpanWriteQueue;
+  readonly #spans: WriteQueue<SpanInput, Span | null>;
+  /** nextSequenceId calls, grouped into one counter upsert (allocateCounters) per batch. */
+  readonly #sequenceIds: WriteQueue<string, number>;
   readonly #spanBases = new PostgresSpanBases();
   readonly #watchdogIntervalMs: number;
   readonly #startedAt = Date.now();
@@ -287,6 +292,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     this.#watchdogIntervalMs = options.watchdogIntervalMs ?? DEFAULT_WATCHDOG_INTERVAL_MS;
     const applicationName = options.applicationName ?? 'rollgate';
     const clientConfig = clientConfigFor({ url: options.url, schema: this.schema, applicationName });
+    this.#roundLockConfig = { ...clientConfig, application_name: `${applicationName}:retention` };
     this.#pool = createPool({ clientConfig, max: options.poolSize ?? DEFAULT_POOL_SIZE });
     // An idle pooled connection that dies (server restart) must not crash the process; the pool replaces it.
     this.#pool.on('error', (error) => this.#logger.warn('postgres pool connection error', { error: error.message }));
@@ -310,9 +316,18 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
         );
       },
     });
-    this.#spans = new SpanWriteQueue({
+    this.#spans = new WriteQueue({
       maxBatch: options.spanBatchMax ?? DEFAULT_SPAN_BATCH_MAX,
-      write: (spans) => this.#writeSpans(spans, { atomic: false }),
+      maxInFlight: WRITES_IN_FLIGHT,
+      write: async (spans) =>
+        (await this.#writeSpans(spans, { atomic: false })).map(
+          (o): WriteOutcome<Span | null> => (o.ok ? { ok: true, value: o.span } : o),
+        ),
+    });
+    this.#sequenceIds = new WriteQueue({
+      maxBatch: DEFAULT_SPAN_BATCH_MAX,
+      maxInFlight: WRITES_IN_FLIGHT,
+      write: (rolloutIds) => this.#allocateSequenceIds(rolloutIds),
     });
     const pool = this.#pool;
     const schema = this.schema;
@@ -397,23 +412,29 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     const claim = async (c: pg.PoolClient, effects: TxEffects): Promise<AttemptedRollout[]> => {
       const ctx: ApplyContext = { now: nowSeconds(), workerId, schema: this.schema, effects };
       const claimed: AttemptedRollout[] = [];
+      // Rows this transaction already took: their queue position is cleared only at its end (finishTransaction),
+      // and SKIP LOCKED does not skip this transaction's own locks.
+      const seen: string[] = [];
       while (claimed.length < limit) {
         // Head of the queue, skipping entries another replica is claiming right now: no rollout is claimed twice
         // and each claimer still gets the oldest free entry.
         const res = await c.query<RolloutRow>(
-          `SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.queue_pos IS NOT NULL
+          prepared(
+            `SELECT ${ROLLOUT_COLUMNS} FROM rollouts r WHERE r.queue_pos IS NOT NULL AND r.rollout_id <> ALL($2::text[])
            ORDER BY r.queue_pos LIMIT $1 FOR UPDATE SKIP LOCKED`,
-          [limit - claimed.length],
+            [limit - claimed.length, seen],
+          ),
         );
         if (res.rows.length === 0) break;
         for (const row of res.rows) {
+          seen.push(row.rollout_id);
           const locked = lockedFromRow(row);
           const isStale = nextRolloutState(rolloutStateOf(locked.rollout, true), { kind: 'dequeued' }, ctx.now).skipped;
           const result = await applyRolloutEvent(c, locked, { kind: 'dequeued' }, ctx);
           if (!isStale) claimed.push(result as AttemptedRollout);
         }
       }
-      await applyWorkerEffect(c, dequeueWorkerEffect(workerId, claimed), ctx.now);
+      await applyWorkerEffect(c, { effect: dequeueWorkerEffect(workerId, claimed), now: ctx.now, effects });
       return claimed;
     };
     // An empty poll without a worker to record writes nothing: it proves nothing about a full disk.
@@ -476,12 +497,12 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
         update,
         now,
       );
-      await writeAttempt(c, decision.attempt);
+      writeAttempt(effects, decision.attempt);
       if (locked !== undefined && decision.rolloutEvent !== null) {
         const ctx: ApplyContext = { now, workerId: null, schema: this.schema, effects };
         await applyRolloutEvent(c, locked, decision.rolloutEvent, ctx);
       }
-      await applyWorkerEffect(c, decision.worker, now);
+      await applyWorkerEffect(c, { effect: decision.worker, now, effects });
       return decision.attempt;
     });
   }
@@ -533,8 +554,21 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
 
   async nextSequenceId(rolloutId: string, _attemptId?: string | null): Promise<number> {
     await this.ready;
-    const last = await this.#write(() => allocateCounters(this.#pool, [[rolloutId, 1]]));
-    return last.get(rolloutId) as number;
+    return this.#sequenceIds.add(rolloutId);
+  }
+
+  /** One id for each entry (a rollout named twice gets two), in one upsert: the ids are committed before any is answered. */
+  async #allocateSequenceIds(rolloutIds: readonly string[]): Promise<Array<WriteOutcome<number>>> {
+    const counts = new Map<string, number>();
+    for (const rolloutId of rolloutIds) counts.set(rolloutId, (counts.get(rolloutId) ?? 0) + 1);
+    const last = await this.#write(() => allocateCounters(this.#pool, [...counts]));
+    const next = new Map<string, number>();
+    for (const [rolloutId, count] of counts) next.set(rolloutId, (last.get(rolloutId) as number) - count + 1);
+    return rolloutIds.map((rolloutId) => {
+      const id = next.get(rolloutId) as number;
+      next.set(rolloutId, id + 1);
+      return { ok: true, value: id };
+    });
   }
 
   async nextSequenceIds(pairs: ReadonlyArray<readonly [rolloutId: string, attemptId: string]>): Promise<number[]> {
@@ -761,35 +795,51 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   // ---- deletion and the completion log ------------------------------------------------------------------
 
   async deleteRollout(rolloutId: string): Promise<boolean> {
-    return this.#deleteRollout(rolloutId, { onlyFinished: false });
+    return (await this.#deleteRollouts([rolloutId], { onlyFinished: false })) > 0;
   }
 
   /** Retention's delete: the row lock makes the status check and the delete one step against concurrent writes. */
   async deleteFinishedRollout(rolloutId: string): Promise<boolean> {
-    return this.#deleteRollout(rolloutId, { onlyFinished: true });
+    return (await this.#deleteRollouts([rolloutId], { onlyFinished: true })) > 0;
   }
 
-  async #deleteRollout(rolloutId: string, options: { readonly onlyFinished: boolean }): Promise<boolean> {
+  /**
+   * Retention's bulk delete (postgres-delete.ts): the finished rollouts among these, in one transaction of two
+   * statements; the others are skipped. Returns how many were deleted.
+   */
+  async deleteFinishedRollouts(rolloutIds: readonly string[]): Promise<number> {
+    return this.#deleteRollouts(rolloutIds, { onlyFinished: true });
+  }
+
+  /**
+   * Retention's batches here are fixed, not sized by time as SQLite's: the delete runs in the database, off the
+   * event loop, so its duration says nothing about a stall of this process.
+   */
+  get deleteBatchSize(): number {
+    return POSTGRES_DELETE_BATCH;
+  }
+
+  /** Runs a retention round unless another replica runs one on this schema (then false): postgres-round-lock.ts. */
+  async exclusiveRound(round: () => Promise<void>): Promise<boolean> {
     await this.ready;
+    return runExclusiveRound({ clientConfig: this.#roundLockConfig, schema: this.schema, round });
+  }
+
+  async #deleteRollouts(rolloutIds: readonly string[], options: { readonly onlyFinished: boolean }): Promise<number> {
+    await this.ready;
+    if (rolloutIds.length === 0) return 0;
     const deleted = await this.#tx(async (c, effects) => {
-      const locked = await lockRollout(c, rolloutId);
-      if (options.onlyFinished && (locked === null || !isTerminalStatus(locked.rollout.status))) return false;
-      await c.query('DELETE FROM spans WHERE rollout_id = $1', [rolloutId]);
-      await c.query('DELETE FROM span_sequences WHERE rollout_id = $1', [rolloutId]);
-      // Tombstones: cursors over the log keep advancing over the deleted rollout's entries.
-      await c.query('UPDATE completions SET deleted = true WHERE rollout_id = $1 AND NOT deleted', [rolloutId]);
-      if (locked === null) return false;
-      // Attempts go with the rollout (ON DELETE CASCADE). Waiters stop waiting for it: it is absent from results.
-      await c.query(
-        'WITH gone AS (DELETE FROM rollouts WHERE rollout_id = $1 RETURNING 1) SELECT pg_notify($2, $3) FROM gone',
-        [rolloutId, NOTIFY_CHANNEL, finishedPayload(this.schema, rolloutId)],
-      );
-      effects.finished.push(rolloutId);
-      return true;
+      const gone = await deleteRolloutsInTransaction(c, {
+        rolloutIds,
+        onlyFinished: options.onlyFinished,
+        schema: this.schema,
+      });
+      effects.finished.push(...gone);
+      return gone;
     });
     // After the commit: a cache told earlier could re-check while the rollout is still visible and remember it.
-    if (deleted) this.#deletions.notify(rolloutId);
-    return deleted;
+    for (const rolloutId of deleted) this.#deletions.notify(rolloutId);
+    return deleted.length;
   }
 
   onRolloutDeleted(listener: RolloutDeletedListener): () => void {
@@ -868,7 +918,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   async updateWorker(workerId: string, update: WorkerUpdate = {}): Promise<Worker> {
     await this.#beforeCall();
     const event = decideWorkerHeartbeat(update);
-    return this.#tx((c) => applyWorkerEvent(c, workerId, event, nowSeconds()));
+    return this.#tx((c, effects) => applyWorkerEvent(c, { workerId, event, now: nowSeconds(), effects }));
   }
 
   // ---- waits, statistics, lifecycle -------------------------------------------------------------------
@@ -965,6 +1015,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     this.#watchdogTimer = undefined;
     await this.ready.catch(() => undefined);
     // Acknowledged writes first: every addSpan caller gets its answer before the pool goes away.
+    await this.#sequenceIds.drain();
     await this.#spans.drain();
     await this.#watchdogRun?.catch(() => undefined);
     this.#waiters.close();
@@ -989,9 +1040,11 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     let effects = newEffects();
     const result = await this.#write(
       () =>
-        withTransaction(this.#pool, (c) => {
+        withTransaction(this.#pool, async (c) => {
           effects = newEffects();
-          return fn(c, effects);
+          const result = await fn(c, effects);
+          await finishTransaction(c, { effects, schema: this.schema });
+          return result;
         }),
       options,
     );
@@ -1080,10 +1133,10 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     const now = nowSeconds();
     const decision = decideAttemptExpiry({ rollout: locked.rollout, latestAttempt }, now);
     if (decision === null) return;
-    await writeAttempt(c, decision.attempt);
+    writeAttempt(options.effects, decision.attempt);
     const ctx: ApplyContext = { now, workerId: null, schema: this.schema, effects: options.effects };
     await applyRolloutEvent(c, locked, decision.rolloutEvent, ctx);
-    await applyWorkerEffect(c, decision.worker, now);
+    await applyWorkerEffect(c, { effect: decision.worker, now, effects: options.effects });
   }
 
   async #requireRollout(c: pg.PoolClient, rolloutId: string): Promise<LockedRollout> {

@@ -45,7 +45,8 @@ import { PositionedQueue } from './positioned-queue.js';
 import { type RolloutRecord, RolloutResidency } from './rollout-residency.js';
 import { SequenceCounters, type StoredCounter } from './sequence-counters.js';
 import { type FileIdentity, fileIdentity, fileProblem, openFailure, storageFailure } from './sqlite-file-guard.js';
-import { rolloutPageSql } from './sqlite-rollout-page.js';
+import { type ReadAnswer, type ReadRequest, ReadWorkerUnavailable, SqliteReadWorker } from './sqlite-read-worker.js';
+import { type RolloutPageSql, rolloutPageCost, rolloutPageSql } from './sqlite-rollout-page.js';
 import { migrate } from './sqlite-schema.js';
 import { PACKING_SPAN_CODEC, type SpanRow, SpanRowReader } from './sqlite-span-rows.js';
 import { type CheckpointResult, WalCheckpointer } from './sqlite-wal-checkpointer.js';
@@ -63,6 +64,11 @@ export interface SqliteBackendOptions {
   fileCheckIntervalMs?: number;
   /** Caps of the in-memory caches (docs/store.md); the defaults suit production, tests use small ones. */
   caches?: SqliteCacheOptions;
+  /**
+   * A rollout page that walks more rows than this is read on the read thread (default 10,000); tests use 0 to send
+   * every page that can go there.
+   */
+  inLoopPageRows?: number;
 }
 
 export interface SqliteCacheOptions {
@@ -138,8 +144,13 @@ const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
 /**
  * The WAL file is cut back to this size each time it starts over after a complete checkpoint. Without a limit it
  * keeps its largest size for ever: one burst (a bulk prune, a migration) left gigabytes of WAL next to a smaller file.
+ * The cut runs inside a commit, on the event loop, and on a busy disk it is slow (a trace saw a 1.3 s stall at a
+ * commit that cut 36 MB), so the limit sits above where sustained writes restart the WAL (WAL_RESTART_ABOVE_BYTES
+ * plus about a second of writes): only a burst larger than that is ever cut.
  */
-const WAL_SIZE_LIMIT_BYTES = 16 * 2 ** 20;
+const WAL_SIZE_LIMIT_BYTES = 64 * 2 ** 20;
+/** WAL size past which the next commit waits for a complete checkpoint, so it starts the WAL over (sqlite-wal-checkpointer.ts). */
+const WAL_RESTART_ABOVE_BYTES = 16 * 2 ** 20;
 const COMMIT_REFUSAL_HOLD_MS = 30_000;
 const WRITE_PROBE_KEY = 'write_probe';
 
@@ -174,6 +185,13 @@ const FINISHED_CACHE_MAX = 1_024;
 /** Sequence counters kept in memory; at least the rollouts that receive spans at the same time. */
 const COUNTER_CACHE_MAX = 16_384;
 const ACTIVE_STATUSES = JSON.stringify([...QUEUING_STATUSES, ...RUNNING_STATUSES]);
+/**
+ * A rollout page that walks at most this many rows is read on the event loop (a few milliseconds); a larger one on
+ * the read thread. Measured at 1 M rollouts: walking 900k index entries for an offset held the loop 365 ms.
+ */
+const IN_LOOP_PAGE_ROWS = 10_000;
+/** Fields holding JSON values: sorted by query.ts's rules, on the read thread. */
+const JSON_SORT_FIELDS: ReadonlySet<string> = new Set(['input', 'config', 'metadata']);
 
 /** Totals kept in the store_counts table (sqlite-schema.ts): by triggers, and by the writer for spans. */
 type CountName = 'rollouts' | 'attempts' | 'live_completions' | 'spans' | 'span_bytes' | `status:${string}`;
@@ -228,6 +246,9 @@ export class SqliteBackend implements StoreBackend {
   #reported: WriteHealth = WRITABLE;
   /** Runs the WAL checkpoints off the event loop; null for an in-memory database (no WAL). */
   #checkpointer: WalCheckpointer | null = null;
+  /** Reads heavy rollout pages off the event loop; null for an in-memory database (no file to share). */
+  #reader: SqliteReadWorker | null = null;
+  readonly #inLoopPageRows: number;
 
   constructor(options: SqliteBackendOptions) {
     this.#rollouts = new RolloutResidency({
@@ -242,6 +263,7 @@ export class SqliteBackend implements StoreBackend {
     this.#onFlushError = options.onFlushError ?? (() => {});
     this.#onWriteHealth = options.onWriteHealth ?? (() => {});
     this.#path = options.path;
+    this.#inLoopPageRows = options.inLoopPageRows ?? IN_LOOP_PAGE_ROWS;
     try {
       this.#db = new Database(options.path);
     } catch (error) {
@@ -266,10 +288,13 @@ export class SqliteBackend implements StoreBackend {
         this.#db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
         this.#checkpointer = new WalCheckpointer({
           path: options.path,
+          restartAboveBytes: WAL_RESTART_ABOVE_BYTES,
           onFallback: () => {
             if (!this.#closed) this.#db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
           },
         });
+        // WAL lets another connection read a committed snapshot while this one writes.
+        this.#reader = new SqliteReadWorker({ path: options.path });
       }
       this.#db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       this.#db.pragma('foreign_keys = OFF');
@@ -489,22 +514,15 @@ export class SqliteBackend implements StoreBackend {
   }
 
   pageRollouts(request: RolloutPageRequest): PaginatedResult<Rollout | AttemptedRollout> | undefined {
-    const sql = rolloutPageSql(request);
-    if (sql === null) return undefined;
     // Reads answer with committed state only.
     this.flushNow();
+    const sql = rolloutPageSql(request, { walkSortIndex: this.#pageCost(request).walkSortIndex });
+    if (sql === null) return undefined;
     const { limit, offset } = request.page;
-    // The page's rowids first (from an index where the order has one), then only those rows' data.
-    const rows = this.#db
-      .prepare<unknown[], { data: string }>(
-        `SELECT data FROM rollouts WHERE rowid IN (SELECT rowid FROM rollouts ${sql.where} ${sql.orderBy} LIMIT ? OFFSET ?)
-         ${sql.orderBy}`,
-      )
-      .all(...sql.params, limit, offset);
+    const rows = this.#db.prepare<unknown[], { data: string }>(pageStatement(sql)).all(...sql.params, limit, offset);
     let total: number;
     if (sql.total.kind === 'all') total = this.#count('rollouts');
-    else if (sql.total.kind === 'statuses')
-      total = sql.total.statuses.reduce((n, st) => n + this.#count(`status:${st}`), 0);
+    else if (sql.total.kind === 'statuses') total = this.#statusesCount(sql.total.statuses);
     else {
       total =
         this.#db
@@ -513,6 +531,81 @@ export class SqliteBackend implements StoreBackend {
           .get(...sql.params) ?? 0;
     }
     return { items: this.#withLatestAttempts(rows.map((row) => storedRollout(row.data))), limit, offset, total };
+  }
+
+  /**
+   * pageRollouts, with a page that walks more than `inLoopPageRows` rows, or sorts by a JSON value, read on the
+   * read thread (sqlite-read-worker.ts) after the commit of everything pending, so the answer holds every write
+   * acknowledged before it. Without the thread (an in-memory database, or it failed), as pageRollouts.
+   */
+  async pageRolloutsOffLoop(
+    request: RolloutPageRequest,
+  ): Promise<PaginatedResult<Rollout | AttemptedRollout> | undefined> {
+    this.flushNow();
+    const reader = this.#reader;
+    const cost = this.#pageCost(request);
+    const { limit, offset } = request.page;
+    // A sort by a JSON value is never an index walk: the thread reads every matching row for it.
+    const inLoop = cost.rows <= this.#inLoopPageRows && rolloutPageSql(request) !== null;
+    // A whole table (`limit: -1`, in process only: HTTP pages it) is built here whatever reads it.
+    if (reader === null || !reader.available || inLoop || limit === -1) return this.pageRollouts(request);
+    const read = this.#offLoopRead(request, cost.walkSortIndex);
+    if (read === null) return this.pageRollouts(request);
+    let answer: ReadAnswer;
+    try {
+      answer = await reader.read(read);
+    } catch (error) {
+      if (error instanceof ReadWorkerUnavailable && !this.#closed) return this.pageRollouts(request);
+      throw error;
+    }
+    const items = answer.rows.map((data) => {
+      const rollout = storedRollout(data);
+      const attempt = answer.latestAttempts.get(rollout.rollout_id);
+      return attempt === undefined ? rollout : { ...rollout, attempt: JSON.parse(attempt) as Attempt };
+    });
+    return { items, limit, offset, total: answer.total };
+  }
+
+  /** What the read thread runs for `request`; null when only the in-process evaluation can serve it. */
+  #offLoopRead(request: RolloutPageRequest, walkSortIndex: boolean): ReadRequest | null {
+    const { page } = request;
+    const sql = rolloutPageSql(request, { walkSortIndex });
+    if (sql !== null) {
+      return {
+        kind: 'sql',
+        pageSql: pageStatement(sql),
+        pageParams: [...sql.params, page.limit, page.offset],
+        ...countStatement(sql),
+      };
+    }
+    if (page.sortBy === null || !JSON_SORT_FIELDS.has(page.sortBy)) return null;
+    const filter = rolloutPageSql({ ...request, page: { ...page, sortBy: null } });
+    if (filter === null) return null;
+    return {
+      kind: 'sorted',
+      field: page.sortBy,
+      descending: page.sortOrder === 'desc',
+      offset: page.offset,
+      limit: page.limit,
+      where: filter.where,
+      params: filter.params,
+    };
+  }
+
+  /** About how many rows serving `request` walks, from the maintained totals (sqlite-rollout-page.ts). */
+  #pageCost(request: RolloutPageRequest): { rows: number; walkSortIndex: boolean } {
+    const all = this.#count('rollouts');
+    const statuses = request.statusIn === null ? null : [...new Set(request.statusIn)];
+    const matched = statuses === null ? all : this.#statusesCount(statuses);
+    // Ids by the primary key: one lookup each.
+    if (request.idIn !== null && request.idContains === null && (request.logic === 'and' || statuses === null)) {
+      return { rows: Math.min(request.idIn.length, matched), walkSortIndex: false };
+    }
+    return rolloutPageCost(request, { all, matched });
+  }
+
+  #statusesCount(statuses: readonly string[]): number {
+    return statuses.reduce((n, st) => n + this.#count(`status:${st}`), 0);
   }
 
   /** The rollouts with their latest attempts, read in one query (committed state: the caller flushed). */
@@ -894,7 +987,11 @@ export class SqliteBackend implements StoreBackend {
         queue: false,
         resources: false,
       };
-      setImmediate(() => this.flushNow());
+      // A WAL past its restart size: this commit waits for a complete checkpoint, so it restarts the WAL
+      // (sqlite-wal-checkpointer.ts, holdForRestart). A read that needs the batch still commits it at once.
+      const hold = this.#checkpointer?.holdForRestart() ?? null;
+      if (hold === null) setImmediate(() => this.flushNow());
+      else void hold.then(() => this.flushNow());
     }
     return this.#batch;
   }
@@ -1202,7 +1299,8 @@ export class SqliteBackend implements StoreBackend {
       for (const [id, value] of exact) this.#stmt.exactCounter.run(value, id);
     })();
     this.#closed = true;
-    // The worker's connection goes first, so the last one (ours) checkpoints what is left and removes the WAL.
+    // The workers' connections go first, so the last one (ours) checkpoints what is left and removes the WAL.
+    await this.#reader?.close();
     await this.#checkpointer?.close();
     this.#db.close();
   }
@@ -1212,4 +1310,28 @@ export class SqliteBackend implements StoreBackend {
 function storedRollout(data: string): Rollout {
   const rollout = JSON.parse(data) as Rollout;
   return { ...rollout, failure_reason: rollout.failure_reason ?? null, history: historyTotalsOf(rollout) };
+}
+
+/** The page's rows (`rollout_id, data`, in order): its rowids first, from an index where the order has one. */
+function pageStatement(sql: RolloutPageSql): string {
+  return `SELECT rollout_id, data FROM rollouts WHERE rowid IN (SELECT rowid FROM rollouts ${sql.where} ${sql.orderBy} LIMIT ? OFFSET ?)
+         ${sql.orderBy}`;
+}
+
+/** The page's total as the read thread counts it: a maintained total where there is one (sqlite-schema.ts). */
+function countStatement(sql: RolloutPageSql): { countSql: string; countParams: string[] } {
+  switch (sql.total.kind) {
+    case 'all':
+      return { countSql: "SELECT value FROM store_counts WHERE name = 'rollouts'", countParams: [] };
+    case 'statuses':
+      return {
+        countSql:
+          "SELECT ifnull(sum(value), 0) FROM store_counts WHERE name IN (SELECT 'status:' || value FROM json_each(?))",
+        countParams: [JSON.stringify(sql.total.statuses)],
+      };
+    case 'where':
+      return { countSql: `SELECT count(*) FROM rollouts ${sql.where}`, countParams: [...sql.params] };
+    default:
+      return assertNever(sql.total);
+  }
 }

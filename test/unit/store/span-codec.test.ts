@@ -1,6 +1,7 @@
 // The span codec returns exactly the span it encoded (attributes in order, strings, numbers, odd shapes), over
 // many generated multi-turn rollouts, and stores each value once: logprobs.content costs little more than its
 // tokens, float32 logprobs take 4 bytes, a turn's re-sent history costs only its new part.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../../src/algorithms/rng.js';
 import {
@@ -74,6 +75,7 @@ function rollout(seed: number): Span[] {
   let prompt = Array.from({ length: 50 + Math.floor(random() * 200) }, () => Math.floor(random() * 151_000));
   let history = [{ role: 'system', content: text(random, 400) }];
   const turns = 1 + Math.floor(random() * 5);
+  let order: string[] | null = null;
   for (let t = 0; t < turns; t++) {
     const response = Array.from({ length: 1 + Math.floor(random() * 40) }, () => Math.floor(random() * 151_000));
     const float32 = random() < 0.7;
@@ -126,7 +128,15 @@ function rollout(seed: number): Span[] {
     if (random() < 0.2) entries.push(['__proto__', 'an attribute named __proto__']);
     if (random() < 0.2) entries.push(['odd.strings', ['a', 'b']]);
     const attributes: Record<string, Attributes[string]> = {};
-    for (const [name, value] of shuffled(random, entries)) {
+    // Half the turns keep the names in the previous turn's order (what a gateway writes), so a head can leave
+    // the names out; the others shuffle them.
+    const previous = order;
+    const ordered: Array<[string, Attributes[string]]> =
+      previous !== null && random() < 0.5
+        ? [...entries].sort((a, b) => rank(previous, a[0]) - rank(previous, b[0]))
+        : shuffled(random, entries);
+    order = ordered.map(([name]) => name);
+    for (const [name, value] of ordered) {
       Object.defineProperty(attributes, name, { value, enumerable: true, writable: true, configurable: true });
     }
     attributes['gen_ai.output.messages'] = JSON.stringify([{ role: 'assistant', content: tokens.join('') }]);
@@ -135,6 +145,11 @@ function rollout(seed: number): Span[] {
     prompt = random() < 0.8 ? [...prompt, ...response, 7, 8, 9] : prompt.slice(0, 10);
   }
   return spans;
+}
+
+function rank(order: readonly string[], name: string): number {
+  const at = order.indexOf(name);
+  return at === -1 ? order.length : at;
 }
 
 /** Exact equality: JSON text (key order included) and every number by Object.is (-0, float32 vs float64). */
@@ -258,6 +273,145 @@ describe('span codec', () => {
     roundTrip([
       span({ rolloutId: 'r', attemptId: 'a', seq: 1, attributes: { 'rollgate.response.logprobs': doubles } }),
     ]);
+  });
+
+  it('reads blobs written before attributes could be left to the base and dictionaries cut to a tail', () => {
+    const fixture = JSON.parse(
+      readFileSync(new URL('./fixtures/span-codec-format1.json', import.meta.url), 'utf8'),
+    ) as {
+      cases: Array<{ spans: string[]; blobs: string[]; shared: string | null }>;
+    };
+    expect(fixture.cases.length).toBeGreaterThan(2);
+    for (const { spans, blobs, shared } of fixture.cases) {
+      const dictionary = shared === null ? undefined : Buffer.from(shared, 'base64');
+      let base: SpanBase | undefined;
+      blobs.forEach((text, i) => {
+        const prior = base;
+        const decoded = decodeSpan(Buffer.from(text, 'base64'), { base: () => prior, shared: () => dictionary });
+        expect(JSON.stringify(decoded.span)).toBe(spans[i]);
+        base = spanBaseOf(decoded.span, decoded.head);
+      });
+    }
+  });
+
+  it('leaves out of the head the short attributes equal to the base and names in the base order', () => {
+    const attributes = (seq: number): Attributes => ({
+      'gen_ai.request.model': 'a-model-name-that-repeats',
+      'rollgate.backend': 'http://10.1.2.3:8000/v1/repeated-backend',
+      'rollgate.request_id': `request-${seq}`,
+      'gen_ai.response.finish_reasons': ['stop'],
+      'rollgate.upstream.status_code': 200,
+      prompt_token_ids: [1, 2, 3],
+    });
+    const first = span({ rolloutId: 'r', attemptId: 'a', seq: 1, attributes: attributes(1) });
+    const second = span({ rolloutId: 'r', attemptId: 'a', seq: 2, attributes: attributes(2) });
+    const encoder = new SpanEncoder();
+    const a = encoder.encode(first, { base: null });
+    const b = encoder.encode(second, { base: a.self });
+    const decoded = decodeSpan(b.blob, { base: () => spanBaseOf(first, a.self.head) });
+    expectExact(decoded.span, second);
+    expect(decoded.head).toContain('request-2');
+    for (const repeated of ['a-model-name-that-repeats', 'repeated-backend', 'gen_ai.request.model'])
+      expect(decoded.head).not.toContain(repeated);
+    // A value that changed is stored again, and the names once their order changed.
+    const moved = span({
+      rolloutId: 'r',
+      attemptId: 'a',
+      seq: 3,
+      attributes: { 'rollgate.upstream.status_code': 500, ...attributes(3) },
+    });
+    const c = encoder.encode(
+      { ...moved, attributes: { ...moved.attributes, 'rollgate.upstream.status_code': 500 } },
+      {
+        base: b.self,
+      },
+    );
+    const again = decodeSpan(c.blob, { base: () => spanBaseOf(decoded.span, decoded.head) });
+    expect(again.span.attributes['rollgate.upstream.status_code']).toBe(500);
+    expect(Object.keys(again.span.attributes)).toEqual(Object.keys(moved.attributes));
+    expect(again.head).toContain('gen_ai.request.model');
+  });
+
+  it('reads a NaN or infinite attribute repeated from the base as JSON stores it, as before', () => {
+    const attributes = { 'odd.nan': Number.NaN, 'odd.inf': [1, Number.POSITIVE_INFINITY, 'x'], 'gen_ai.system': 'x' };
+    const encoder = new SpanEncoder();
+    const spans = [1, 2].map((seq) =>
+      span({ rolloutId: 'r', attemptId: 'a', seq, attributes: attributes as unknown as Attributes }),
+    );
+    const first = encoder.encode(spans[0] as Span, { base: null });
+    const second = encoder.encode(spans[1] as Span, { base: first.self });
+    const read = decodeSpan(first.blob, { base: () => undefined });
+    const again = decodeSpan(second.blob, { base: () => spanBaseOf(read.span, read.head) });
+    expect(again.span.attributes).toEqual({ 'odd.nan': null, 'odd.inf': [1, null, 'x'], 'gen_ai.system': 'x' });
+  });
+
+  it('deflates a small head against the tail of a long shared dictionary only', () => {
+    const random = createRng(8).next;
+    const earlier = span({
+      rolloutId: 'r',
+      attemptId: 'a',
+      seq: 1,
+      attributes: { 'gen_ai.system_instructions': text(random, 40_000), 'gen_ai.operation.name': 'chat' },
+    });
+    const encoder = new SpanEncoder();
+    const bytes = dictionaryOf(encoder.encode(earlier, { base: null }).self);
+    expect(bytes.length).toBe(32 * 1024);
+    // Text the whole dictionary would serve from its first half.
+    const repeated = bytes.subarray(2_000, 2_400).toString('utf8');
+    const small = span({ rolloutId: 'q', attemptId: 'b', seq: 1, attributes: { 'gen_ai.input.messages': repeated } });
+    const blob = encoder.encode(small, { base: null, shared: { id: 3, bytes } }).blob;
+    // The dictionary's first half was never read: another first half decodes the same.
+    const other = Buffer.concat([Buffer.alloc(16 * 1024, 0x41), bytes.subarray(16 * 1024)]);
+    expectExact(decodeSpan(blob, { base: () => undefined, shared: () => other }).span, small);
+  });
+
+  it('keeps logprobs.content texts that JSON.stringify would spell otherwise as they came', () => {
+    const entry = (logprob: string, token = '"a"', bytes = '[97]') =>
+      `[{"token":${token},"logprob":${logprob},"bytes":${bytes},"top_logprobs":[]}]`;
+    // More than 16 logprobs are checked together, fewer one by one: both ways see the odd spellings.
+    const many = (logprob: string) =>
+      `[${Array.from({ length: 20 }, (_, i) => entry(i === 13 ? logprob : '-0.25').slice(1, -1)).join(',')}]`;
+    const odd = [
+      many('-1.0'),
+      many('-1,-2'),
+      many('[-1]'),
+      many(' -1'),
+      many('1e999'),
+      entry('-1.0'),
+      entry('-0'),
+      entry('-1E-7'),
+      entry('-0.0000001'),
+      entry(' -1'),
+      entry('-01'),
+      entry('1e999'),
+      entry('"-1"'),
+      entry('[-1]'),
+      entry('-1,-2'),
+      entry('-1', '"\\u0061"'),
+      entry('-1', '"\\/"'),
+      entry('-1', '"a"', '[097]'),
+      entry('-1', '"a"', '[256]'),
+      entry('-1', '"a"', '[ 97]'),
+      `${entry('-1')} `,
+      `[${entry('-1').slice(1, -1)},{"token":"b","logprob":-2,"bytes":[98]}]`,
+    ];
+    const canonical = [
+      many('-1e-7'),
+      entry('-1e-7'),
+      entry('-0.5', '"\\n\\"\\\\\\u0001\\ud83d"', '[10,34,92,1]'),
+      entry('-1', '"😀漢"', '[240,159,152,128,230,188,162]'),
+      entry('-1', '"a"', 'null'),
+      entry('-1', '"a"', '[]'),
+    ];
+    const spans = [...odd, ...canonical].map((content, i) =>
+      span({ rolloutId: 'r', attemptId: 'a', seq: i + 1, attributes: { 'logprobs.content': content } }),
+    );
+    for (const s of spans) roundTrip([s]);
+    // Canonical texts are rebuilt from their parts, odd ones kept: only the odd ones' heads hold the text.
+    for (const [i, s] of spans.entries()) {
+      const { head } = decodeSpan(new SpanEncoder().encode(s, { base: null }).blob, { base: () => undefined });
+      expect(head.includes('"logprobs.content":'), `${i}: ${s.attributes['logprobs.content']}`).toBe(i < odd.length);
+    }
   });
 
   it('refuses to decode a blob whose base is not given', () => {
