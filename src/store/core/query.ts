@@ -155,16 +155,19 @@ export function contains(value: string | null | undefined, needle: string): bool
   return typeof value === 'string' && value.includes(needle);
 }
 
-type SortKey = number | string;
+export type SortKey = number | string;
 
-function sortKey(value: unknown, field: string): SortKey | null {
+// sortKey and compareKeys are self-contained (no reference outside their bodies): the SQLite read thread runs their
+// source text (sqlite-read-worker.ts), so the two orders cannot drift apart.
+
+export function sortKey(value: unknown, field: string): SortKey | null {
   if (value === null || value === undefined) return field.endsWith('_time') ? Number.POSITIVE_INFINITY : null;
   if (typeof value === 'number' || typeof value === 'string') return value;
   if (typeof value === 'boolean') return value ? 1 : 0;
   return JSON.stringify(value);
 }
 
-function compareKeys(a: SortKey | null, b: SortKey | null): number {
+export function compareKeys(a: SortKey | null, b: SortKey | null): number {
   // Non-time nulls take the neutral value of the other side's type ("" for strings, 0 for numbers).
   const left = a ?? (typeof b === 'number' ? 0 : '');
   const right = b ?? (typeof a === 'number' ? 0 : '');

@@ -9,10 +9,11 @@
 // the store's state at the request.
 //
 // Same code for the TypeScript sources (tests) and the build: plain CommonJS run with `eval`, like the checkpoint
-// thread (sqlite-wal-checkpointer.ts). Its sort-key rules are query.ts's (sortKey, compareKeys), restated here as
-// the thread cannot import TypeScript; test/store/sqlite-read-worker.test.ts holds the two to the same order.
+// thread (sqlite-wal-checkpointer.ts). The thread cannot import TypeScript, so query.ts's sort rules (sortKey,
+// compareKeys) reach it as their compiled source text; test/store/sqlite-read-worker.test.ts holds both orders equal.
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { compareKeys, sortKey } from '../core/query.js';
 
 /** A page the store already has as SQL (sqlite-rollout-page.ts). */
 export interface SqlPageRequest {
@@ -55,21 +56,9 @@ const latestAttempts = db.prepare(
   'SELECT rollout_id, data FROM attempts WHERE rollout_id IN (SELECT value FROM json_each(?)) ' +
   'ORDER BY rollout_id, sequence_id, rowid');
 const rowsByRowid = db.prepare('SELECT rowid AS r, data FROM rollouts WHERE rowid IN (SELECT value FROM json_each(?))');
-// query.ts: sortKey and compareKeys.
-function sortKey(value, field) {
-  if (value === null || value === undefined) return field.endsWith('_time') ? Number.POSITIVE_INFINITY : null;
-  if (typeof value === 'number' || typeof value === 'string') return value;
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  return JSON.stringify(value);
-}
-function compareKeys(a, b) {
-  const left = a ?? (typeof b === 'number' ? 0 : '');
-  const right = b ?? (typeof a === 'number' ? 0 : '');
-  if (typeof left === 'number' && typeof right === 'number') return left === right ? 0 : left < right ? -1 : 1;
-  const ls = String(left);
-  const rs = String(right);
-  return ls === rs ? 0 : ls < rs ? -1 : 1;
-}
+// query.ts's sort rules, from their own source text.
+${sortKey.toString()}
+${compareKeys.toString()}
 function withAttempts(ids) {
   const attempts = [];
   // Sequence id order: the last row of each rollout is its latest attempt.
