@@ -10,6 +10,7 @@ import pg from 'pg';
 import { pruneOnce, type RetentionStore } from '../src/store/core/retention.js';
 import type { SpanInput } from '../src/store/core/types.js';
 import { openPostgresStore, type PostgresStore } from '../src/store/postgres/postgres-store.js';
+import { benchSpan } from './store.js';
 
 const N = Number(process.argv.find((arg) => /^\d+$/.test(arg)) ?? 20_000);
 const KEEP = 1_000;
@@ -26,25 +27,13 @@ function pgUrl(): string {
   return url;
 }
 
-function span(rid: string, aid: string, n: number): SpanInput {
-  const id = n.toString(16).padStart(16, '0');
-  return {
-    rollout_id: rid,
-    attempt_id: aid,
-    trace_id: id.padStart(32, '0'),
-    span_id: id,
-    parent_id: null,
-    name: 'openai.chat',
-    status: { status_code: 'OK' },
+/** A call span with a 4.5 KB random prompt (random: the span format would compress a repeated one to nothing). */
+function span(rid: string, aid: string): SpanInput {
+  return benchSpan({
+    rolloutId: rid,
+    attemptId: aid,
     attributes: { 'gen_ai.prompt': randomBytes(4_500).toString('base64') },
-    events: [],
-    links: [],
-    start_time: n,
-    end_time: n + 1,
-    context: null,
-    parent: null,
-    resource: { attributes: {}, schema_url: '' },
-  };
+  });
 }
 
 async function fill(store: PostgresStore): Promise<void> {
@@ -52,7 +41,7 @@ async function fill(store: PostgresStore): Promise<void> {
     await Promise.all(
       Array.from({ length: Math.min(250, N - i) }, async () => {
         const r = await store.startRollout({ input: { task: i } });
-        await store.addManySpans([1, 2, 3].map((n) => span(r.rollout_id, r.attempt.attempt_id, n)));
+        await store.addManySpans([1, 2, 3].map(() => span(r.rollout_id, r.attempt.attempt_id)));
         await store.updateAttempt(r.rollout_id, 'latest', { status: 'succeeded' });
       }),
     );
@@ -74,9 +63,9 @@ async function writeWhile(store: PostgresStore, until: Promise<unknown>): Promis
   await Promise.all(
     Array.from({ length: WRITERS }, async () => {
       const r = await store.startRollout({ input: { writer: true } });
-      for (let n = 1; !done; n++) {
+      while (!done) {
         const started = performance.now();
-        await store.addSpan(span(r.rollout_id, r.attempt.attempt_id, n));
+        await store.addSpan(span(r.rollout_id, r.attempt.attempt_id));
         latencies.push(performance.now() - started);
       }
     }),

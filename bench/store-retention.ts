@@ -16,30 +16,19 @@ import type { SpanInput } from '../src/store/core/types.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 import { startIdleProbe } from './idle-probe-client.js';
 import { runQueueWaitNs } from './run-queue-wait.js';
+import { benchSpan } from './store.js';
 
 const N = Number(process.argv.find((arg) => /^\d+$/.test(arg)) ?? 20_000);
 const ONE_PER_COMMIT = process.argv.includes('--one-per-commit');
 const KEEP = 1_000;
 
-function span(rid: string, aid: string, n: number): SpanInput {
-  const id = n.toString(16).padStart(16, '0');
-  return {
-    rollout_id: rid,
-    attempt_id: aid,
-    trace_id: id.padStart(32, '0'),
-    span_id: id,
-    parent_id: null,
-    name: 'openai.chat',
-    status: { status_code: 'OK' },
+/** A call span with a 4.5 KB random prompt (random: the span format would compress a repeated one to nothing). */
+function span(rid: string, aid: string): SpanInput {
+  return benchSpan({
+    rolloutId: rid,
+    attemptId: aid,
     attributes: { 'gen_ai.prompt': randomBytes(4_500).toString('base64') },
-    events: [],
-    links: [],
-    start_time: n,
-    end_time: n + 1,
-    context: null,
-    parent: null,
-    resource: { attributes: {}, schema_url: '' },
-  };
+  });
 }
 
 function walBytes(path: string): number {
@@ -63,7 +52,7 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: Math.min(500, N - i) }, async () => {
         const r = await store.startRollout({ input: { task: i } });
-        await store.addManySpans([1, 2, 3].map((n) => span(r.rollout_id, r.attempt.attempt_id, n)));
+        await store.addManySpans([1, 2, 3].map(() => span(r.rollout_id, r.attempt.attempt_id)));
         await store.updateAttempt(r.rollout_id, 'latest', { status: 'succeeded' });
       }),
     );
