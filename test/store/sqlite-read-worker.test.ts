@@ -3,9 +3,9 @@
 // read sees every write acknowledged before it.
 import { afterEach, expect, it, vi } from 'vitest';
 import { CoreStore } from '../../src/store/core/core-store.js';
-import { ROLLOUT_FIELDS, rolloutMatcher, sortAndPage, validatePage } from '../../src/store/core/query.js';
 import type { JsonObject, JsonValue, Rollout, RolloutQuery } from '../../src/store/core/types.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
+import { expectPageAsInProcess } from '../helpers/rollout-page-oracle.js';
 import { tempFilePath } from '../helpers/temp-path.js';
 
 const opened: CoreStore[] = [];
@@ -82,15 +82,7 @@ it('answers every page off the loop exactly as the in-process query, JSON-valued
         ]) {
           const query: RolloutQuery = { ...filter, ...paging, sort_order: sortOrder };
           if (sortBy !== undefined) query.sort_by = sortBy;
-          const got = await store.queryRollouts(query);
-          const expected = sortAndPage(
-            all.filter(rolloutMatcher(query, query.filter_logic ?? 'and')),
-            validatePage(query, { allowedSortFields: ROLLOUT_FIELDS }),
-          );
-          expect({ ids: got.items.map((r) => r.rollout_id), total: got.total }, JSON.stringify(query)).toEqual({
-            ids: expected.items.map((r) => r.rollout_id),
-            total: expected.total,
-          });
+          const got = await expectPageAsInProcess({ store, all, query });
           // Whole rollouts, with their latest attempts, as a lookup by id gives them.
           for (const item of got.items) expect(item).toEqual(await store.getRolloutById(item.rollout_id));
           compared++;
