@@ -20,7 +20,7 @@ import {
 import type { Span } from '../src/store/core/types.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 import { SqliteBackend } from '../src/store/sqlite/sqlite-backend.js';
-import { rolloutCalls } from '../test/helpers/rl-rollout-shape.js';
+import { answerAttributes, rolloutCalls } from '../test/helpers/rl-rollout-shape.js';
 import { benchSpan } from './store.js';
 
 const ROLLOUTS = Number(process.argv[2] ?? 100);
@@ -55,16 +55,7 @@ function smallCall(rolloutId: string, seed: number): Span {
         'rollgate.backend': 'http://127.0.0.1:8000/v1',
         'rollgate.token_ids.status': 'ok',
         'gen_ai.response.id': `chatcmpl-${seed}`,
-        'gen_ai.response.finish_reasons': ['stop'],
-        prompt_token_ids: prompt,
-        response_token_ids: response,
-        'rollgate.response.logprobs': logprobs,
-        'logprobs.content': JSON.stringify(content),
-        'gen_ai.usage.input_tokens': prompt.length,
-        'gen_ai.usage.output_tokens': response.length,
-        'gen_ai.output.messages': JSON.stringify([
-          { role: 'assistant', parts: [{ type: 'text', content: tokens.join('') }], finish_reason: 'stop' },
-        ]),
+        ...answerAttributes({ prompt, response, logprobs, content, text: tokens.join(''), finishReason: 'stop' }),
       },
     }),
     1,
@@ -120,16 +111,7 @@ function gatewayCall(options: { rolloutId: string; attemptId: string; seed: numb
         'rollgate.token_ids.status': 'ok',
         'gen_ai.response.id': `chatcmpl-${requestId}`,
         'gen_ai.response.model': 'mock-model',
-        'gen_ai.response.finish_reasons': ['length'],
-        prompt_token_ids: prompt,
-        response_token_ids: response,
-        'rollgate.response.logprobs': logprobs,
-        'logprobs.content': JSON.stringify(content),
-        'gen_ai.usage.input_tokens': prompt.length,
-        'gen_ai.usage.output_tokens': response.length,
-        'gen_ai.output.messages': JSON.stringify([
-          { role: 'assistant', parts: [{ type: 'text', content: text }], finish_reason: 'length' },
-        ]),
+        ...answerAttributes({ prompt, response, logprobs, content, text, finishReason: 'length' }),
       },
     }),
     seed + 1,

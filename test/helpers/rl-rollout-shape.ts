@@ -59,6 +59,33 @@ interface Turn {
 }
 
 /** The attributes of the 4 calls of one rollout, as the gateway records them. */
+/**
+ * The answer half of a recorded chat call's attributes, as the gateway writes them: finish reason, prompt and
+ * response ids, logprobs and the engine's `logprobs.content`, usage, the output message.
+ */
+export function answerAttributes(options: {
+  prompt: number[];
+  response: number[];
+  logprobs: number[];
+  content: unknown[];
+  text: string;
+  finishReason: string;
+}): Attributes {
+  const { prompt, response, logprobs, content, text, finishReason } = options;
+  return {
+    'gen_ai.response.finish_reasons': [finishReason],
+    prompt_token_ids: prompt,
+    response_token_ids: response,
+    'rollgate.response.logprobs': logprobs,
+    'logprobs.content': JSON.stringify(content),
+    'gen_ai.usage.input_tokens': prompt.length,
+    'gen_ai.usage.output_tokens': response.length,
+    'gen_ai.output.messages': JSON.stringify([
+      { role: 'assistant', parts: [{ type: 'text', content: text }], finish_reason: finishReason },
+    ]),
+  };
+}
+
 export function rolloutCalls(rolloutId: string, attemptId: string, seed: number): Attributes[] {
   const random = createRng(seed).next;
   const calls: Attributes[] = [];
@@ -93,16 +120,7 @@ export function rolloutCalls(rolloutId: string, attemptId: string, seed: number)
       'rollgate.logprobs.mode': 'raw',
       'rollgate.token_ids.status': 'ok',
       'gen_ai.response.id': `chatcmpl-${rolloutId}-${call}`,
-      'gen_ai.response.finish_reasons': ['stop'],
-      prompt_token_ids: prompt,
-      response_token_ids: response,
-      'rollgate.response.logprobs': logprobs,
-      'logprobs.content': JSON.stringify(content),
-      'gen_ai.usage.input_tokens': prompt.length,
-      'gen_ai.usage.output_tokens': RESPONSE_IDS,
-      'gen_ai.output.messages': JSON.stringify([
-        { role: 'assistant', parts: [{ type: 'text', content: answer }], finish_reason: 'stop' },
-      ]),
+      ...answerAttributes({ prompt, response, logprobs, content, text: answer, finishReason: 'stop' }),
     });
     history.push(
       { role: 'assistant', parts: [{ type: 'text', content: answer }] },

@@ -38,6 +38,7 @@ import type { Attributes, AttributeValue, Span } from '../core/types.js';
 import { type CompactLogprobs, compactLogprobs, type FloatWidth, widthOf } from './logprobs-content.js';
 import { packIntArrays, unpackIntArrays } from './span-int-arrays.js';
 import { contextPrefixLength, isInt32Array, type TokenContext } from './token-ids-varint-codec.js';
+import { readVarint, varintLength, writeVarint } from './varint.js';
 
 /** What a later span of the same attempt may refer to: this span's token context, long strings and head. */
 export interface SpanBase extends TokenContext {
@@ -288,35 +289,6 @@ function responseOf(attributes: Attributes): readonly number[] {
   return isInt32Array(response) ? response : [];
 }
 
-function varintLength(value: number): number {
-  let n = 1;
-  for (let v = value; v >= 0x80; v = Math.floor(v / 0x80)) n++;
-  return n;
-}
-
-function writeVarint(out: Buffer, start: number, value: number): number {
-  let at = start;
-  let v = value;
-  while (v >= 0x80) {
-    out[at++] = (v % 0x80) | 0x80;
-    v = Math.floor(v / 0x80);
-  }
-  out[at++] = v;
-  return at;
-}
-
-function readVarint(buf: Uint8Array, state: { at: number }): number {
-  let result = 0;
-  let scale = 1;
-  for (;;) {
-    if (state.at >= buf.length) throw new Error('truncated span blob');
-    const byte = buf[state.at++]!;
-    result += (byte & 0x7f) * scale;
-    if (byte < 0x80) return result;
-    scale *= 0x80;
-  }
-}
-
 // Typed arrays copy floats in one go, in the platform's byte order: the format's little-endian order on every
 // host rollgate runs on; a big-endian host writes and reads value by value.
 const LITTLE_ENDIAN = endianness() === 'LE';
@@ -491,7 +463,7 @@ export function isSpanBlob(blob: Uint8Array): boolean {
 /** The id of the shared dictionary a blob was deflated with, or null (to fetch dictionaries before decoding). */
 export function sharedDictionaryId(blob: Uint8Array): number | null {
   if (!isSpanBlob(blob) || (blob[1]! & FLAG_SHARED) === 0) return null;
-  return readVarint(blob, { at: 2 });
+  return readVarint(blob, { at: 2 }, 'span blob');
 }
 
 /** The span of an encoded blob, and its head (for spanBaseOf when a later span refers to it). */
@@ -506,21 +478,21 @@ export function decodeSpan(blob: Uint8Array, context: DecodeContext): { span: Sp
   const flags = blob[1]!;
   let dictionary: Buffer | null = null;
   let sharedId: number | null = null;
-  if ((flags & FLAG_SHARED) !== 0) sharedId = readVarint(blob, state);
-  const tail = (flags & FLAG_TAIL) !== 0 ? readVarint(blob, state) : DICTIONARY_BYTES;
+  if ((flags & FLAG_SHARED) !== 0) sharedId = readVarint(blob, state, 'span blob');
+  const tail = (flags & FLAG_TAIL) !== 0 ? readVarint(blob, state, 'span blob') : DICTIONARY_BYTES;
   if ((flags & FLAG_BASE) !== 0) dictionary = dictionaryOf(needBase(), tail);
   else if (sharedId !== null) {
     dictionary = context.shared?.(sharedId) ?? null;
     if (dictionary === null) throw new Error(`the span refers to shared dictionary ${sharedId}, which is missing`);
     if (tail < dictionary.length) dictionary = dictionary.subarray(dictionary.length - tail);
   }
-  const headLength = readVarint(blob, state);
+  const headLength = readVarint(blob, state, 'span blob');
   const deflated = blob.subarray(state.at, state.at + headLength);
   state.at += headLength;
   const inflated = dictionary === null ? inflateRawSync(deflated) : inflateRawSync(deflated, { dictionary });
   const headText = inflated.toString('utf8');
   const head = JSON.parse(headText) as Head;
-  const idsLength = readVarint(blob, state);
+  const idsLength = readVarint(blob, state, 'span blob');
   const ids = idsLength > 0 ? unpackIntArrays(blob.subarray(state.at, state.at + idsLength), needBase) : null;
   state.at += idsLength;
   const view = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);

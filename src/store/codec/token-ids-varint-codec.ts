@@ -5,6 +5,7 @@
 //   count x zigzag varint
 // The span the prefix refers to is named by the row's `base_id` column, never inside the BLOB.
 import type { Attributes, AttributeValue } from '../core/types.js';
+import { readVarint, writeVarint } from './varint.js';
 
 /** The tokens a prefix reference is cut from: the base span's prompt ids followed by its response ids. */
 export interface TokenContext {
@@ -107,17 +108,6 @@ export class VarintPacker {
   }
 }
 
-function writeVarint(out: Buffer, start: number, value: number): number {
-  let at = start;
-  let v = value;
-  while (v >= 0x80) {
-    out[at++] = (v % 0x80) | 0x80;
-    v = Math.floor(v / 0x80);
-  }
-  out[at++] = v;
-  return at;
-}
-
 /**
  * Restores packed arrays as number[] into `attributes` (mutated and returned). `base` supplies the context of
  * the row's base span when an attribute carries a prefix reference; it throws if none is given.
@@ -129,28 +119,17 @@ export function unpackVarintArrays(
 ): Attributes {
   const buf = packed;
   const end = buf.length;
-  let at = 0;
-  const readVarint = (): number => {
-    let result = 0;
-    let scale = 1;
-    for (;;) {
-      if (at >= end) throw new Error('truncated token id BLOB');
-      const byte = buf[at++]!;
-      result += (byte & 0x7f) * scale;
-      if (byte < 0x80) return result;
-      scale *= 0x80;
-    }
-  };
-  while (at < end) {
-    const nameLength = readVarint();
-    const name = Buffer.from(buf.buffer, buf.byteOffset + at, nameLength).toString('utf8');
-    at += nameLength;
-    const header = readVarint();
+  const state = { at: 0 };
+  while (state.at < end) {
+    const nameLength = readVarint(buf, state, 'token id BLOB');
+    const name = Buffer.from(buf.buffer, buf.byteOffset + state.at, nameLength).toString('utf8');
+    state.at += nameLength;
+    const header = readVarint(buf, state, 'token id BLOB');
     const count = Math.floor(header / 2);
     let values: number[];
     let i = 0;
     if (header % 2 === 1) {
-      const length = readVarint();
+      const length = readVarint(buf, state, 'token id BLOB');
       const context = base();
       if (context === undefined || context.prompt.length + context.response.length < length) {
         throw new Error(`token id prefix of '${name}' refers to a span that is missing`);
@@ -164,6 +143,7 @@ export function unpackVarintArrays(
       values = new Array<number>(count);
     }
     const stop = i + count;
+    let at = state.at;
     for (; i < stop; i++) {
       let z = 0;
       let shift = 0;
@@ -176,6 +156,7 @@ export function unpackVarintArrays(
       } while (byte >= 0x80);
       values[i] = (z >>> 1) ^ -(z & 1);
     }
+    state.at = at;
     attributes[name] = values;
   }
   return attributes;
