@@ -11,12 +11,14 @@ interface Args {
   readonly fastUrl: string;
   readonly slowUrl: string;
   readonly storePath: string;
+  /** The default store (SQLite), or memory to tell what the SQLite store adds. */
+  readonly storeKind?: 'sqlite' | 'memory';
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const config = configSchema.parse({
   server: { host: '127.0.0.1', port: 0, bodyLimitBytes: 64 * 1024 * 1024 },
-  store: { kind: 'sqlite', path: args.storePath },
+  store: args.storeKind === 'memory' ? { kind: 'memory' } : { kind: 'sqlite', path: args.storePath },
   logging: { level: 'warn' },
   models: [
     { name: 'mock-model', backends: [{ url: args.fastUrl }] },

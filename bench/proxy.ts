@@ -13,7 +13,13 @@
 // same gateway process also serves it as `raw-model` (`agentView: 'raw'`, nothing cut), measured in the same rounds;
 // a last table gives the agent view's cost as a ratio to that raw relay.
 //
-// Env: BENCH_SECONDS (per cell, default 2), BENCH_WARMUP_SECONDS (0.3), BENCH_STREAMS (RSS phase, 256; 0 skips
+// Recorded calls go to rollouts of BENCH_CALLS_PER_ROLLOUT calls (16; each connection is an agent starting a new
+// rollout after that many, as RL episodes do; 0: one rollout for the whole run). A second gateway process on the
+// memory store runs as `gateway (recording on, memory store)`: what the SQLite store adds, in CPU and in event-loop
+// delay, is the difference between the two.
+//
+// Env: BENCH_SECONDS (per cell, default 2), BENCH_WARMUP_SECONDS (0.3, before each cell), BENCH_WARM_SECONDS (1.5,
+// per target and scenario before round 1: the JIT's compiling is not measured), BENCH_STREAMS (RSS phase, 256; 0 skips
 // it), BENCH_SCENARIOS (comma-separated name prefixes, e.g. "small,100"), BENCH_CONNECTIONS (e.g. "64"),
 // BENCH_PROFILE_DIR (the gateway writes a CPU profile there), BENCH_TARGETS (comma-separated name prefixes; the floor always runs), BENCH_ROUNDS (default 3): every cell is measured once per round, targets taking turns within a round, and the
 // table shows each number's median over the rounds, so a burst of noise on a shared machine moves one sample of
@@ -38,6 +44,14 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const TARGET_FILTER = process.env.BENCH_TARGETS?.split(',').filter((name) => name !== '') ?? [];
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
+/**
+ * Recorded calls per rollout: each connection is one agent that starts a new rollout after this many calls, as an
+ * RL run's episodes do. 0 sends every call of the run to one rollout (the shape before: one rollout of ~10^5 spans,
+ * whose per-rollout state then dominates).
+ */
+/** Unmeasured load per target and scenario before the first round, so no round measures the JIT compiling. */
+const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 1.5);
+const CALLS_PER_ROLLOUT = Number(process.env.BENCH_CALLS_PER_ROLLOUT ?? 16);
 /** Streams that must be open (first chunk received) before RSS is read. */
 const RSS_READY_FRACTION = 0.9;
 const PROXY_CORE = '0';
@@ -48,6 +62,7 @@ const GATEWAY_ON = 'gateway (recording on)';
 const FLOOR = 'bare node:http pipe';
 const GATEWAY_ON_RAW = "gateway (recording on, agentView 'raw')";
 const GATEWAY_BEFORE = 'gateway before (recording on)';
+const GATEWAY_MEMORY = 'gateway (recording on, memory store)';
 const AGENT_VIEW_SCENARIO = "16-chunk stream (agent's own body)";
 const TSX = ['--import', 'tsx'];
 
@@ -59,13 +74,15 @@ interface Target {
   readonly slowModel: string;
   /** Sent as the body's `model` instead of the scenario's (a pool of the same backend with other settings). */
   readonly model?: string;
+  /** Attributed calls: `base` is the origin, each call goes to `/rollout/<id>/attempt/a1` (CALLS_PER_ROLLOUT). */
+  readonly recorded?: boolean;
   readonly pid: number | null;
   cpuMs(): Promise<number>;
   rssBytes(): Promise<number>;
   /** Starts a new event-loop delay window (Node targets only). */
   resetLoopDelay(): Promise<void>;
   /** The event-loop delay since the last reset, in ms; null for targets that are not Node processes. */
-  loopDelayMs(): Promise<{ max: number; p99: number } | null>;
+  loopDelayMs(): Promise<{ max: number; p99: number; gcMax: number } | null>;
 }
 
 interface Scenario {
@@ -87,6 +104,7 @@ interface Cell {
   cpuMsPerReq: number | null;
   loopDelayMaxMs: number | null;
   loopDelayP99Ms: number | null;
+  gcPauseMaxMs: number | null;
   errors: number;
 }
 
@@ -195,8 +213,8 @@ function nodeTarget(child: ChildProcess, name: string, base: string, slowModel: 
       await ask<string>(child, 'reset');
     },
     loopDelayMs: async () => {
-      const { loopDelayMaxMs, loopDelayP99Ms } = await stats();
-      return { max: loopDelayMaxMs, p99: loopDelayP99Ms };
+      const { loopDelayMaxMs, loopDelayP99Ms, gcPauseMaxMs } = await stats();
+      return { max: loopDelayMaxMs, p99: loopDelayP99Ms, gcMax: gcPauseMaxMs };
     },
   };
 }
@@ -206,13 +224,22 @@ const NOT_NODE = { resetLoopDelay: async () => {}, loopDelayMs: async () => null
 async function startGateway(
   fastUrl: string,
   slowUrl: string,
-  root: string = ROOT,
+  options: { readonly root?: string; readonly storeKind?: 'sqlite' | 'memory' } = {},
 ): Promise<{ child: ChildProcess; target: Target; on: Target; onRaw: Target; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'rollgate-bench-store-'));
   const storePath = join(dir, 'rollgate.db');
-  const { child, ready } = startNodeProxy('bench/proxy-gateway.ts', { fastUrl, slowUrl, storePath }, root);
+  const storeKind = options.storeKind ?? 'sqlite';
+  const { child, ready } = startNodeProxy(
+    'bench/proxy-gateway.ts',
+    { fastUrl, slowUrl, storePath, storeKind },
+    options.root,
+  );
   const url = await ready;
-  const on = nodeTarget(child, GATEWAY_ON, `${url}/rollout/bench/attempt/a1`, 'slow-model');
+  const on: Target = {
+    ...nodeTarget(child, GATEWAY_ON, url, 'slow-model'),
+    recorded: true,
+    slowPrefix: `${url}/rollout/bench-rss/attempt/a1`,
+  };
   return {
     child,
     dir,
@@ -381,22 +408,24 @@ async function load(
   target: Target,
   scenario: Scenario,
   connections: number,
+  seconds: number = SECONDS,
 ): Promise<Omit<Cell, 'scenario' | 'connections' | 'target'>> {
   const url = new URL(target.base);
   const pool = new Pool(url.origin, { connections, pipelining: 1 });
   const path = url.pathname.replace(/\/$/, '') + scenario.path;
   const body =
     target.model === undefined ? scenario.body : JSON.stringify({ ...JSON.parse(scenario.body), model: target.model });
+  const cell = `${target.name.replace(/\W+/g, '')}-${scenario.name.replace(/\W+/g, '')}-${connections}-${++cellRuns}`;
   const latencies: number[] = [];
   const ttfbs: number[] = [];
   let errors = 0;
   let measuring = false;
   let stop = false;
-  const one = async (): Promise<void> => {
+  const one = async (agent: Agent): Promise<void> => {
     const start = performance.now();
     let first = 0;
     const response = await pool.request({
-      path,
+      path: target.recorded === true ? recordedPath(cell, agent, scenario.path) : path,
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body,
@@ -409,8 +438,9 @@ async function load(
       if (scenario.stream) ttfbs.push(first - start);
     }
   };
-  const worker = async () => {
-    while (!stop) await one().catch(() => errors++);
+  const worker = async (_: unknown, index: number) => {
+    const agent: Agent = { calls: 0, index };
+    while (!stop) await one(agent).catch(() => errors++);
   };
   const workers = Array.from({ length: connections }, worker);
   await new Promise((resolve) => setTimeout(resolve, WARMUP_SECONDS * 1000));
@@ -418,7 +448,7 @@ async function load(
   const cpuBefore = await target.cpuMs();
   measuring = true;
   const started = performance.now();
-  await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   measuring = false;
   const elapsed = (performance.now() - started) / 1000;
   const count = latencies.length;
@@ -438,8 +468,25 @@ async function load(
     cpuMsPerReq: target.pid === null || count === 0 ? null : (cpuAfter - cpuBefore) / count,
     loopDelayMaxMs: loopDelay?.max ?? null,
     loopDelayP99Ms: loopDelay?.p99 ?? null,
+    gcPauseMaxMs: loopDelay?.gcMax ?? null,
     errors,
   };
+}
+
+let cellRuns = 0;
+
+/** One load-generator connection: the agent whose calls make up its rollouts. */
+interface Agent {
+  readonly index: number;
+  calls: number;
+}
+
+/** The attributed path of an agent's next call: a new rollout every CALLS_PER_ROLLOUT calls (0: one rollout). */
+function recordedPath(cell: string, agent: Agent, apiPath: string): string {
+  const rollout =
+    CALLS_PER_ROLLOUT === 0 ? 'bench' : `${cell}-${agent.index}-${Math.floor(agent.calls / CALLS_PER_ROLLOUT)}`;
+  agent.calls++;
+  return `/rollout/${rollout}/attempt/a1${apiPath}`;
 }
 
 /** Extra RSS of the proxy per stream held open (slow stand-in: 20 ms between tokens). */
@@ -525,6 +572,7 @@ function medianCell(runs: readonly Cell[]): Cell {
       ? Math.max(...runs.map((c) => c.loopDelayMaxMs ?? 0))
       : null,
     loopDelayP99Ms: of((c) => c.loopDelayP99Ms),
+    gcPauseMaxMs: runs.some((c) => c.gcPauseMaxMs !== null) ? Math.max(...runs.map((c) => c.gcPauseMaxMs ?? 0)) : null,
     errors: runs.reduce((sum, c) => sum + c.errors, 0),
   };
 }
@@ -543,12 +591,15 @@ async function main(): Promise<void> {
   const fast = await startMock(['--tokens-per-chunk', '1']);
   const slow = await startMock(['--inter-token-ms', '20']);
   const gateway = await startGateway(fast.url, slow.url);
-  const before = BEFORE_ROOT === undefined ? null : await startGateway(fast.url, slow.url, BEFORE_ROOT);
+  // The same gateway on the memory store: the loop delay and CPU the SQLite store adds are the difference.
+  const memory = await startGateway(fast.url, slow.url, { storeKind: 'memory' });
+  const before = BEFORE_ROOT === undefined ? null : await startGateway(fast.url, slow.url, { root: BEFORE_ROOT });
   const floor = await startFloor(fast.url);
   const nginx = await startNginx(fast.url, slow.url);
   const targets: Target[] = [directTarget(fast.url, slow.url)];
   if (nginx !== null) targets.push(nginx.target);
   for (const target of [floor.target, gateway.target, gateway.on, gateway.onRaw]) targets.push(target);
+  targets.push({ ...memory.on, name: GATEWAY_MEMORY, slowPrefix: '' });
   if (before !== null) targets.push({ ...before.on, name: GATEWAY_BEFORE });
   const measured = targets.filter(
     (target) =>
@@ -566,6 +617,12 @@ async function main(): Promise<void> {
     const chosen = scenarios().filter(
       (scenario) => SCENARIO_FILTER.length === 0 || SCENARIO_FILTER.some((name) => scenario.name.startsWith(name)),
     );
+    // A gateway's first seconds under load are spent compiling its hot paths; round 1 would measure that.
+    if (WARM_SECONDS > 0) {
+      for (const scenario of chosen) {
+        for (const target of measured) await load(target, scenario, Math.max(...CONNECTIONS), WARM_SECONDS);
+      }
+    }
     const samples = new Map<string, Cell[]>();
     for (let round = 1; round <= ROUNDS; round++) {
       for (const scenario of chosen) {
@@ -607,13 +664,13 @@ async function main(): Promise<void> {
     }
     lines.push('');
     lines.push(
-      `Against the floor (${FLOOR}), same rounds: the gateway with recording on, CPU per request as a ratio, stream TTFB p99 as a difference, event-loop delay beside the floor's.`,
+      `Against the floor (${FLOOR}), same rounds: the gateway with recording on, CPU per request as a ratio, stream TTFB p99 as a difference, event-loop delay beside the floor's and beside the same gateway's on the memory store (what the SQLite store adds is the difference).`,
     );
     lines.push('');
     lines.push(
-      '| scenario | conns | floor CPU ms/req | gateway CPU ms/req | CPU vs floor | TTFB p99 - floor ms | loop delay max ms (floor) | loop delay max ms (gateway) |',
+      '| scenario | conns | floor CPU ms/req | gateway CPU ms/req | CPU vs floor | memory store CPU ms/req | TTFB p99 - floor ms | loop delay max ms (floor) | loop delay max ms (gateway) | GC pause max ms (gateway) | loop delay max ms (memory store) |',
     );
-    lines.push('|---|---|---|---|---|---|---|---|');
+    lines.push('|---|---|---|---|---|---|---|---|---|---|---|');
     for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
       const floorCell = cells.find(
         (c) => c.target === FLOOR && c.scenario === cell.scenario && c.connections === cell.connections,
@@ -622,8 +679,11 @@ async function main(): Promise<void> {
         cell.ttfbP99 === null || floorCell?.ttfbP99 === null || floorCell === undefined
           ? null
           : cell.ttfbP99 - floorCell.ttfbP99;
+      const memoryCell = cells.find(
+        (c) => c.target === GATEWAY_MEMORY && c.scenario === cell.scenario && c.connections === cell.connections,
+      );
       lines.push(
-        `| ${cell.scenario} | ${cell.connections} | ${fmt(floorCell?.cpuMsPerReq ?? null, 3)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${fmt(ttfbDelta)} | ${fmt(floorCell?.loopDelayMaxMs ?? null, 1)} | ${fmt(cell.loopDelayMaxMs, 1)} |`,
+        `| ${cell.scenario} | ${cell.connections} | ${fmt(floorCell?.cpuMsPerReq ?? null, 3)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${fmt(memoryCell?.cpuMsPerReq ?? null, 3)} | ${fmt(ttfbDelta)} | ${fmt(floorCell?.loopDelayMaxMs ?? null, 1)} | ${fmt(cell.loopDelayMaxMs, 1)} | ${fmt(cell.gcPauseMaxMs, 1)} | ${fmt(memoryCell?.loopDelayMaxMs ?? null, 1)} |`,
       );
     }
     lines.push('');
@@ -675,7 +735,7 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
-    for (const child of [gateway.child, floor.child, ...(before === null ? [] : [before.child])]) {
+    for (const child of [gateway.child, memory.child, floor.child, ...(before === null ? [] : [before.child])]) {
       child.send('close');
       await new Promise((resolve) => child.once('exit', resolve));
     }
@@ -684,6 +744,7 @@ async function main(): Promise<void> {
       rmSync(nginx.dir, { recursive: true, force: true });
     }
     rmSync(gateway.dir, { recursive: true, force: true });
+    rmSync(memory.dir, { recursive: true, force: true });
     if (before !== null) rmSync(before.dir, { recursive: true, force: true });
     fast.child.kill('SIGTERM');
     slow.child.kill('SIGTERM');
