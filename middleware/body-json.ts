@@ -6,6 +6,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { GatewayError } from '../src/errors.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../src/json-depth.js';
 import type { AppEnv } from './env.js';
+import { readRequestBody } from './read-body.js';
 
 export type JsonBodyEnv = {
   Variables: AppEnv['Variables'] & {
@@ -24,7 +25,7 @@ export function assertJsonDepth(value: unknown): void {
 
 export function bodyJson(): MiddlewareHandler<JsonBodyEnv> {
   return async function bodyJsonMiddleware(c, next) {
-    const bytes = Buffer.from(await c.req.arrayBuffer());
+    const bytes = await readRequestBody(c);
     let parsed: unknown = {};
     if (bytes.length > 0) {
       try {

@@ -37,6 +37,8 @@ describe('RepeatedJson', () => {
       [{ a: 2, b: 1 }],
       [{ a: '1' }],
       [{ a: 1 }],
+      // More keys than a remembered value, and fewer: its first keys alike are not enough.
+      [{ a: 1, z: 1 }],
       [{ a: [1] }],
       [{ a: { 0: 1 } }],
       [{ at: {} }],
