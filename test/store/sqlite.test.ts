@@ -158,6 +158,30 @@ describe('SqliteStore storage', () => {
     }
   });
 
+  it("reading one rollout commits what is pending for it, not other rollouts' writes of the tick", async () => {
+    const path = join(root, 'point-read.db');
+    const store = new SqliteStore({ path });
+    const a = await store.startRollout({ input: 1 });
+    const b = await store.startRollout({ input: 2 });
+    const reader = new BetterSqlite3(path, { readonly: true });
+    try {
+      const count = () => (reader.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n;
+      const other = store.addSpan(makeSpan(b.rollout_id, b.attempt.attempt_id));
+      const read = store.getRolloutById(a.rollout_id);
+      // B's span still waits for the tick's one commit: the read of A did not split it off.
+      expect(count()).toBe(0);
+      const own = store.addSpan(makeSpan(a.rollout_id, a.attempt.attempt_id));
+      const reread = store.getLatestAttempt(a.rollout_id);
+      // A pending write of the rollout read is committed before the read, with the rest of its batch.
+      expect(count()).toBe(2);
+      await Promise.all([other, read, own, reread]);
+      expect((await reread)?.last_heartbeat_time).not.toBeNull();
+    } finally {
+      reader.close();
+      await store.close();
+    }
+  });
+
   it('hands out sequence ids from reserved blocks: exact after a clean close, never reused', async () => {
     const path = join(root, 'sequence.db');
     const store = new SqliteStore({ path });

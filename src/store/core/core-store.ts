@@ -334,13 +334,15 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async getRolloutById(rolloutId: string): Promise<Rollout | AttemptedRollout | null> {
-    this.#settle();
+    // Only what is pending for this rollout must commit first: the gateway reads a rollout on each new one's first
+    // call, and committing every other caller's pending writes then split the group commit (a commit per new rollout).
+    this.#settle({ rolloutIds: [rolloutId] });
     const rollout = this.backend.getRollout(rolloutId);
     return rollout === undefined ? null : clone(this.#withLatestAttempt(rollout));
   }
 
   async getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
-    this.#settle();
+    this.#settle({ rolloutIds: [rolloutId] });
     const attempt = this.backend.getLatestAttempt(rolloutId);
     return attempt === undefined ? null : clone(attempt);
   }
