@@ -44,13 +44,13 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const TARGET_FILTER = process.env.BENCH_TARGETS?.split(',').filter((name) => name !== '') ?? [];
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
+/** Unmeasured load per target and scenario before the first round, so no round measures the JIT compiling. */
+const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 1.5);
 /**
  * Recorded calls per rollout: each connection is one agent that starts a new rollout after this many calls, as an
  * RL run's episodes do. 0 sends every call of the run to one rollout (the shape before: one rollout of ~10^5 spans,
  * whose per-rollout state then dominates).
  */
-/** Unmeasured load per target and scenario before the first round, so no round measures the JIT compiling. */
-const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 1.5);
 const CALLS_PER_ROLLOUT = Number(process.env.BENCH_CALLS_PER_ROLLOUT ?? 16);
 /** Streams that must be open (first chunk received) before RSS is read. */
 const RSS_READY_FRACTION = 0.9;
