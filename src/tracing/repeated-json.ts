@@ -21,7 +21,6 @@ type Shape =
   | { readonly kind: 'other' };
 
 interface Entry {
-  readonly value: readonly unknown[];
   readonly shape: Shape;
   readonly json: string;
 }
@@ -80,19 +79,15 @@ export class RepeatedJson {
   readonly #entries: Entry[] = [];
 
   /**
-   * `JSON.stringify(value)`, reusing the text of an equal value seen before. Values are compared as they are now,
-   * so a remembered value must not change afterwards (call bodies are parsed per call and never mutated); the very
-   * same array passed again is serialised again, since it is the one object that could have been changed meanwhile.
+   * `JSON.stringify(value)`, reusing the text of an equal value seen before. A value is compared with the shape its
+   * predecessor had when it was remembered, so a remembered object changed afterwards (or the very same array passed
+   * again after a change) is simply not equal, and no parsed body is kept alive.
    */
   stringify(value: readonly unknown[]): string {
     const entries = this.#entries;
     for (let i = entries.length - 1; i >= 0; i--) {
       const entry = entries[i] as Entry;
-      if (entry.value === value) {
-        entries.splice(i, 1);
-        break;
-      }
-      if (entry.value.length !== value.length || !matches(value, entry.shape)) continue;
+      if (!matches(value, entry.shape)) continue;
       if (i !== entries.length - 1) {
         entries.splice(i, 1);
         entries.push(entry);
@@ -101,7 +96,7 @@ export class RepeatedJson {
     }
     const json = JSON.stringify(value);
     if (entries.length >= MAX_ENTRIES) entries.shift();
-    entries.push({ value, shape: shapeOf(value), json });
+    entries.push({ shape: shapeOf(value), json });
     return json;
   }
 }

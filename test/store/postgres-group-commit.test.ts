@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SpanInput } from '../../src/store/core/types.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { numberedSpan } from '../helpers/numbered-span.js';
+import { countTransactions } from '../helpers/pg-transactions.js';
 
 const PG_URL = process.env.ROLLGATE_TEST_PG_URL;
 const CALLS = 60;
@@ -19,7 +20,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-/** A store on a fresh schema whose `table` notes every transaction that writes it in `writes`. */
+/** A store on a fresh schema, with a count of the transactions that insert into `table`. */
 async function countedStore(
   table: string,
 ): Promise<{ store: PostgresStore; schema: string; transactions(): Promise<number> }> {
@@ -32,22 +33,11 @@ async function countedStore(
   });
   const store = await openPostgresStore({ url: PG_URL as string, schema, poolSize: 10 });
   cleanups.unshift(() => store.close());
-  await admin.query(`SET search_path TO "${schema}"`);
-  await admin.query('CREATE TABLE writes (xid bigint NOT NULL)');
-  await admin.query(
-    `CREATE FUNCTION note_write() RETURNS trigger LANGUAGE plpgsql AS $$
-     BEGIN INSERT INTO "${schema}".writes VALUES (txid_current()); RETURN NULL; END $$`,
-  );
-  await admin.query(
-    `CREATE TRIGGER note_write AFTER INSERT ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION note_write()`,
-  );
+  const transactions = await countTransactions({ admin, schema, table, event: 'INSERT' });
   return {
     store,
     schema,
-    async transactions() {
-      const counted = await admin.query<{ n: number }>('SELECT count(DISTINCT xid)::int AS n FROM writes');
-      return counted.rows[0]?.n ?? 0;
-    },
+    transactions,
   };
 }
 

@@ -15,6 +15,7 @@ import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { numberedSpan } from '../helpers/numbered-span.js';
+import { countTransactions } from '../helpers/pg-transactions.js';
 import { tempFilePath } from '../helpers/temp-path.js';
 
 const PG_URL = process.env.ROLLGATE_TEST_PG_URL;
@@ -327,21 +328,12 @@ describe.skipIf(PG_URL === undefined)('pruneOnce on PostgreSQL', () => {
     // The database itself tells the transactions apart: a statement trigger notes the id of every transaction that
     // deletes rollouts.
     const admin = await adminClient();
-    await admin.query(`SET search_path TO "${schema}"`);
-    await admin.query('CREATE TABLE delete_transactions (xid bigint NOT NULL)');
-    await admin.query(
-      `CREATE FUNCTION note_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN INSERT INTO "${schema}".delete_transactions VALUES (txid_current()); RETURN NULL; END $$`,
-    );
-    await admin.query(
-      'CREATE TRIGGER note_delete AFTER DELETE ON rollouts FOR EACH STATEMENT EXECUTE FUNCTION note_delete()',
-    );
+    const transactions = await countTransactions({ admin, schema, table: 'rollouts', event: 'DELETE' });
 
     const report = await pruneOnce({ store, policy: { ...OFF, maxRollouts: 100 } });
     expect(report.deleted).toBe(1_900);
-    const tx = await admin.query<{ n: number }>('SELECT count(DISTINCT xid)::int AS n FROM delete_transactions');
     // A batch of up to 64 rollouts per transaction: 30 batches, not 1,900 transactions.
-    expect(tx.rows[0]?.n).toBeLessThanOrEqual(Math.ceil(1_900 / POSTGRES_DELETE_BATCH) + 2);
+    expect(await transactions()).toBeLessThanOrEqual(Math.ceil(1_900 / POSTGRES_DELETE_BATCH) + 2);
     const left = await admin.query<{
       rollouts: number;
       attempts: number;

@@ -2,10 +2,13 @@
 // A JSON text of 4 000 token ids is ~25 kB; as zigzag varints it is ~8 kB and needs no parsing.
 // Layout of the bytea: repeated records of
 //   varint(nameByteLength) name(utf-8) varint(count) count × zigzag-varint(value)
+import { readVarint, writeVarint } from '../codec/varint.js';
 import type { Attributes, AttributeValue } from '../core/types.js';
 
 // Values outside this range stay in the JSON part (zigzag needs exact integer arithmetic on doubles).
 const MAX_PACKED_ABS = 2 ** 31 - 1;
+/** Names the bytes in the error of a record cut short. */
+const PACKED_WHAT = 'varint in packed span attributes';
 
 /** True when every element is an integer small enough to pack; empty arrays stay JSON (their element type is unknown). */
 function isPackableIntArray(value: AttributeValue): value is readonly number[] {
@@ -42,14 +45,14 @@ export function splitIntArrayAttributes(attributes: Attributes): SplitAttributes
 export function mergeIntArrayAttributes(rest: Attributes, packed: Buffer | null): Attributes {
   if (packed === null || packed.length === 0) return rest;
   const out: Attributes = { ...rest };
-  const reader = { buf: packed, pos: 0 };
-  while (reader.pos < packed.length) {
-    const nameLength = readVarint(reader);
-    const name = packed.toString('utf8', reader.pos, reader.pos + nameLength);
-    reader.pos += nameLength;
-    const count = readVarint(reader);
+  const reader = { at: 0 };
+  while (reader.at < packed.length) {
+    const nameLength = readVarint(packed, reader, PACKED_WHAT);
+    const name = packed.toString('utf8', reader.at, reader.at + nameLength);
+    reader.at += nameLength;
+    const count = readVarint(packed, reader, PACKED_WHAT);
     const values = new Array<number>(count);
-    for (let i = 0; i < count; i++) values[i] = unzigzag(readVarint(reader));
+    for (let i = 0; i < count; i++) values[i] = unzigzag(readVarint(packed, reader, PACKED_WHAT));
     out[name] = values;
   }
   return out;
@@ -72,27 +75,4 @@ function zigzag(v: number): number {
 
 function unzigzag(u: number): number {
   return u % 2 === 0 ? u / 2 : -(u + 1) / 2;
-}
-
-// Arithmetic instead of bit operators: zigzagged values reach 2^32, past the int32 range of `>>>`.
-function writeVarint(buf: Buffer, pos: number, value: number): number {
-  let v = value;
-  while (v >= 0x80) {
-    buf[pos++] = (v % 0x80) | 0x80;
-    v = Math.floor(v / 0x80);
-  }
-  buf[pos++] = v;
-  return pos;
-}
-
-function readVarint(reader: { buf: Buffer; pos: number }): number {
-  let result = 0;
-  let factor = 1;
-  for (;;) {
-    const byte = reader.buf[reader.pos++];
-    if (byte === undefined) throw new Error('truncated varint in packed span attributes');
-    result += (byte & 0x7f) * factor;
-    if (byte < 0x80) return result;
-    factor *= 0x80;
-  }
 }

@@ -8,12 +8,11 @@
 // everything the store holds in memory (active rollouts) is then committed too: the snapshot is at least as new as
 // the store's state at the request.
 //
-// Same code for the TypeScript sources (tests) and the build: plain CommonJS run with `eval`, like the checkpoint
-// thread (sqlite-wal-checkpointer.ts). The thread cannot import TypeScript, so query.ts's sort rules (sortKey,
+// Plain CommonJS run with `eval`, started by sqlite-thread.ts like the checkpoint thread. The thread cannot import TypeScript, so query.ts's sort rules (sortKey,
 // compareKeys) reach it as their compiled source text; test/store/sqlite-read-worker.test.ts holds both orders equal.
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { compareKeys, sortKey } from '../core/query.js';
+import { startSqliteThread } from './sqlite-thread.js';
 
 /** A page the store already has as SQL (sqlite-rollout-page.ts). */
 export interface SqlPageRequest {
@@ -124,8 +123,6 @@ parentPort.on('message', (m) => {
 });
 `;
 
-const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
-
 /** The thread could not answer (it failed to start, or died): the caller reads on its own connection instead. */
 export class ReadWorkerUnavailable extends Error {}
 
@@ -198,19 +195,14 @@ export class SqliteReadWorker {
   #start(): Worker | null {
     if (this.#worker !== null) return this.#worker;
     if (!this.available) return null;
-    try {
-      const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path: this.#path, driver: driverPath } });
-      // Idle, it must not keep a process alive that is otherwise done.
-      worker.unref();
-      worker.on('message', (value: unknown) => this.#answered(value));
-      worker.on('error', (error) => this.#fail(error));
-      worker.on('exit', () => this.#fail(new Error('the read thread exited')));
-      this.#worker = worker;
-      return worker;
-    } catch (error) {
-      this.#fail(error);
-      return null;
-    }
+    this.#worker = startSqliteThread({
+      source: WORKER_SOURCE,
+      workerData: { path: this.#path },
+      name: 'the read thread',
+      onMessage: (value) => this.#answered(value),
+      onFail: (error) => this.#fail(error),
+    });
+    return this.#worker;
   }
 
   #answered(value: unknown): void {

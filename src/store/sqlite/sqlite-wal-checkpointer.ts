@@ -16,8 +16,8 @@
 // stalled 2.65 s while writing 100k rollouts. So once the WAL is past `restartAboveBytes`, the owner holds its
 // next commit (`holdForRestart`) until a checkpoint has copied everything: that commit restarts the WAL while it
 // is still small, and it stays under the size limit, so there is nothing to cut.
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startSqliteThread } from './sqlite-thread.js';
 
 /** What one checkpoint did, in WAL frames (pages), as `PRAGMA wal_checkpoint` reports it. */
 export interface CheckpointResult {
@@ -51,8 +51,7 @@ const DEFAULT_COMMITS_BEFORE_START = 100;
 /** The WAL is found past it at most one checkpoint interval late: it starts over at this plus a second of writes. */
 const DEFAULT_RESTART_ABOVE_BYTES = 16 * 2 ** 20;
 
-// Plain CommonJS run with `eval`, so the same code serves the TypeScript sources (tests) and the compiled build
-// without a separate worker file to locate. The driver path comes from the parent's own resolution.
+// The thread's code, started by sqlite-thread.ts.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
@@ -100,8 +99,6 @@ parentPort.on('message', (message) => {
   else checkpoint(null);
 });
 `;
-
-const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
 
 function isCheckpointAnswer(value: unknown): value is { ok: true } & CheckpointResult {
   return typeof value === 'object' && value !== null && 'ok' in value && value.ok === true;
@@ -196,27 +193,15 @@ export class WalCheckpointer {
   }
 
   #start(): Worker | null {
-    try {
-      const worker = new Worker(WORKER_SOURCE, {
-        eval: true,
-        workerData: {
-          driver: driverPath,
-          path: this.#options.path,
-          minIntervalMs: this.#options.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS,
-        },
-      });
-      // Checkpoints are housekeeping: they never keep the process alive.
-      worker.unref();
-      worker.on('message', (answer: unknown) => this.#answered(answer));
-      worker.on('error', (error: unknown) => this.#fail(error));
-      // An exit nobody asked for would leave a request out forever and the WAL growing without a checkpoint.
-      worker.on('exit', (code) => this.#fail(new Error(`the WAL checkpoint thread exited (code ${code})`)));
-      this.#worker = worker;
-      return worker;
-    } catch (error) {
-      this.#fail(error);
-      return null;
-    }
+    // An exit nobody asked for would leave a request out forever and the WAL growing without a checkpoint.
+    this.#worker = startSqliteThread({
+      source: WORKER_SOURCE,
+      workerData: { path: this.#options.path, minIntervalMs: this.#options.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS },
+      name: 'the WAL checkpoint thread',
+      onMessage: (answer) => this.#answered(answer),
+      onFail: (error) => this.#fail(error),
+    });
+    return this.#worker;
   }
 
   #answered(answer: unknown): void {

@@ -53,7 +53,7 @@ describe('RepeatedJson', () => {
     }
   });
 
-  it('serialises the very same array again (it may have changed since)', () => {
+  it('answers the very same array with its new text once it changed', () => {
     const cache = new RepeatedJson();
     const value: unknown[] = [{ name: 'a' }];
     expect(cache.stringify(value)).toBe('[{"name":"a"}]');
