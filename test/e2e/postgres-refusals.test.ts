@@ -168,10 +168,13 @@ describe.skipIf(PG_URL === undefined)('PostgreSQL refusing writes', () => {
       const pending = enqueue();
       const deadline = Date.now() + 10_000;
       let waiting: number[] = [];
+      // Only the enqueue's own insert: the gateway's timeout sweep also reads `rollouts` and may be the first to
+      // wait on the lock; ending only that session would leave the enqueue waiting on a lock this test holds.
       while (waiting.length === 0) {
         if (Date.now() > deadline) throw new Error('the enqueue never waited on the lock');
         const rows = await admin.query<{ pid: number }>(
-          `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'`,
+          `SELECT pid FROM pg_stat_activity
+           WHERE datname = $1 AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO rollouts%'`,
           [DATABASE],
         );
         waiting = rows.rows.map((r) => r.pid);
