@@ -27,6 +27,9 @@
 // BENCH_BEFORE_ROOT (a directory holding another built copy of the project, e.g. the tree before a change, with its
 // own `dist/`): its gateway runs beside this one as `gateway before (recording on)`, in the same rounds, and a last
 // table compares the two, so an A/B of a change is measured in one run on one machine load.
+// BENCH_PORTKEY (default 1; 0 skips it): Portkey's gateway, the TypeScript peer (bench/proxy-peer-portkey.ts),
+// installed from its own lock file on the first run and measured like nginx (CPU from /proc, no loop delay); a
+// table gives its CPU per call as a multiple of the gateway's.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -34,6 +37,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import type { ChildStats } from './proxy-child-stats.js';
+import { type PortkeyPeer, portkeyPeer } from './proxy-peer-portkey.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 0.3);
@@ -44,6 +48,7 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const TARGET_FILTER = process.env.BENCH_TARGETS?.split(',').filter((name) => name !== '') ?? [];
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
+const PORTKEY = process.env.BENCH_PORTKEY !== '0';
 /** Unmeasured load per target and scenario before the first round, so no round measures the JIT compiling. */
 const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 1.5);
 /**
@@ -59,6 +64,7 @@ const LOAD_CORE = '1';
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 const ROOT = new URL('..', import.meta.url).pathname;
 const GATEWAY_ON = 'gateway (recording on)';
+const GATEWAY_OFF = 'gateway (recording off)';
 const FLOOR = 'bare node:http pipe';
 const GATEWAY_ON_RAW = "gateway (recording on, agentView 'raw')";
 const GATEWAY_BEFORE = 'gateway before (recording on)';
@@ -76,6 +82,8 @@ interface Target {
   readonly model?: string;
   /** Attributed calls: `base` is the origin, each call goes to `/rollout/<id>/attempt/a1` (CALLS_PER_ROLLOUT). */
   readonly recorded?: boolean;
+  /** Sent with every call besides the content type (a peer told where to forward it). */
+  readonly headers?: Readonly<Record<string, string>>;
   readonly pid: number | null;
   cpuMs(): Promise<number>;
   rssBytes(): Promise<number>;
@@ -243,7 +251,7 @@ async function startGateway(
   return {
     child,
     dir,
-    target: nodeTarget(child, 'gateway (recording off)', url, 'slow-model'),
+    target: nodeTarget(child, GATEWAY_OFF, url, 'slow-model'),
     on,
     // Same process as `on`: its RSS phase would measure the same thing again.
     onRaw: { ...on, name: GATEWAY_ON_RAW, model: 'raw-model', slowPrefix: '' },
@@ -344,6 +352,42 @@ function directTarget(fastUrl: string, slowUrl: string): Target {
   };
 }
 
+async function startPortkey(
+  peer: PortkeyPeer,
+  fastUrl: string,
+): Promise<{ child: ChildProcess; target: Target } | null> {
+  const port = await freePort();
+  const [command, ...args] = pinned(process.execPath, [peer.script, ...peer.args(port)], PROXY_CORE);
+  // Silent: it logs a stack trace per failed call, which would bury the tables (its errors are counted instead).
+  const child = spawn(command as string, args, { stdio: 'ignore' });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    const ok = await fetch(base).then(
+      (r) => r.status < 500,
+      () => false,
+    );
+    if (ok) break;
+    if (child.exitCode !== null) return null;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const pid = child.pid ?? 0;
+  return {
+    child,
+    target: {
+      name: peer.name,
+      base,
+      // Not in the RSS phase: its slow route would need another custom host per call.
+      slowPrefix: '',
+      slowModel: 'mock-model',
+      headers: peer.headers(fastUrl),
+      pid,
+      cpuMs: async () => procCpuMs(pid),
+      rssBytes: async () => procRss(pid),
+      ...NOT_NODE,
+    },
+  };
+}
+
 function scenarios(): Scenario[] {
   // The bodies already carry what the gateway would add, so every target makes the stand-in do the same work.
   const common = { model: 'mock-model', return_token_ids: true, logprobs: true };
@@ -427,7 +471,7 @@ async function load(
     const response = await pool.request({
       path: target.recorded === true ? recordedPath(cell, agent, scenario.path) : path,
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...target.headers },
       body,
     });
     for await (const _chunk of response.body) if (first === 0) first = performance.now();
@@ -596,8 +640,11 @@ async function main(): Promise<void> {
   const before = BEFORE_ROOT === undefined ? null : await startGateway(fast.url, slow.url, { root: BEFORE_ROOT });
   const floor = await startFloor(fast.url);
   const nginx = await startNginx(fast.url, slow.url);
+  const peer = PORTKEY ? portkeyPeer() : { reason: 'BENCH_PORTKEY=0' };
+  const portkey = 'script' in peer ? await startPortkey(peer, fast.url) : null;
   const targets: Target[] = [directTarget(fast.url, slow.url)];
   if (nginx !== null) targets.push(nginx.target);
+  if (portkey !== null) targets.push(portkey.target);
   for (const target of [floor.target, gateway.target, gateway.on, gateway.onRaw]) targets.push(target);
   targets.push({ ...memory.on, name: GATEWAY_MEMORY, slowPrefix: '' });
   if (before !== null) targets.push({ ...before.on, name: GATEWAY_BEFORE });
@@ -605,6 +652,7 @@ async function main(): Promise<void> {
     (target) =>
       target.name === FLOOR ||
       target.name === GATEWAY_BEFORE ||
+      target === portkey?.target ||
       TARGET_FILTER.length === 0 ||
       TARGET_FILTER.some((name) => target.name.startsWith(name)),
   );
@@ -646,6 +694,10 @@ async function main(): Promise<void> {
       `Loopback, ${SECONDS} s per cell, median of ${ROUNDS} rounds, proxy pinned to core ${PROXY_CORE}, load generator + stand-in on core ${LOAD_CORE}.`,
     );
     if (nginx === null) lines.push('nginx is not installed: ratios to nginx are omitted (apt-get install nginx).');
+    if (portkey === null) {
+      const why = 'reason' in peer ? peer.reason : 'its server did not start';
+      lines.push(`Portkey is not measured (${why}).`);
+    }
     lines.push('');
     lines.push(
       '| scenario | conns | target | req/s | p50 ms | p99 ms | stream TTFB p50 ms | stream TTFB p99 ms | proxy CPU ms/req | loop delay max ms | loop delay p99 ms | req/s vs nginx | p50 vs nginx | p99 vs nginx | TTFB vs nginx | TTFB p99 vs nginx | CPU vs nginx | CPU vs floor | errors |',
@@ -664,13 +716,13 @@ async function main(): Promise<void> {
     }
     lines.push('');
     lines.push(
-      `Against the floor (${FLOOR}), same rounds: the gateway with recording on, CPU per request as a ratio, stream TTFB p99 as a difference, event-loop delay beside the floor's and beside the same gateway's on the memory store (what the SQLite store adds is the difference).`,
+      `Against the floor (${FLOOR}), same rounds: the gateway with recording on, CPU per request as a ratio, stream TTFB p99 as a difference, event-loop delay beside the floor's and beside the same gateway's on the memory store (what the SQLite store adds is the difference). The same process with recording off (unattributed URL: no sequence id, no span, no store) gives what the proxy path alone costs.`,
     );
     lines.push('');
     lines.push(
-      '| scenario | conns | floor CPU ms/req | gateway CPU ms/req | CPU vs floor | memory store CPU ms/req | TTFB p99 - floor ms | loop delay max ms (floor) | loop delay max ms (gateway) | GC pause max ms (gateway) | loop delay max ms (memory store) |',
+      '| scenario | conns | floor CPU ms/req | recording off CPU ms/req | gateway CPU ms/req | CPU vs floor | memory store CPU ms/req | TTFB p99 - floor ms | loop delay max ms (floor) | loop delay max ms (gateway) | GC pause max ms (gateway) | loop delay max ms (memory store) |',
     );
-    lines.push('|---|---|---|---|---|---|---|---|---|---|---|');
+    lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
       const floorCell = cells.find(
         (c) => c.target === FLOOR && c.scenario === cell.scenario && c.connections === cell.connections,
@@ -682,8 +734,15 @@ async function main(): Promise<void> {
       const memoryCell = cells.find(
         (c) => c.target === GATEWAY_MEMORY && c.scenario === cell.scenario && c.connections === cell.connections,
       );
+      const offCell = cells.find(
+        (c) => c.target === GATEWAY_OFF && c.scenario === cell.scenario && c.connections === cell.connections,
+      );
+      const off =
+        offCell === undefined
+          ? '-'
+          : `${fmt(offCell.cpuMsPerReq, 3)} (${ratio(offCell.cpuMsPerReq, floorCell?.cpuMsPerReq)})`;
       lines.push(
-        `| ${cell.scenario} | ${cell.connections} | ${fmt(floorCell?.cpuMsPerReq ?? null, 3)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${fmt(memoryCell?.cpuMsPerReq ?? null, 3)} | ${fmt(ttfbDelta)} | ${fmt(floorCell?.loopDelayMaxMs ?? null, 1)} | ${fmt(cell.loopDelayMaxMs, 1)} | ${fmt(cell.gcPauseMaxMs, 1)} | ${fmt(memoryCell?.loopDelayMaxMs ?? null, 1)} |`,
+        `| ${cell.scenario} | ${cell.connections} | ${fmt(floorCell?.cpuMsPerReq ?? null, 3)} | ${off} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${fmt(memoryCell?.cpuMsPerReq ?? null, 3)} | ${fmt(ttfbDelta)} | ${fmt(floorCell?.loopDelayMaxMs ?? null, 1)} | ${fmt(cell.loopDelayMaxMs, 1)} | ${fmt(cell.gcPauseMaxMs, 1)} | ${fmt(memoryCell?.loopDelayMaxMs ?? null, 1)} |`,
       );
     }
     lines.push('');
@@ -702,6 +761,28 @@ async function main(): Promise<void> {
       );
     }
     lines.push('');
+    if (portkey !== null) {
+      lines.push(
+        `The TypeScript peer: ${portkey.target.name}'s CPU per call as a multiple of the gateway's (recording on), same rounds (issue 18's target: at least 5x). It records nothing.`,
+      );
+      lines.push('');
+      lines.push(
+        '| scenario | conns | peer CPU ms/req | gateway CPU ms/req | peer ÷ gateway | peer p50 ms | gateway p50 ms | peer errors |',
+      );
+      lines.push('|---|---|---|---|---|---|---|---|');
+      for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
+        const peerCell = cells.find(
+          (c) => c.target === portkey.target.name && c.scenario === cell.scenario && c.connections === cell.connections,
+        );
+        // A peer that answers with errors measures its error path, not a call: no ratio for it.
+        const failing = peerCell !== undefined && peerCell.errors > 0;
+        const peerRatio = failing ? 'fails' : ratio(peerCell?.cpuMsPerReq ?? null, cell.cpuMsPerReq);
+        lines.push(
+          `| ${cell.scenario} | ${cell.connections} | ${fmt(peerCell?.cpuMsPerReq ?? null, 3)} | ${fmt(cell.cpuMsPerReq, 3)} | ${peerRatio} | ${fmt(peerCell?.p50 ?? null)} | ${fmt(cell.p50)} | ${peerCell?.errors ?? '-'} |`,
+        );
+      }
+      lines.push('');
+    }
     if (before !== null) {
       lines.push(
         `Before and after (BENCH_BEFORE_ROOT=${BEFORE_ROOT}), same rounds: CPU per request of each gateway (recording on), each as a ratio to the floor, after ÷ before; stream TTFB p99 minus the floor's.`,
@@ -739,6 +820,7 @@ async function main(): Promise<void> {
       child.send('close');
       await new Promise((resolve) => child.once('exit', resolve));
     }
+    portkey?.child.kill('SIGTERM');
     if (nginx !== null) {
       nginx.child.kill('SIGTERM');
       rmSync(nginx.dir, { recursive: true, force: true });
