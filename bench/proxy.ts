@@ -625,6 +625,11 @@ function fmt(value: number | null, digits = 2): string {
   return value === null || Number.isNaN(value) ? '-' : value.toFixed(digits);
 }
 
+/** The cell of `target` with the same scenario and connections as `like`. */
+function cellLike(cells: readonly Cell[], target: string, like: Cell): Cell | undefined {
+  return cells.find((c) => c.target === target && c.scenario === like.scenario && c.connections === like.connections);
+}
+
 function ratio(value: number | null, base: number | null | undefined): string {
   if (value === null || base === null || base === undefined || base === 0 || Number.isNaN(value)) return '-';
   return `${(value / base).toFixed(2)}x`;
@@ -704,12 +709,8 @@ async function main(): Promise<void> {
     );
     lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const cell of cells) {
-      const base = cells.find(
-        (c) => c.target === 'nginx' && c.scenario === cell.scenario && c.connections === cell.connections,
-      );
-      const floorCell = cells.find(
-        (c) => c.target === FLOOR && c.scenario === cell.scenario && c.connections === cell.connections,
-      );
+      const base = cellLike(cells, 'nginx', cell);
+      const floorCell = cellLike(cells, FLOOR, cell);
       lines.push(
         `| ${cell.scenario} | ${cell.connections} | ${cell.target} | ${fmt(cell.rps, 0)} | ${fmt(cell.p50)} | ${fmt(cell.p99)} | ${fmt(cell.ttfbP50)} | ${fmt(cell.ttfbP99)} | ${fmt(cell.cpuMsPerReq, 3)} | ${fmt(cell.loopDelayMaxMs, 1)} | ${fmt(cell.loopDelayP99Ms, 1)} | ${ratio(cell.rps, base?.rps)} | ${ratio(cell.p50, base?.p50)} | ${ratio(cell.p99, base?.p99)} | ${ratio(cell.ttfbP50, base?.ttfbP50)} | ${ratio(cell.ttfbP99, base?.ttfbP99)} | ${ratio(cell.cpuMsPerReq, base?.cpuMsPerReq)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${cell.errors} |`,
       );
@@ -724,19 +725,13 @@ async function main(): Promise<void> {
     );
     lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
-      const floorCell = cells.find(
-        (c) => c.target === FLOOR && c.scenario === cell.scenario && c.connections === cell.connections,
-      );
+      const floorCell = cellLike(cells, FLOOR, cell);
       const ttfbDelta =
         cell.ttfbP99 === null || floorCell?.ttfbP99 === null || floorCell === undefined
           ? null
           : cell.ttfbP99 - floorCell.ttfbP99;
-      const memoryCell = cells.find(
-        (c) => c.target === GATEWAY_MEMORY && c.scenario === cell.scenario && c.connections === cell.connections,
-      );
-      const offCell = cells.find(
-        (c) => c.target === GATEWAY_OFF && c.scenario === cell.scenario && c.connections === cell.connections,
-      );
+      const memoryCell = cellLike(cells, GATEWAY_MEMORY, cell);
+      const offCell = cellLike(cells, GATEWAY_OFF, cell);
       const off =
         offCell === undefined
           ? '-'
@@ -753,9 +748,7 @@ async function main(): Promise<void> {
     lines.push('| scenario | conns | req/s vs raw | p50 vs raw | p99 vs raw | TTFB p50 vs raw | CPU ms/req vs raw |');
     lines.push('|---|---|---|---|---|---|---|');
     for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
-      const base = cells.find(
-        (c) => c.target === GATEWAY_ON_RAW && c.scenario === cell.scenario && c.connections === cell.connections,
-      );
+      const base = cellLike(cells, GATEWAY_ON_RAW, cell);
       lines.push(
         `| ${cell.scenario} | ${cell.connections} | ${ratio(cell.rps, base?.rps)} | ${ratio(cell.p50, base?.p50)} | ${ratio(cell.p99, base?.p99)} | ${ratio(cell.ttfbP50, base?.ttfbP50)} | ${ratio(cell.cpuMsPerReq, base?.cpuMsPerReq)} |`,
       );
@@ -771,9 +764,7 @@ async function main(): Promise<void> {
       );
       lines.push('|---|---|---|---|---|---|---|---|');
       for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
-        const peerCell = cells.find(
-          (c) => c.target === portkey.target.name && c.scenario === cell.scenario && c.connections === cell.connections,
-        );
+        const peerCell = cellLike(cells, portkey.target.name, cell);
         // A peer that answers with errors measures its error path, not a call: no ratio for it.
         const failing = peerCell !== undefined && peerCell.errors > 0;
         const peerRatio = failing ? 'fails' : ratio(peerCell?.cpuMsPerReq ?? null, cell.cpuMsPerReq);
@@ -793,8 +784,7 @@ async function main(): Promise<void> {
       );
       lines.push('|---|---|---|---|---|---|---|---|---|');
       for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
-        const same = (name: string) =>
-          cells.find((c) => c.target === name && c.scenario === cell.scenario && c.connections === cell.connections);
+        const same = (name: string) => cellLike(cells, name, cell);
         const floorCell = same(FLOOR);
         const beforeCell = same(GATEWAY_BEFORE);
         const ttfb = (c: Cell | undefined) =>
