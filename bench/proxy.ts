@@ -57,6 +57,13 @@ const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 1.5);
  * whose per-rollout state then dominates).
  */
 const CALLS_PER_ROLLOUT = Number(process.env.BENCH_CALLS_PER_ROLLOUT ?? 16);
+/**
+ * BENCH_FINISH_ROLLOUTS=1: an agent ends each rollout as an RL episode does (its attempt marked succeeded through
+ * the store API) before it starts the next one, and that request counts in the gateway's CPU per call. Off by
+ * default, so figures stay comparable with earlier runs: rollouts then stay running, their state in the store's
+ * memory until evicted (which, measured, is not what drives the gateway's old-space growth).
+ */
+const FINISH_ROLLOUTS = process.env.BENCH_FINISH_ROLLOUTS === '1';
 /** Streams that must be open (first chunk received) before RSS is read. */
 const RSS_READY_FRACTION = 0.9;
 const PROXY_CORE = '0';
@@ -481,6 +488,17 @@ async function load(
       latencies.push(end - start);
       if (scenario.stream) ttfbs.push(first - start);
     }
+    const ended = target.recorded === true ? endedRollout(cell, agent) : null;
+    if (ended !== null) {
+      const finished = await pool.request({
+        path: `/v1/agl/rollouts/${ended}/attempts/a1`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: FINISHED_ATTEMPT,
+      });
+      await finished.body.dump();
+      if (finished.statusCode !== 200) errors++;
+    }
   };
   const worker = async (_: unknown, index: number) => {
     const agent: Agent = { calls: 0, index };
@@ -520,17 +538,29 @@ async function load(
 let cellRuns = 0;
 
 /** One load-generator connection: the agent whose calls make up its rollouts. */
+const FINISHED_ATTEMPT = JSON.stringify({ status: 'succeeded' });
+
 interface Agent {
   readonly index: number;
   calls: number;
 }
 
-/** The attributed path of an agent's next call: a new rollout every CALLS_PER_ROLLOUT calls (0: one rollout). */
+/** The rollout of an agent's call number `call`: a new one every CALLS_PER_ROLLOUT calls (0: one rollout). */
+function rolloutOf(cell: string, agent: Agent, call: number): string {
+  return CALLS_PER_ROLLOUT === 0 ? 'bench' : `${cell}-${agent.index}-${Math.floor(call / CALLS_PER_ROLLOUT)}`;
+}
+
+/** The attributed path of an agent's next call. */
 function recordedPath(cell: string, agent: Agent, apiPath: string): string {
-  const rollout =
-    CALLS_PER_ROLLOUT === 0 ? 'bench' : `${cell}-${agent.index}-${Math.floor(agent.calls / CALLS_PER_ROLLOUT)}`;
+  const rollout = rolloutOf(cell, agent, agent.calls);
   agent.calls++;
   return `/rollout/${rollout}/attempt/a1${apiPath}`;
+}
+
+/** The rollout the agent's last call ended, when it did (FINISH_ROLLOUTS): the next call starts another. */
+function endedRollout(cell: string, agent: Agent): string | null {
+  if (!FINISH_ROLLOUTS || CALLS_PER_ROLLOUT === 0 || agent.calls % CALLS_PER_ROLLOUT !== 0) return null;
+  return rolloutOf(cell, agent, agent.calls - 1);
 }
 
 /** Extra RSS of the proxy per stream held open (slow stand-in: 20 ms between tokens). */
