@@ -21,7 +21,7 @@
 // Env: BENCH_SECONDS (per cell, default 2), BENCH_WARMUP_SECONDS (0.3, before each cell), BENCH_WARM_SECONDS (1.5,
 // per target and scenario before round 1: the JIT's compiling is not measured), BENCH_STREAMS (RSS phase, 256; 0 skips
 // it), BENCH_SCENARIOS (comma-separated name prefixes, e.g. "small,100"), BENCH_CONNECTIONS (e.g. "64"),
-// BENCH_PROFILE_DIR (the gateway writes a CPU profile there), BENCH_TARGETS (comma-separated name prefixes; the floor always runs), BENCH_ROUNDS (default 3): every cell is measured once per round, targets taking turns within a round, and the
+// BENCH_PROFILE_DIR (the gateway writes a CPU profile there), BENCH_TARGETS (comma-separated name prefixes; the floor always runs), BENCH_ROUNDS (default 3): every cell is measured once per round, targets taking turns within a round (each round starting one target later), and the
 // table shows each number's median over the rounds, so a burst of noise on a shared machine moves one sample of
 // one target rather than a whole ratio.
 // BENCH_BEFORE_ROOT (a directory holding another built copy of the project, e.g. the tree before a change, with its
@@ -655,6 +655,20 @@ function fmt(value: number | null, digits = 2): string {
   return value === null || Number.isNaN(value) ? '-' : value.toFixed(digits);
 }
 
+/** CPU per request of `after` ÷ `before` round by round: `median (min-max)`, or '-' without a pair. */
+function pairedRatios(after: readonly Cell[], before: readonly Cell[]): string {
+  const ratios: number[] = [];
+  for (let i = 0; i < Math.min(after.length, before.length); i++) {
+    const a = after[i]?.cpuMsPerReq ?? null;
+    const b = before[i]?.cpuMsPerReq ?? null;
+    if (a !== null && b !== null && b > 0) ratios.push(a / b);
+  }
+  if (ratios.length === 0) return '-';
+  ratios.sort((x, y) => x - y);
+  const median = percentile(ratios, 50);
+  return `${median.toFixed(2)}x (${(ratios[0] as number).toFixed(2)}-${(ratios[ratios.length - 1] as number).toFixed(2)})`;
+}
+
 /** The cell of `target` with the same scenario and connections as `like`. */
 function cellLike(cells: readonly Cell[], target: string, like: Cell): Cell | undefined {
   return cells.find((c) => c.target === target && c.scenario === like.scenario && c.connections === like.connections);
@@ -710,7 +724,10 @@ async function main(): Promise<void> {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const scenario of chosen) {
         for (const connections of CONNECTIONS) {
-          for (const target of measured) {
+          // Each round starts one target later: a target always measured right after the same other one would
+          // carry what that one leaves behind (an A/A run of two identical builds read 0.87x at a fixed order).
+          const offset = (round - 1) % measured.length;
+          for (const target of [...measured.slice(offset), ...measured.slice(0, offset)]) {
             const result = await load(target, scenario, connections);
             const key = `${scenario.name}|${connections}|${target.name}`;
             const cell = { scenario: scenario.name, connections, target: target.name, ...result };
@@ -806,13 +823,13 @@ async function main(): Promise<void> {
     }
     if (before !== null) {
       lines.push(
-        `Before and after (BENCH_BEFORE_ROOT=${BEFORE_ROOT}), same rounds: CPU per request of each gateway (recording on), each as a ratio to the floor, after ÷ before; stream TTFB p99 minus the floor's.`,
+        `Before and after (BENCH_BEFORE_ROOT=${BEFORE_ROOT}), same rounds: CPU per request of each gateway (recording on), each as a ratio to the floor, after ÷ before of the medians and, paired, round by round (the two measured back to back, so a burst of machine load moves both): their median and range; stream TTFB p99 minus the floor's.`,
       );
       lines.push('');
       lines.push(
-        '| scenario | conns | floor CPU ms/req | before CPU ms/req | after CPU ms/req | before ÷ floor | after ÷ floor | after ÷ before | TTFB p99 - floor ms (before → after) |',
+        '| scenario | conns | floor CPU ms/req | before CPU ms/req | after CPU ms/req | before ÷ floor | after ÷ floor | after ÷ before | paired after ÷ before, median (range) | TTFB p99 - floor ms (before → after) |',
       );
-      lines.push('|---|---|---|---|---|---|---|---|---|');
+      lines.push('|---|---|---|---|---|---|---|---|---|---|');
       for (const cell of cells.filter((c) => c.target === GATEWAY_ON)) {
         const same = (name: string) => cellLike(cells, name, cell);
         const floorCell = same(FLOOR);
@@ -821,8 +838,9 @@ async function main(): Promise<void> {
           c?.ttfbP99 === null || c === undefined || floorCell?.ttfbP99 === null || floorCell === undefined
             ? null
             : c.ttfbP99 - floorCell.ttfbP99;
+        const rounds = (name: string) => samples.get(`${cell.scenario}|${cell.connections}|${name}`) ?? [];
         lines.push(
-          `| ${cell.scenario} | ${cell.connections} | ${fmt(floorCell?.cpuMsPerReq ?? null, 3)} | ${fmt(beforeCell?.cpuMsPerReq ?? null, 3)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(beforeCell?.cpuMsPerReq ?? null, floorCell?.cpuMsPerReq)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${ratio(cell.cpuMsPerReq, beforeCell?.cpuMsPerReq)} | ${fmt(ttfb(beforeCell))} → ${fmt(ttfb(cell))} |`,
+          `| ${cell.scenario} | ${cell.connections} | ${fmt(floorCell?.cpuMsPerReq ?? null, 3)} | ${fmt(beforeCell?.cpuMsPerReq ?? null, 3)} | ${fmt(cell.cpuMsPerReq, 3)} | ${ratio(beforeCell?.cpuMsPerReq ?? null, floorCell?.cpuMsPerReq)} | ${ratio(cell.cpuMsPerReq, floorCell?.cpuMsPerReq)} | ${ratio(cell.cpuMsPerReq, beforeCell?.cpuMsPerReq)} | ${pairedRatios(rounds(GATEWAY_ON), rounds(GATEWAY_BEFORE))} | ${fmt(ttfb(beforeCell))} → ${fmt(ttfb(cell))} |`,
         );
       }
       lines.push('');
