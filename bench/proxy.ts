@@ -368,14 +368,17 @@ async function startPortkey(
   // Silent: it logs a stack trace per failed call, which would bury the tables (its errors are counted instead).
   const child = spawn(command as string, args, { stdio: 'ignore' });
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
-    const ok = await fetch(base).then(
+  let ready = false;
+  for (let i = 0; i < 200 && !ready && child.exitCode === null; i++) {
+    ready = await fetch(base).then(
       (r) => r.status < 500,
       () => false,
     );
-    if (ok) break;
-    if (child.exitCode !== null) return null;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (!ready) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  if (!ready) {
+    child.kill('SIGTERM');
+    return null;
   }
   const pid = child.pid ?? 0;
   return {
