@@ -321,28 +321,35 @@ http {
   const [command, ...args] = pinned(nginx, ['-p', dir, '-c', join(dir, 'nginx.conf')], PROXY_CORE);
   const child = spawn(command as string, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    const ok = await fetch(`${base}/health`).then(
+  await answering(child, `${base}/health`);
+  return { child, dir, target: { ...procTarget(child, 'nginx', base), slowPrefix: `${base}/slow` } };
+}
+
+/** Whether `url` answers (any status below 500) within ~10 s while `child` runs. */
+async function answering(child: ChildProcess, url: string): Promise<boolean> {
+  for (let i = 0; i < 200 && child.exitCode === null; i++) {
+    const ok = await fetch(url).then(
       (r) => r.status < 500,
       () => false,
     );
-    if (ok) break;
+    if (ok) return true;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  return false;
+}
+
+/** A proxy that is not a Node process of ours: its CPU and RSS from /proc, no loop delay. */
+function procTarget(child: ChildProcess, name: string, base: string): Target {
   const pid = child.pid ?? 0;
   return {
-    child,
-    dir,
-    target: {
-      name: 'nginx',
-      base,
-      slowPrefix: `${base}/slow`,
-      slowModel: 'mock-model',
-      pid,
-      cpuMs: async () => procCpuMs(pid),
-      rssBytes: async () => procRss(pid),
-      ...NOT_NODE,
-    },
+    name,
+    base,
+    slowPrefix: '',
+    slowModel: 'mock-model',
+    pid,
+    cpuMs: async () => procCpuMs(pid),
+    rssBytes: async () => procRss(pid),
+    ...NOT_NODE,
   };
 }
 
@@ -368,34 +375,12 @@ async function startPortkey(
   // Silent: it logs a stack trace per failed call, which would bury the tables (its errors are counted instead).
   const child = spawn(command as string, args, { stdio: 'ignore' });
   const base = `http://127.0.0.1:${port}`;
-  let ready = false;
-  for (let i = 0; i < 200 && !ready && child.exitCode === null; i++) {
-    ready = await fetch(base).then(
-      (r) => r.status < 500,
-      () => false,
-    );
-    if (!ready) await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  if (!ready) {
+  if (!(await answering(child, base))) {
     child.kill('SIGTERM');
     return null;
   }
-  const pid = child.pid ?? 0;
-  return {
-    child,
-    target: {
-      name: peer.name,
-      base,
-      // Not in the RSS phase: its slow route would need another custom host per call.
-      slowPrefix: '',
-      slowModel: 'mock-model',
-      headers: peer.headers(fastUrl),
-      pid,
-      cpuMs: async () => procCpuMs(pid),
-      rssBytes: async () => procRss(pid),
-      ...NOT_NODE,
-    },
-  };
+  // Not in the RSS phase (no slow prefix): its slow route would need another custom host per call.
+  return { child, target: { ...procTarget(child, peer.name, base), headers: peer.headers(fastUrl) } };
 }
 
 function scenarios(): Scenario[] {
@@ -540,9 +525,9 @@ async function load(
 
 let cellRuns = 0;
 
-/** One load-generator connection: the agent whose calls make up its rollouts. */
 const FINISHED_ATTEMPT = JSON.stringify({ status: 'succeeded' });
 
+/** One load-generator connection: the agent whose calls make up its rollouts. */
 interface Agent {
   readonly index: number;
   calls: number;
@@ -634,6 +619,9 @@ function median(values: readonly (number | null)[]): number | null {
 function medianCell(runs: readonly Cell[]): Cell {
   const first = runs[0] as Cell;
   const of = (pick: (cell: Cell) => number | null) => median(runs.map(pick));
+  // The worst of any round: a stall is what these columns are there to show.
+  const worst = (pick: (cell: Cell) => number | null) =>
+    runs.some((c) => pick(c) !== null) ? Math.max(...runs.map((c) => pick(c) ?? 0)) : null;
   return {
     scenario: first.scenario,
     connections: first.connections,
@@ -644,12 +632,9 @@ function medianCell(runs: readonly Cell[]): Cell {
     ttfbP50: of((c) => c.ttfbP50),
     ttfbP99: of((c) => c.ttfbP99),
     cpuMsPerReq: of((c) => c.cpuMsPerReq),
-    // The worst stall of any round: a stall is what this column is there to show.
-    loopDelayMaxMs: runs.some((c) => c.loopDelayMaxMs !== null)
-      ? Math.max(...runs.map((c) => c.loopDelayMaxMs ?? 0))
-      : null,
+    loopDelayMaxMs: worst((c) => c.loopDelayMaxMs),
     loopDelayP99Ms: of((c) => c.loopDelayP99Ms),
-    gcPauseMaxMs: runs.some((c) => c.gcPauseMaxMs !== null) ? Math.max(...runs.map((c) => c.gcPauseMaxMs ?? 0)) : null,
+    gcPauseMaxMs: worst((c) => c.gcPauseMaxMs),
     errors: runs.reduce((sum, c) => sum + c.errors, 0),
   };
 }
