@@ -6,6 +6,7 @@
 import { configSchema } from '../config/schema.js';
 import { createGateway } from '../src/app.js';
 import { answerStats } from './proxy-child-stats.js';
+import { timeSteps } from './store-step-times.js';
 
 interface Args {
   readonly fastUrl: string;
@@ -13,9 +14,18 @@ interface Args {
   readonly storePath: string;
   /** The default store (SQLite), or memory to tell what the SQLite store adds. */
   readonly storeKind?: 'sqlite' | 'memory';
+  /** bench/proxy-recording.ts: time the store's steps (store-step-times.ts) and answer IPC `steps` with them. */
+  readonly stepTimes?: boolean;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
+if (args.stepTimes === true) {
+  // Before the gateway is built, so every store method it calls is the wrapped one.
+  const steps = timeSteps();
+  process.on('message', (message: unknown) => {
+    if (message === 'steps') process.send?.(steps());
+  });
+}
 const config = configSchema.parse({
   server: { host: '127.0.0.1', port: 0, bodyLimitBytes: 64 * 1024 * 1024 },
   store: args.storeKind === 'memory' ? { kind: 'memory' } : { kind: 'sqlite', path: args.storePath },

@@ -38,6 +38,17 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import type { ChildStats } from './proxy-child-stats.js';
 import { type PortkeyPeer, portkeyPeer } from './proxy-peer-portkey.js';
+import {
+  LOAD_CORE,
+  PROXY_CORE,
+  pinned,
+  ROOT,
+  readLine,
+  type Scenario,
+  scenarios,
+  startMock,
+  which,
+} from './proxy-setup.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 0.3);
@@ -66,18 +77,13 @@ const CALLS_PER_ROLLOUT = Number(process.env.BENCH_CALLS_PER_ROLLOUT ?? 16);
 const FINISH_ROLLOUTS = process.env.BENCH_FINISH_ROLLOUTS === '1';
 /** Streams that must be open (first chunk received) before RSS is read. */
 const RSS_READY_FRACTION = 0.9;
-const PROXY_CORE = '0';
-const LOAD_CORE = '1';
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
-const ROOT = new URL('..', import.meta.url).pathname;
 const GATEWAY_ON = 'gateway (recording on)';
 const GATEWAY_OFF = 'gateway (recording off)';
 const FLOOR = 'bare node:http pipe';
 const GATEWAY_ON_RAW = "gateway (recording on, agentView 'raw')";
 const GATEWAY_BEFORE = 'gateway before (recording on)';
 const GATEWAY_MEMORY = 'gateway (recording on, memory store)';
-const AGENT_VIEW_SCENARIO = "16-chunk stream (agent's own body)";
-const TSX = ['--import', 'tsx'];
 
 interface Target {
   readonly name: string;
@@ -100,13 +106,6 @@ interface Target {
   loopDelayMs(): Promise<{ max: number; p99: number; gcMax: number } | null>;
 }
 
-interface Scenario {
-  readonly name: string;
-  readonly path: string;
-  readonly body: string;
-  readonly stream: boolean;
-}
-
 interface Cell {
   scenario: string;
   connections: number;
@@ -121,11 +120,6 @@ interface Cell {
   loopDelayP99Ms: number | null;
   gcPauseMaxMs: number | null;
   errors: number;
-}
-
-function which(binary: string): string | null {
-  const found = spawnSync('which', [binary]);
-  return found.status === 0 ? found.stdout.toString().trim() : null;
 }
 
 async function freePort(): Promise<number> {
@@ -149,37 +143,6 @@ function procCpuMs(pid: number): number {
 function procRss(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(match?.[1] ?? 0) * 1024;
-}
-
-function pinned(command: string, args: string[], core: string): string[] {
-  return which('taskset') === null ? [command, ...args] : ['taskset', '-c', core, command, ...args];
-}
-
-function readLine(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
-  return new Promise((resolve, reject) => {
-    let buffer = '';
-    const onData = (data: Buffer) => {
-      buffer += data.toString();
-      const match = pattern.exec(buffer);
-      if (match) {
-        child.stdout?.off('data', onData);
-        resolve(match);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`child exited (${code}) before printing ${pattern}`)));
-  });
-}
-
-async function startMock(extra: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const [command, ...args] = pinned(
-    process.execPath,
-    [...TSX, join(ROOT, 'test/servers/mock-vllm-cli.ts'), '--port', '0', '--max-model-len', '1000000', ...extra],
-    LOAD_CORE,
-  );
-  const child = spawn(command as string, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const match = await readLine(child, /at (http:\/\/\S+\/v1)/);
-  return { child, url: match[1] as string };
 }
 
 /**
@@ -381,61 +344,6 @@ async function startPortkey(
   }
   // Not in the RSS phase (no slow prefix): its slow route would need another custom host per call.
   return { child, target: { ...procTarget(child, peer.name, base), headers: peer.headers(fastUrl) } };
-}
-
-function scenarios(): Scenario[] {
-  // The bodies already carry what the gateway would add, so every target makes the stand-in do the same work.
-  const common = { model: 'mock-model', return_token_ids: true, logprobs: true };
-  return [
-    {
-      name: 'small non-stream',
-      path: '/v1/chat/completions',
-      stream: false,
-      body: JSON.stringify({ ...common, messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
-    },
-    {
-      name: '16-chunk stream',
-      path: '/v1/chat/completions',
-      stream: true,
-      body: JSON.stringify({
-        ...common,
-        messages: [{ role: 'user', content: 'hello' }],
-        max_tokens: 15,
-        stream: true,
-        stream_options: { include_usage: true },
-      }),
-    },
-    {
-      // What an agent sends: the gateway adds return_token_ids, logprobs and the usage chunk, and takes them out
-      // of the answer again (the stand-in answers with one token per chunk: 15 token chunks, with logprobs).
-      name: AGENT_VIEW_SCENARIO,
-      path: '/v1/chat/completions',
-      stream: true,
-      body: JSON.stringify({
-        model: 'mock-model',
-        messages: [{ role: 'user', content: 'hello' }],
-        max_tokens: 15,
-        stream: true,
-      }),
-    },
-    {
-      // 100 KB of tool definitions: the proxy parses, rewrites and records them, while the stand-in's
-      // tokenizer (one id per character) stays out of the measurement.
-      name: '100 KB request',
-      path: '/v1/chat/completions',
-      stream: false,
-      body: JSON.stringify({
-        ...common,
-        messages: [{ role: 'user', content: 'hello' }],
-        tool_choice: 'none',
-        tools: Array.from({ length: 100 }, (_, i) => ({
-          type: 'function',
-          function: { name: `tool_${i}`, description: 'd'.repeat(900), parameters: { type: 'object', properties: {} } },
-        })),
-        max_tokens: 4,
-      }),
-    },
-  ];
 }
 
 function percentile(sorted: number[], p: number): number {

@@ -1,0 +1,110 @@
+// What the proxy benchmarks share (bench/proxy.ts, bench/proxy-recording.ts): the cores they pin processes to, the
+// vLLM stand-in they forward to, and the request bodies of their cells.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
+/** The proxy under test runs here, alone. */
+export const PROXY_CORE = '0';
+/** The load generator and the stand-in share this core. */
+export const LOAD_CORE = '1';
+export const ROOT = new URL('..', import.meta.url).pathname;
+export const AGENT_VIEW_SCENARIO = "16-chunk stream (agent's own body)";
+const TSX = ['--import', 'tsx'];
+
+export interface Scenario {
+  readonly name: string;
+  readonly path: string;
+  readonly body: string;
+  readonly stream: boolean;
+}
+
+export function which(binary: string): string | null {
+  const found = spawnSync('which', [binary]);
+  return found.status === 0 ? found.stdout.toString().trim() : null;
+}
+
+export function pinned(command: string, args: string[], core: string): string[] {
+  return which('taskset') === null ? [command, ...args] : ['taskset', '-c', core, command, ...args];
+}
+
+export function readLine(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    const onData = (data: Buffer) => {
+      buffer += data.toString();
+      const match = pattern.exec(buffer);
+      if (match) {
+        child.stdout?.off('data', onData);
+        resolve(match);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`child exited (${code}) before printing ${pattern}`)));
+  });
+}
+
+export async function startMock(extra: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const [command, ...args] = pinned(
+    process.execPath,
+    [...TSX, join(ROOT, 'test/servers/mock-vllm-cli.ts'), '--port', '0', '--max-model-len', '1000000', ...extra],
+    LOAD_CORE,
+  );
+  const child = spawn(command as string, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const match = await readLine(child, /at (http:\/\/\S+\/v1)/);
+  return { child, url: match[1] as string };
+}
+
+export function scenarios(): Scenario[] {
+  // The bodies already carry what the gateway would add, so every target makes the stand-in do the same work.
+  const common = { model: 'mock-model', return_token_ids: true, logprobs: true };
+  return [
+    {
+      name: 'small non-stream',
+      path: '/v1/chat/completions',
+      stream: false,
+      body: JSON.stringify({ ...common, messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
+    },
+    {
+      name: '16-chunk stream',
+      path: '/v1/chat/completions',
+      stream: true,
+      body: JSON.stringify({
+        ...common,
+        messages: [{ role: 'user', content: 'hello' }],
+        max_tokens: 15,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    },
+    {
+      // What an agent sends: the gateway adds return_token_ids, logprobs and the usage chunk, and takes them out
+      // of the answer again (the stand-in answers with one token per chunk: 15 token chunks, with logprobs).
+      name: AGENT_VIEW_SCENARIO,
+      path: '/v1/chat/completions',
+      stream: true,
+      body: JSON.stringify({
+        model: 'mock-model',
+        messages: [{ role: 'user', content: 'hello' }],
+        max_tokens: 15,
+        stream: true,
+      }),
+    },
+    {
+      // 100 KB of tool definitions: the proxy parses, rewrites and records them, while the stand-in's
+      // tokenizer (one id per character) stays out of the measurement.
+      name: '100 KB request',
+      path: '/v1/chat/completions',
+      stream: false,
+      body: JSON.stringify({
+        ...common,
+        messages: [{ role: 'user', content: 'hello' }],
+        tool_choice: 'none',
+        tools: Array.from({ length: 100 }, (_, i) => ({
+          type: 'function',
+          function: { name: `tool_${i}`, description: 'd'.repeat(900), parameters: { type: 'object', properties: {} } },
+        })),
+        max_tokens: 4,
+      }),
+    },
+  ];
+}
