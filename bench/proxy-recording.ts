@@ -16,7 +16,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import type { ChildStats } from './proxy-child-stats.js';
-import { LOAD_CORE, PROXY_CORE, pinned, ROOT, readLine, type Scenario, scenarios, startMock } from './proxy-setup.js';
+import {
+  ask,
+  LOAD_CORE,
+  PROXY_CORE,
+  pinned,
+  ROOT,
+  readLine,
+  type Scenario,
+  scenarios,
+  startMock,
+} from './proxy-setup.js';
 import { STEPS, type StepTimes } from './store-step-times.js';
 
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,memory').split(',') as Array<'sqlite' | 'memory'>;
@@ -44,14 +54,6 @@ async function startGateway(fastUrl: string, storeKind: 'sqlite' | 'memory'): Pr
   const match = await readLine(child, /(\{.*"url".*\})\n/);
   child.stdout?.pipe(process.stderr);
   return { child, dir, url: (JSON.parse(match[1] as string) as { url: string }).url };
-}
-
-function ask<T>(child: ChildProcess, message: string): Promise<T> {
-  return new Promise<T>((resolve) => {
-    // Both IPC handlers of the child see every message; each answers only its own.
-    child.once('message', (answer) => resolve(answer as T));
-    child.send(message);
-  });
 }
 
 interface Block {

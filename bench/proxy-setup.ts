@@ -1,5 +1,5 @@
 // What the proxy benchmarks share (bench/proxy.ts, bench/proxy-recording.ts): the cores they pin processes to, the
-// vLLM stand-in they forward to, and the request bodies of their cells.
+// vLLM stand-in they forward to, the request bodies of their cells, and how they ask a proxy child over IPC.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
@@ -40,6 +40,14 @@ export function readLine(child: ChildProcess, pattern: RegExp): Promise<RegExpEx
     };
     child.stdout?.on('data', onData);
     child.once('exit', (code) => reject(new Error(`child exited (${code}) before printing ${pattern}`)));
+  });
+}
+
+/** Asks a proxy child over IPC; the child's handlers each answer only their own messages. */
+export function ask<T>(child: ChildProcess, message: string): Promise<T> {
+  return new Promise<T>((resolve) => {
+    child.once('message', (answer) => resolve(answer as T));
+    child.send(message);
   });
 }
 

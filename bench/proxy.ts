@@ -39,6 +39,7 @@ import { Pool } from 'undici';
 import type { ChildStats } from './proxy-child-stats.js';
 import { type PortkeyPeer, portkeyPeer } from './proxy-peer-portkey.js';
 import {
+  ask,
   LOAD_CORE,
   PROXY_CORE,
   pinned,
@@ -168,13 +169,6 @@ function startNodeProxy(
     return (JSON.parse(match[1] as string) as { url: string }).url;
   });
   return { child, ready };
-}
-
-function ask<T>(child: ChildProcess, message: string): Promise<T> {
-  return new Promise<T>((resolve) => {
-    child.once('message', (answer) => resolve(answer as T));
-    child.send(message);
-  });
 }
 
 function nodeTarget(child: ChildProcess, name: string, base: string, slowModel: string): Target {
