@@ -19,6 +19,7 @@ import type { ChildStats } from './proxy-child-stats.js';
 import {
   ask,
   LOAD_CORE,
+  median,
   PROXY_CORE,
   pinned,
   ROOT,
@@ -103,12 +104,14 @@ async function block(gateway: Gateway, scenario: Scenario, connections: number, 
   return { cpuUsPerCall: perCall(cpuAfter - cpuBefore), steps, errors };
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+/** The median of a row's blocks; NaN when there is none (a table cell then reads NaN, not a guess). */
+function medianOf(values: readonly number[]): number {
+  return median(values) ?? Number.NaN;
+}
+
+/** Each pair's recorded minus unrecorded CPU per call: the cost of recording, pair by pair. */
+function pairedCosts(row: Row): number[] {
+  return row.on.map((b, i) => b.cpuUsPerCall - (row.off[i]?.cpuUsPerCall ?? Number.NaN));
 }
 
 interface Row {
@@ -142,12 +145,12 @@ function costTable(rows: readonly Row[]): string[] {
     '|---|---|---:|---:|---:|---:|---:|---:|',
   ];
   for (const row of rows) {
-    const off = median(row.off.map((b) => b.cpuUsPerCall));
-    const on = median(row.on.map((b) => b.cpuUsPerCall));
-    const paired = row.on.map((b, i) => b.cpuUsPerCall - (row.off[i]?.cpuUsPerCall ?? Number.NaN));
+    const off = medianOf(row.off.map((b) => b.cpuUsPerCall));
+    const on = medianOf(row.on.map((b) => b.cpuUsPerCall));
+    const paired = pairedCosts(row);
     const errors = [...row.on, ...row.off].reduce((sum, b) => sum + b.errors, 0);
     lines.push(
-      `| ${row.store} | ${row.scenario} | ${row.connections} | ${us(off)} | ${us(on)} | ${us(median(paired))} (${us(Math.min(...paired))} to ${us(Math.max(...paired))}) | ${(on / off).toFixed(2)}x | ${errors} |`,
+      `| ${row.store} | ${row.scenario} | ${row.connections} | ${us(off)} | ${us(on)} | ${us(medianOf(paired))} (${us(Math.min(...paired))} to ${us(Math.max(...paired))}) | ${(on / off).toFixed(2)}x | ${errors} |`,
     );
   }
   return lines;
@@ -159,11 +162,11 @@ function stepTable(rows: readonly Row[]): string[] {
     `|---|---|---:|${STEP_NAMES.map(() => '---:').join('|')}|---:|---:|`,
   ];
   for (const row of rows) {
-    const step = (name: StepName) => median(row.on.map((b) => b.steps[name]));
+    const step = (name: StepName) => medianOf(row.on.map((b) => b.steps[name]));
     // The exporter runs addSpan (which runs insertSpan, which runs encode); the commit, the sequence id and a
     // rollout's registration run on their own.
     const total = step('exporter') + step('commit') + step('sequenceId') + step('startRollout');
-    const cost = median(row.on.map((b, i) => b.cpuUsPerCall - (row.off[i]?.cpuUsPerCall ?? Number.NaN)));
+    const cost = medianOf(pairedCosts(row));
     lines.push(
       `| ${row.store} | ${row.scenario} | ${row.connections} | ${STEP_NAMES.map((name) => us(step(name))).join(' | ')} | ${us(total)} | ${((100 * total) / cost).toFixed(0)} % |`,
     );

@@ -116,3 +116,11 @@ export function scenarios(): Scenario[] {
     },
   ];
 }
+
+/** The median of the known values (null and NaN left out); null when none is known. */
+export function median(values: readonly (number | null)[]): number | null {
+  const known = values.filter((v): v is number => v !== null && !Number.isNaN(v)).sort((a, b) => a - b);
+  if (known.length === 0) return null;
+  const mid = Math.floor(known.length / 2);
+  return known.length % 2 === 1 ? (known[mid] as number) : ((known[mid - 1] as number) + (known[mid] as number)) / 2;
+}

@@ -41,6 +41,7 @@ import { type PortkeyPeer, portkeyPeer } from './proxy-peer-portkey.js';
 import {
   ask,
   LOAD_CORE,
+  median,
   PROXY_CORE,
   pinned,
   ROOT,
@@ -510,13 +511,6 @@ async function rssPerStream(target: Target): Promise<number | null> {
   return open === 0 ? null : (during - before) / open;
 }
 
-function median(values: readonly (number | null)[]): number | null {
-  const known = values.filter((v): v is number => v !== null && !Number.isNaN(v)).sort((a, b) => a - b);
-  if (known.length === 0) return null;
-  const mid = Math.floor(known.length / 2);
-  return known.length % 2 === 1 ? (known[mid] as number) : ((known[mid - 1] as number) + (known[mid] as number)) / 2;
-}
-
 /** One cell from its rounds: the median of each number, the sum of errors. */
 function medianCell(runs: readonly Cell[]): Cell {
   const first = runs[0] as Cell;
@@ -654,7 +648,7 @@ async function main(): Promise<void> {
     }
     lines.push('');
     lines.push(
-      `Against the floor (${FLOOR}), same rounds: the gateway with recording on, CPU per request as a ratio, stream TTFB p99 as a difference, event-loop delay beside the floor's and beside the same gateway's on the memory store (what the SQLite store adds is the difference). The same process with recording off (unattributed URL: no sequence id, no span, no store) gives what the proxy path alone costs.`,
+      `Against the floor (${FLOOR}), same rounds: the gateway with recording on, CPU per request as a ratio, stream TTFB p99 as a difference, event-loop delay beside the floor's and beside the same gateway's on the memory store (what the SQLite store adds is the difference). The same process with recording off (unattributed URL: no sequence id, no store write; the call's span and capture still run) gives what the proxy path alone costs.`,
     );
     lines.push('');
     lines.push(
