@@ -15,6 +15,7 @@ import { countTokens } from '../src/gateway/anthropic/count-tokens.js';
 import { anthropicModelPage } from '../src/gateway/anthropic/models.js';
 import { type TranslatedRequest, translateMessagesRequest } from '../src/gateway/anthropic/request.js';
 import { AnthropicSink } from '../src/gateway/anthropic/sink.js';
+import type { ThinkingSignatures } from '../src/gateway/anthropic/thinking-signature.js';
 import type { ForwardEngine } from '../src/gateway/engine/forward-engine.js';
 import type { ModelRegistry } from '../src/gateway/pools/model-registry.js';
 import { HEADER_ANTHROPIC_VERSION, HEADER_ROLLOUT_ID } from '../src/gateway/upstream/headers.js';
@@ -29,12 +30,14 @@ export interface AnthropicRoutesOptions {
   readonly store: SequenceStore;
   /** The one attribution service of the gateway, shared by every entry point. */
   readonly attribution: RolloutAttribution;
+  /** Signs the thinking blocks of answers and checks those sent back. */
+  readonly signatures: ThinkingSignatures;
 }
 
 const SPAN_ATTRIBUTES = { [A.ATTR_API]: A.API_VALUE_ANTHROPIC_MESSAGES } as const;
 
 export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<AnthropicEnv> {
-  const { engine, registry } = options;
+  const { engine, registry, signatures } = options;
   const app = new Hono<AnthropicEnv>();
   const attribution = rolloutAttempt({ store: options.store, attribution: options.attribution });
   const json = bodyJson();
@@ -44,7 +47,7 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<Ant
 
   // Before attribution: a request that cannot be translated is refused before a sequence id is spent on it.
   async function translate(c: Context<AnthropicEnv>, next: Next): Promise<void> {
-    translations.set(c.req.raw, translateMessagesRequest(c.get('jsonBody')));
+    translations.set(c.req.raw, translateMessagesRequest(c.get('jsonBody'), signatures));
     await next();
   }
 
@@ -56,7 +59,8 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<Ant
       engine,
       endpoint: 'chat',
       body: translated.chat,
-      wrapSink: (agent) => new AnthropicSink({ agent, stopSequences: translated.stopSequences, requestId }),
+      wrapSink: (agent) =>
+        new AnthropicSink({ agent, context: { stopSequences: translated.stopSequences, signatures }, requestId }),
       // The translator reads the engine's whole answer and passes no ids or logprobs on: nothing to strip.
       agentView: 'raw',
       spanAttributes: SPAN_ATTRIBUTES,
@@ -69,6 +73,7 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<Ant
       body: c.get('jsonBody'),
       rolloutId: c.req.param('rid') ?? c.req.header(HEADER_ROLLOUT_ID) ?? null,
       requestId: c.get('requestId'),
+      signatures,
     });
     return c.json(count);
   }

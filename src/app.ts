@@ -30,6 +30,7 @@ import { buildControlServices, type ControlServices } from './assembly/control-s
 import { buildCoreServices, type CoreServices } from './assembly/core-services.js';
 import { createGatewayServer } from './assembly/gateway-server.js';
 import { GatewayParts } from './assembly/parts.js';
+import { ThinkingSignatures } from './gateway/anthropic/thinking-signature.js';
 import { responsesModeLookup } from './gateway/responses-via-chat/mode.js';
 import type { Logger } from './logger.js';
 import { createPinoLogger } from './pino-logger.js';
@@ -140,7 +141,9 @@ function mountRoutes({ app, config, core, control }: AppAssembly): void {
   app.route('/', createOtlpRoutes({ ingester, maxBodyBytes: config.server.bodyLimitBytes }));
   // Before the OpenAI routes: their catch-all refuses unknown paths under the prefix, and /v1/models falls through
   // to them unless the caller is an Anthropic client.
-  app.route('/', createAnthropicRoutes({ engine: routesEngine(), registry: pools, store, attribution }));
+  // Derived from the configured keys: replicas with one config, and restarts, accept each other's signatures.
+  const signatures = ThinkingSignatures.fromKeys([...config.auth.adminKeys, ...config.auth.agentKeys]);
+  app.route('/', createAnthropicRoutes({ engine: routesEngine(), registry: pools, store, attribution, signatures }));
   app.route(
     '/',
     createOpenAiRoutes({

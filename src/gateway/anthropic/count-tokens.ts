@@ -5,6 +5,7 @@ import { GatewayError, isGatewayError } from '../../errors.js';
 import { isObj } from '../history/narrow.js';
 import type { ModelRegistry } from '../pools/model-registry.js';
 import { translateConversation } from './request.js';
+import type { ThinkingSignatures } from './thinking-signature.js';
 
 const TOKENIZE_PATH = '/tokenize';
 /** The body kept for an error message. */
@@ -16,6 +17,8 @@ export interface CountTokensOptions {
   readonly body: Readonly<Record<string, unknown>>;
   readonly rolloutId: string | null;
   readonly requestId: string;
+  /** Thinking blocks in the history are checked as on a call. */
+  readonly signatures: ThinkingSignatures;
 }
 
 export interface TokenCount {
@@ -41,7 +44,7 @@ function engineMessage(text: string): string {
 
 export async function countTokens(options: CountTokensOptions): Promise<TokenCount> {
   const { body } = options;
-  const conversation = translateConversation(body);
+  const conversation = translateConversation(body, options.signatures);
   const route = options.registry.resolve(body.model, { rolloutId: options.rolloutId });
   const { backend, model } = route;
   if (backend.type !== 'vllm') {

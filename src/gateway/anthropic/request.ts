@@ -6,8 +6,9 @@
 //   400), each `tool_result` (text and images) as a `tool` message placed before the rest of its turn (chat puts
 //   tool answers right after the assistant's calls).
 // - assistant blocks: text as content, `tool_use` as `tool_calls` (input serialised), `thinking` as `reasoning`,
-//   the field vLLM hands to chat templates for earlier turns; `redacted_thinking` is Anthropic-encrypted and
-//   means nothing to another model, so it is dropped.
+//   the field vLLM hands to chat templates for earlier turns, once its signature shows it is reasoning this
+//   gateway answered with (thinking-signature.ts; any other signature is a 400, as on Anthropic's API);
+//   `redacted_thinking` is Anthropic-encrypted and means nothing to another model, so it is dropped.
 // - tools as functions; tools marked `defer_loading` are left out until a `tool_reference` in a tool result loads
 //   them (what Anthropic's tool search shows the model); `tool_choice` auto/any/tool/none.
 // - `max_tokens`, `stop_sequences` (as `stop`), `temperature`, `top_p`, `top_k`; `thinking` as the chat template's
@@ -17,6 +18,7 @@
 // Anything that cannot be expressed in chat is a 400 naming the field, never silently dropped.
 import { GatewayError } from '../../errors.js';
 import { isObj, type Obj } from '../history/narrow.js';
+import type { ThinkingSignatures } from './thinking-signature.js';
 
 export interface TranslatedRequest {
   /** The chat completions body for the engine. */
@@ -165,7 +167,22 @@ function userMessages(options: { content: unknown; where: string; referenced: Se
   return toolMessages;
 }
 
-function assistantMessage(content: unknown, where: string): Obj {
+/** A thinking block's text, once its signature shows this gateway answered with it. */
+function signedThinking(block: Obj, at: string, signatures: ThinkingSignatures): string {
+  if (typeof block.thinking !== 'string') invalid(`${at}.thinking: Input should be a string`, `${at}.thinking`);
+  const signature = typeof block.signature === 'string' ? block.signature : '';
+  if (!signatures.verify(block.thinking, signature)) {
+    invalid(
+      `${at}.signature: Invalid \`signature\` in \`thinking\` block: this gateway did not issue it for this text. ` +
+        'Send thinking blocks back exactly as they were answered, or leave them out',
+      `${at}.signature`,
+    );
+  }
+  return block.thinking;
+}
+
+function assistantMessage(options: { content: unknown; where: string; signatures: ThinkingSignatures }): Obj {
+  const { content, where, signatures } = options;
   if (typeof content === 'string') return { role: 'assistant', content };
   const parts: Obj[] = [];
   const toolCalls: Obj[] = [];
@@ -179,8 +196,7 @@ function assistantMessage(content: unknown, where: string): Obj {
           parts.push({ type: 'text', text: textOf(block, at) });
           break;
         case 'thinking':
-          if (typeof block.thinking !== 'string') invalid(`${at}.thinking: Input should be a string`, at);
-          reasoning = (reasoning ?? '') + block.thinking;
+          reasoning = (reasoning ?? '') + signedThinking(block, at, signatures);
           break;
         case 'redacted_thinking':
           break;
@@ -210,7 +226,7 @@ function assistantMessage(content: unknown, where: string): Obj {
   return message;
 }
 
-function chatMessages(body: Readonly<Obj>, referenced: Set<string>): Obj[] {
+function chatMessages(body: Readonly<Obj>, referenced: Set<string>, signatures: ThinkingSignatures): Obj[] {
   const out: Obj[] = [];
   if (body.system !== undefined && body.system !== null) {
     out.push({ role: 'system', content: systemContent(body.system, 'system') });
@@ -227,7 +243,7 @@ function chatMessages(body: Readonly<Obj>, referenced: Set<string>): Obj[] {
         out.push(...userMessages({ content: message.content, where, referenced }));
         break;
       case 'assistant':
-        out.push(assistantMessage(message.content, where));
+        out.push(assistantMessage({ content: message.content, where, signatures }));
         break;
       case 'system':
         out.push({ role: 'system', content: systemContent(message.content, `${where}.content`) });
@@ -283,9 +299,9 @@ function chatToolChoice(choice: unknown): { choice: unknown; parallel: boolean |
 }
 
 /** The conversation part of a Messages request (messages, system, tools, tool_choice) in chat form. */
-export function translateConversation(body: Readonly<Obj>): TranslatedConversation {
+export function translateConversation(body: Readonly<Obj>, signatures: ThinkingSignatures): TranslatedConversation {
   const referenced = new Set<string>();
-  const messages = chatMessages(body, referenced);
+  const messages = chatMessages(body, referenced, signatures);
   const tools = chatTools(body.tools, referenced);
   const { choice, parallel } = chatToolChoice(body.tool_choice);
   // vLLM refuses tool_choice without tools; with none left there is nothing to choose from.
@@ -316,7 +332,7 @@ function enableThinking(thinking: unknown): boolean | null {
   return invalid("thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'", 'thinking.type');
 }
 
-export function translateMessagesRequest(body: Readonly<Obj>): TranslatedRequest {
+export function translateMessagesRequest(body: Readonly<Obj>, signatures: ThinkingSignatures): TranslatedRequest {
   const maxTokens = body.max_tokens;
   if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) {
     invalid('max_tokens: a positive integer is required', 'max_tokens');
@@ -326,7 +342,7 @@ export function translateMessagesRequest(body: Readonly<Obj>): TranslatedRequest
   }
   const n = body.n;
   if (n !== undefined && n !== null && n !== 1) invalid('n: the Messages API answers with one message', 'n');
-  const conversation = translateConversation(body);
+  const conversation = translateConversation(body, signatures);
   const chat: Obj = {};
   // Engine extras first, so a translated key always wins over a stray one of the same name.
   for (const key in body) if (!MESSAGES_API_KEYS.has(key)) chat[key] = body[key];

@@ -1,9 +1,10 @@
 // The engine's chat answer as an Anthropic message: the parts both answer shapes (JSON body, stream) share, and the
 // whole-body translation. Content blocks come in the order the model produced them: thinking (vLLM's parsed
-// reasoning), then text, then one `tool_use` per tool call.
+// reasoning, signed: thinking-signature.ts), then text, then one `tool_use` per tool call.
 
 import { isObj } from '../history/narrow.js';
 import { FINISH_REASON_ABORT, reasoningOf } from '../stream/chat-choice-reader.js';
+import type { ThinkingSignatures } from './thinking-signature.js';
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
 
@@ -29,9 +30,6 @@ export interface AnthropicMessage {
   stop_sequence: string | null;
   usage: AnthropicUsage;
 }
-
-/** Thinking blocks need a signature; Anthropic's are its own, so rollgate's are empty (clients send them back as is). */
-export const THINKING_SIGNATURE = '';
 
 function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : 0;
@@ -116,8 +114,15 @@ export function toolInput(argumentsJson: unknown): unknown {
 
 export type ChatAnswer = { readonly aborted: true } | { readonly aborted: false; readonly message: AnthropicMessage };
 
+/** What translating an answer needs from its request and the gateway. */
+export interface AnswerContext {
+  readonly stopSequences: readonly string[];
+  readonly signatures: ThinkingSignatures;
+}
+
 /** A non-stream chat completion body as an Anthropic message (its first choice: the Messages API has no `n`). */
-export function chatCompletionToMessage(completion: unknown, stopSequences: readonly string[]): ChatAnswer {
+export function chatCompletionToMessage(completion: unknown, context: AnswerContext): ChatAnswer {
+  const { stopSequences } = context;
   const body = isObj(completion) ? completion : {};
   const choice = Array.isArray(body.choices) && isObj(body.choices[0]) ? body.choices[0] : {};
   if (choice.finish_reason === FINISH_REASON_ABORT) return { aborted: true };
@@ -125,7 +130,7 @@ export function chatCompletionToMessage(completion: unknown, stopSequences: read
   const content: AnthropicContentBlock[] = [];
   const reasoning = reasoningOf(message);
   if (reasoning !== null && reasoning !== '') {
-    content.push({ type: 'thinking', thinking: reasoning, signature: THINKING_SIGNATURE });
+    content.push({ type: 'thinking', thinking: reasoning, signature: context.signatures.sign(reasoning) });
   }
   if (typeof message.content === 'string' && message.content !== '')
     content.push({ type: 'text', text: message.content });

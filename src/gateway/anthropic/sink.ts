@@ -22,7 +22,7 @@ import {
   anthropicErrorEvent,
   anthropicStreamErrorBody,
 } from './errors.js';
-import { chatCompletionToMessage } from './response.js';
+import { type AnswerContext, chatCompletionToMessage } from './response.js';
 import { ABORTED_ERROR, ChatStreamTranslator } from './stream.js';
 
 /** Characters of a non-JSON error body kept for the message. */
@@ -31,7 +31,7 @@ const ERROR_TEXT_CHARS = 500;
 export interface AnthropicSinkOptions {
   /** Where the Anthropic answer goes (node's response, or a web one in process). */
   readonly agent: AgentSink;
-  readonly stopSequences: readonly string[];
+  readonly context: AnswerContext;
   readonly requestId: string;
 }
 
@@ -46,10 +46,7 @@ function errorBody(status: number, body: Buffer): AnthropicErrorBody {
   return anthropicErrorBody({ status, message });
 }
 
-function wholeAnswer(
-  answer: WholeAnswer,
-  options: { stopSequences: readonly string[]; requestId: string },
-): WholeAnswer {
+function wholeAnswer(answer: WholeAnswer, options: { context: AnswerContext; requestId: string }): WholeAnswer {
   const headers: OutgoingHttpHeaders = { ...answer.headers, [HEADER_ANTHROPIC_REQUEST_ID]: options.requestId };
   let status = answer.status;
   let body: unknown;
@@ -57,7 +54,7 @@ function wholeAnswer(
     body = errorBody(status, answer.body);
     ensureRateLimitRetryAfter(status, headers);
   } else {
-    const translated = chatCompletionToMessage(parseJson(answer.body.toString('utf8')), options.stopSequences);
+    const translated = chatCompletionToMessage(parseJson(answer.body.toString('utf8')), options.context);
     if (translated.aborted) {
       status = STATUS_UNAVAILABLE;
       body = ABORTED_ERROR;
@@ -72,12 +69,12 @@ function wholeAnswer(
 
 export class AnthropicSink extends TranslatingSink {
   constructor(options: AnthropicSinkOptions) {
-    const { stopSequences, requestId } = options;
+    const { context, requestId } = options;
     super({
       agent: options.agent,
       streamHeaders: { [HEADER_ANTHROPIC_REQUEST_ID]: requestId },
       stream: () => {
-        const translator = new ChatStreamTranslator({ stopSequences });
+        const translator = new ChatStreamTranslator(context);
         return {
           chunk: (chunk) => translator.chunk(chunk),
           finish: () => translator.finish(),
@@ -88,7 +85,7 @@ export class AnthropicSink extends TranslatingSink {
             ).toString('utf8'),
         };
       },
-      whole: (answer) => wholeAnswer(answer, { stopSequences, requestId }),
+      whole: (answer) => wholeAnswer(answer, { context, requestId }),
     });
   }
 }

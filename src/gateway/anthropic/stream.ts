@@ -1,7 +1,8 @@
 // A chat completions stream as the Messages API's named events, chunk by chunk: `message_start` (and a `ping`)
 // with the first chunk; a content block per run of reasoning (`thinking_delta`), text (`text_delta`) or tool call
 // (`content_block_start` with the call's id and name, then its argument fragments as `input_json_delta`), each
-// stopped when the next begins or the choice finishes; `message_delta` (stop reason, usage) and `message_stop`
+// stopped when the next begins or the choice finishes (a thinking block gets its `signature_delta` just before its
+// `content_block_stop`, as on Anthropic's API: the signature covers the whole block); `message_delta` (stop reason, usage) and `message_stop`
 // when upstream's `[DONE]` arrives, which the relay holds until the span is stored. Nothing is buffered beyond the
 // block bookkeeping: every delta goes out in the events of the chunk that carried it.
 import {
@@ -11,12 +12,14 @@ import {
   type ToolCallDelta,
 } from '../stream/chat-choice-reader.js';
 import { type AnthropicErrorBody, anthropicErrorBody } from './errors.js';
-import { anthropicUsage, messageId, stopInfo, THINKING_SIGNATURE } from './response.js';
+import { type AnswerContext, anthropicUsage, messageId, stopInfo } from './response.js';
 
 type Obj = Record<string, unknown>;
 
 type OpenBlock =
-  | { readonly index: number; readonly kind: 'text' | 'thinking' }
+  | { readonly index: number; readonly kind: 'text' }
+  /** The thinking so far: the signature is over the block's whole text. */
+  | { readonly index: number; readonly kind: 'thinking'; thinking: string }
   | { readonly index: number; readonly kind: 'tool_use'; readonly toolIndex: number };
 
 /** An aborted generation is a truncated answer that looks complete: the agent is told to send it again. */
@@ -30,7 +33,7 @@ export function sseEvent(name: string, data: unknown): string {
 }
 
 export class ChatStreamTranslator {
-  readonly #stopSequences: readonly string[];
+  readonly #context: AnswerContext;
   #open: OpenBlock | null = null;
   #nextIndex = 0;
   /** Chat tool-call index -> content block index. */
@@ -43,8 +46,8 @@ export class ChatStreamTranslator {
   });
   #promptTokens = 0;
 
-  constructor(options: { readonly stopSequences: readonly string[] }) {
-    this.#stopSequences = options.stopSequences;
+  constructor(context: AnswerContext) {
+    this.#context = context;
   }
 
   /** The events one chat chunk translates to (often one, possibly none). */
@@ -60,7 +63,7 @@ export class ChatStreamTranslator {
     const stop = stopInfo({
       finishReason: this.#reader.finishReason,
       engineStopReason: this.#reader.engineStopReason,
-      stopSequences: this.#stopSequences,
+      stopSequences: this.#context.stopSequences,
     });
     const usage = anthropicUsage(this.#reader.usage, {
       promptTokens: this.#promptTokens,
@@ -99,7 +102,12 @@ export class ChatStreamTranslator {
     const open = this.#open;
     if (open === null) return '';
     this.#open = null;
-    return sseEvent('content_block_stop', { type: 'content_block_stop', index: open.index });
+    let out = '';
+    if (open.kind === 'thinking') {
+      const delta = { type: 'signature_delta', signature: this.#context.signatures.sign(open.thinking) };
+      out = sseEvent('content_block_delta', { type: 'content_block_delta', index: open.index, delta });
+    }
+    return out + sseEvent('content_block_stop', { type: 'content_block_stop', index: open.index });
   }
 
   #begin(block: OpenBlock, contentBlock: Obj): string {
@@ -112,14 +120,16 @@ export class ChatStreamTranslator {
   #textDelta(kind: 'text' | 'thinking', text: string): string {
     let out = '';
     if (this.#open?.kind !== kind) {
-      out = this.#begin(
-        { index: this.#nextIndex, kind },
+      const index = this.#nextIndex;
+      out =
         kind === 'text'
-          ? { type: 'text', text: '' }
-          : { type: 'thinking', thinking: '', signature: THINKING_SIGNATURE },
-      );
+          ? this.#begin({ index, kind }, { type: 'text', text: '' })
+          : // Anthropic's stream starts a thinking block with an empty signature too; the real one ends it.
+            this.#begin({ index, kind, thinking: '' }, { type: 'thinking', thinking: '', signature: '' });
     }
-    const index = (this.#open as OpenBlock).index;
+    const open = this.#open as OpenBlock;
+    if (open.kind === 'thinking') open.thinking += text;
+    const index = open.index;
     const delta = kind === 'text' ? { type: 'text_delta', text } : { type: 'thinking_delta', thinking: text };
     return `${out}${sseEvent('content_block_delta', { type: 'content_block_delta', index, delta })}`;
   }

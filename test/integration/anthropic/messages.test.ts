@@ -7,6 +7,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { APIError } from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
+import { ThinkingSignatures } from '../../../src/gateway/anthropic/thinking-signature.js';
 import { type AnthropicAgents, anthropicAgents, type NamedEvent, parseSse } from '../../helpers/anthropic-agent.js';
 import { type Harness, rolloutId, startHarness } from '../gateway/harness.js';
 
@@ -42,6 +43,9 @@ async function engineAnswer(body: Obj, stream: boolean): Promise<string> {
   return response.text();
 }
 
+/** The test gateway has no keys: its thinking signatures use the key a keyless gateway derives. */
+const signatures = ThinkingSignatures.fromKeys([]);
+
 const STOP: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use' };
 
 /** The reference translation of a chat completion into an Anthropic message (the Messages API's documented shape). */
@@ -49,7 +53,7 @@ function referenceMessage(chat: Obj): Obj {
   const choice = chat.choices[0];
   const m = choice.message;
   const content: Obj[] = [];
-  if (m.reasoning) content.push({ type: 'thinking', thinking: m.reasoning, signature: '' });
+  if (m.reasoning) content.push({ type: 'thinking', thinking: m.reasoning, signature: signatures.sign(m.reasoning) });
   if (m.content) content.push({ type: 'text', text: m.content });
   for (const call of m.tool_calls ?? []) {
     content.push({
@@ -102,9 +106,15 @@ function referenceEvents(chunks: Obj[]): NamedEvent[] {
   let open: string | null = null;
   let index = -1;
   const toolBlocks = new Map<number, number>();
+  let thinking = '';
   const close = () => {
+    // A thinking block's signature covers its whole text and comes just before its stop.
+    if (open === 'thinking') {
+      push('content_block_delta', { index, delta: { type: 'signature_delta', signature: signatures.sign(thinking) } });
+    }
     if (open !== null) push('content_block_stop', { index });
     open = null;
+    thinking = '';
   };
   let finish = 'stop';
   let usage: Obj = {};
@@ -127,6 +137,7 @@ function referenceEvents(chunks: Obj[]): NamedEvent[] {
               kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' },
           });
         }
+        if (kind === 'thinking') thinking += text;
         push('content_block_delta', {
           index,
           delta: kind === 'text' ? { type: 'text_delta', text } : { type: 'thinking_delta', thinking: text },

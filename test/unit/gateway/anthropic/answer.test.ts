@@ -7,9 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { chatCompletionToMessage } from '../../../../src/gateway/anthropic/response.js';
 import { AnthropicSink } from '../../../../src/gateway/anthropic/sink.js';
 import { ChatStreamTranslator } from '../../../../src/gateway/anthropic/stream.js';
+import { ThinkingSignatures } from '../../../../src/gateway/anthropic/thinking-signature.js';
 import { parseSse } from '../../../helpers/anthropic-agent.js';
 
 type Obj = Record<string, any>;
+
+const signatures = ThinkingSignatures.fromKeys([]);
+const context = { stopSequences: [], signatures };
 
 function chunk(delta: Obj, extra: Obj = {}): Obj {
   return { id: 'chatcmpl-abc', model: 'm', choices: [{ index: 0, delta, finish_reason: null, ...extra }] };
@@ -27,7 +31,7 @@ const usageChunk = {
 
 /** Events per chunk, so a test can see that each delta went out with the chunk that carried it. */
 function translate(chunks: readonly Obj[], stopSequences: string[] = []): { perChunk: Obj[][]; closing: Obj[] } {
-  const translator = new ChatStreamTranslator({ stopSequences });
+  const translator = new ChatStreamTranslator({ stopSequences, signatures });
   const perChunk = chunks.map((c) => parseSse(translator.chunk(c)).map((e) => e.data));
   return { perChunk, closing: parseSse(translator.finish()).map((e) => e.data) };
 }
@@ -57,6 +61,12 @@ describe('stream translation', () => {
       { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'x' } },
     ]);
     expect(perChunk[4]).toEqual([
+      // The signature covers the block's whole text and comes just before its stop, as on Anthropic's API.
+      {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'signature_delta', signature: signatures.sign('think morex') },
+      },
       { type: 'content_block_stop', index: 0 },
       { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
       { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Answer' } },
@@ -152,7 +162,7 @@ describe('non-stream translation', () => {
         ],
         usage: { prompt_tokens: 9, completion_tokens: 5 },
       },
-      [],
+      context,
     );
     expect(answer).toEqual({
       aborted: false,
@@ -162,7 +172,7 @@ describe('non-stream translation', () => {
         role: 'assistant',
         model: 'm',
         content: [
-          { type: 'thinking', thinking: 'why', signature: '' },
+          { type: 'thinking', thinking: 'why', signature: signatures.sign('why') },
           { type: 'text', text: 'Checking.' },
           { type: 'tool_use', id: 'c1', name: 'f', input: { a: [1] } },
         ],
@@ -176,7 +186,7 @@ describe('non-stream translation', () => {
   it('reports an aborted generation as such', () => {
     const aborted = chatCompletionToMessage(
       { choices: [{ message: { content: 'half' }, finish_reason: 'abort' }] },
-      [],
+      context,
     );
     expect(aborted).toEqual({ aborted: true });
   });
@@ -215,7 +225,7 @@ describe('sink', () => {
 
   it('translates a relayed stream as it is written and closes it with the held [DONE]', () => {
     const { sink, state } = memorySink();
-    const anthropic = new AnthropicSink({ agent: sink, stopSequences: [], requestId: 'req-1' });
+    const anthropic = new AnthropicSink({ agent: sink, context, requestId: 'req-1' });
     anthropic.writeHead(200, { 'content-type': 'text/event-stream', 'x-request-id': 'req-1' });
     expect(state.headers).toMatchObject({ 'content-type': 'text/event-stream', 'request-id': 'req-1' });
     // Two events in one write, then one split across writes.
@@ -242,7 +252,7 @@ describe('sink', () => {
 
   it('turns the relay`s error event into an Anthropic error event', () => {
     const { sink, state } = memorySink();
-    const anthropic = new AnthropicSink({ agent: sink, stopSequences: [], requestId: 'r' });
+    const anthropic = new AnthropicSink({ agent: sink, context, requestId: 'r' });
     anthropic.writeHead(200, { 'content-type': 'text/event-stream' });
     anthropic.write(sse(chunk({ content: 'Hi' })));
     anthropic.end(
@@ -263,7 +273,7 @@ describe('sink', () => {
         choices: [{ message: { content: 'hey' }, finish_reason: 'stop' }],
       }),
     );
-    const anthropic = new AnthropicSink({ agent: ok.sink, stopSequences: [], requestId: 'r' });
+    const anthropic = new AnthropicSink({ agent: ok.sink, context, requestId: 'r' });
     anthropic.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length });
     expect(ok.state.headersSent).toBe(false);
     anthropic.end(answer);
@@ -271,7 +281,7 @@ describe('sink', () => {
     expect(ok.state.headers['content-length']).toBe(Buffer.byteLength(ok.state.body));
 
     const limited = memorySink();
-    const rateLimited = new AnthropicSink({ agent: limited.sink, stopSequences: [], requestId: 'r' });
+    const rateLimited = new AnthropicSink({ agent: limited.sink, context, requestId: 'r' });
     rateLimited.writeHead(429, { 'content-type': 'application/json' });
     rateLimited.end(
       Buffer.from(JSON.stringify({ error: { message: 'slow down', type: 'rate', param: null, code: '429' } })),
@@ -284,7 +294,7 @@ describe('sink', () => {
     });
 
     const html = memorySink();
-    const gateway = new AnthropicSink({ agent: html.sink, stopSequences: [], requestId: 'r' });
+    const gateway = new AnthropicSink({ agent: html.sink, context, requestId: 'r' });
     gateway.writeHead(502, { 'content-type': 'text/html' });
     gateway.end(Buffer.from('<html>Bad Gateway</html>'));
     expect(html.state.headers['content-type']).toBe('application/json');
@@ -296,7 +306,7 @@ describe('sink', () => {
 
   it('answers an aborted non-stream generation with a 503 the agent retries', () => {
     const { sink, state } = memorySink();
-    const anthropic = new AnthropicSink({ agent: sink, stopSequences: [], requestId: 'r' });
+    const anthropic = new AnthropicSink({ agent: sink, context, requestId: 'r' });
     anthropic.writeHead(200, { 'content-type': 'application/json' });
     anthropic.end(Buffer.from(JSON.stringify({ choices: [{ message: { content: 'ha' }, finish_reason: 'abort' }] })));
     expect(state.status).toBe(503);

@@ -3,16 +3,18 @@
 import { describe, expect, it } from 'vitest';
 import { isGatewayError } from '../../../../src/errors.js';
 import { translateMessagesRequest } from '../../../../src/gateway/anthropic/request.js';
+import { ThinkingSignatures } from '../../../../src/gateway/anthropic/thinking-signature.js';
 
 const base = { model: 'm', max_tokens: 64 };
+const signatures = ThinkingSignatures.fromKeys(['a-gateway-agent-key']);
 
 function chatOf(body: Record<string, unknown>): Record<string, any> {
-  return translateMessagesRequest({ ...base, ...body }).chat;
+  return translateMessagesRequest({ ...base, ...body }, signatures).chat;
 }
 
 function refusal(body: Record<string, unknown>): { message: string; param: string | null; code: string } {
   try {
-    translateMessagesRequest(body);
+    translateMessagesRequest(body, signatures);
   } catch (error) {
     if (isGatewayError(error)) return { message: error.message, param: error.param, code: error.code };
     throw error;
@@ -104,8 +106,8 @@ describe('messages', () => {
           role: 'assistant',
           content: [
             { type: 'redacted_thinking', data: 'opaque' },
-            { type: 'thinking', thinking: 'step 1. ', signature: 'sig' },
-            { type: 'thinking', thinking: 'step 2.', signature: 'sig' },
+            { type: 'thinking', thinking: 'step 1. ', signature: signatures.sign('step 1. ') },
+            { type: 'thinking', thinking: 'step 2.', signature: signatures.sign('step 2.') },
             { type: 'tool_use', id: 't1', name: 'f', input: { a: 1 } },
           ],
         },
@@ -116,6 +118,43 @@ describe('messages', () => {
       content: null,
       tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
       reasoning: 'step 1. step 2.',
+    });
+  });
+
+  it('refuses a thinking block whose signature this gateway did not issue for its text', () => {
+    const history = (block: Record<string, unknown>) => ({
+      ...base,
+      messages: [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: [block, { type: 'text', text: 'a' }] },
+        { role: 'user', content: 'more' },
+      ],
+    });
+    const issued = signatures.sign('my reasoning');
+    const foreign = [
+      { type: 'thinking', thinking: 'my reasoning', signature: '' },
+      { type: 'thinking', thinking: 'my reasoning' },
+      // Anthropic's own signatures are base64 blobs of its own.
+      { type: 'thinking', thinking: 'my reasoning', signature: 'EqQBCkgIARABGAIiQL2x' },
+      // The text edited after it was answered.
+      { type: 'thinking', thinking: 'my reasoning, edited', signature: issued },
+      // Another gateway's key.
+      {
+        type: 'thinking',
+        thinking: 'my reasoning',
+        signature: ThinkingSignatures.fromKeys(['x'.repeat(16)]).sign('my reasoning'),
+      },
+    ];
+    for (const block of foreign) {
+      const refused = refusal(history(block));
+      expect(refused.code).toBe('invalid_request');
+      expect(refused.param).toBe('messages.1.content.0.signature');
+      expect(refused.message).toContain('Invalid `signature` in `thinking` block');
+    }
+    expect(chatOf(history({ type: 'thinking', thinking: 'my reasoning', signature: issued })).messages[1]).toEqual({
+      role: 'assistant',
+      content: 'a',
+      reasoning: 'my reasoning',
     });
   });
 
@@ -172,16 +211,19 @@ describe('messages', () => {
 
 describe('request fields', () => {
   it('maps sampling fields, stop sequences and thinking, and asks a stream for its usage', () => {
-    const translated = translateMessagesRequest({
-      ...base,
-      messages: [{ role: 'user', content: 'x' }],
-      temperature: 0.5,
-      top_p: 0.9,
-      top_k: 20,
-      stop_sequences: ['END'],
-      thinking: { type: 'disabled' },
-      stream: true,
-    });
+    const translated = translateMessagesRequest(
+      {
+        ...base,
+        messages: [{ role: 'user', content: 'x' }],
+        temperature: 0.5,
+        top_p: 0.9,
+        top_k: 20,
+        stop_sequences: ['END'],
+        thinking: { type: 'disabled' },
+        stream: true,
+      },
+      signatures,
+    );
     expect(translated.isStream).toBe(true);
     expect(translated.stopSequences).toEqual(['END']);
     expect(translated.chat).toEqual({
