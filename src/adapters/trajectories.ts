@@ -1,7 +1,9 @@
 // Triplets -> training rows (docs/trajectories.md, agent-lightning v1 trajectory merging). A turn merges
 // into the current row only when its prompt ids start token-exactly with the row's context (previous
 // prompt + response): that holds only when ids are the engine's own, never re-tokenised (docs/failure-classes.md#55).
+// A row longer than its limits is left out and reported, never cut (length-limits.ts).
 import type { Span } from '../store/core/types.js';
+import { contextLengthsOf, judgeRowLength, type RowDrop } from './length-limits.js';
 import { findFinalReward } from './reward.js';
 import { sortSpansBySequence } from './span-order.js';
 import { spansToTriplets, type TokenTriplet, type TrainingDrop } from './triplets.js';
@@ -9,8 +11,16 @@ import { spansToTriplets, type TokenTriplet, type TrainingDrop } from './triplet
 export interface TrajectoryOptions {
   /** `trajectory` merges continuing turns; `transition` makes one row per triplet. */
   readonly level?: 'trajectory' | 'transition';
-  readonly maxPromptLength?: number;
-  readonly maxResponseLength?: number;
+  /**
+   * The trainer's limits. A row longer than a limit is left out whole (onRowDropped), never cut. Absent: the
+   * context length recorded on the row's calls (`contextLengths`; length-limits.ts), unchecked when none was.
+   */
+  readonly maxPromptLength?: number | undefined;
+  readonly maxResponseLength?: number | undefined;
+  /** Sequence id -> the engine context length recorded on that call; spansToTrajectories reads it off the spans. */
+  readonly contextLengths?: ReadonlyMap<number, number>;
+  /** Called once per row left out for its length, with the reason and the limit it broke. */
+  readonly onRowDropped?: (drop: RowDrop) => void;
   /** Reward given to rows of a rollout whose final reward is null. */
   readonly rewardFillna?: number;
   /** Called once per turn that continues no open row token for token (it starts row `rowIndex`). */
@@ -34,14 +44,11 @@ export interface TrajectoryRow {
   /** Absent when any merged turn lacked usable logprobs. Gap tokens carry 0.0. */
   readonly logprobs: number[] | null;
   readonly reward: number;
-  /** The prompt was longer than the limit and was truncated; trainers usually drop such rows. */
-  readonly isDrop: boolean;
-  readonly isResponseTruncated: boolean;
   /** Sequence ids of the calls merged into this row. */
   readonly sequenceIds: number[];
   readonly turnCount: number;
   /**
-   * Where each merged call's generated ids lie in `responseIds` (`end` exclusive, after truncation); the ids
+   * Where each merged call's generated ids lie in `responseIds` (`end` exclusive); the ids
    * between two turns are the gap. Lets a reader attach per-call facts (e.g. per-token versions) to tokens.
    */
   readonly turns: RowTurn[];
@@ -53,8 +60,6 @@ export interface RowTurn {
   readonly end: number;
 }
 
-export const DEFAULT_MAX_PROMPT_LENGTH = 2048;
-export const DEFAULT_MAX_RESPONSE_LENGTH = 8192;
 /** Open rows a turn may continue, newest first: side calls are few, and a long rollout must not scan them all. */
 const ROWS_SEARCHED = 8;
 
@@ -88,28 +93,26 @@ function openRow(t: TokenTriplet): OpenRow {
   };
 }
 
-function finishRow(
-  row: OpenRow,
-  options: { reward: number; maxPromptLength: number; maxResponseLength: number },
-): TrajectoryRow | null {
-  const isDrop = row.promptIds.length > options.maxPromptLength;
-  const isResponseTruncated = row.responseIds.length > options.maxResponseLength;
-  const responseIds = row.responseIds.slice(0, options.maxResponseLength);
-  const mask = row.mask.slice(0, options.maxResponseLength);
-  if (mask.every((m) => m === 0)) return null;
+function finishRow(row: OpenRow, options: TrajectoryOptions, reward: number): TrajectoryRow | null {
+  if (row.mask.every((m) => m === 0)) return null;
+  const tooLong = judgeRowLength(options, {
+    promptLength: row.promptIds.length,
+    responseLength: row.responseIds.length,
+    sequenceIds: row.sequenceIds,
+  });
+  if (tooLong !== null) {
+    options.onRowDropped?.(tooLong);
+    return null;
+  }
   return {
-    promptIds: row.promptIds.slice(0, options.maxPromptLength),
-    responseIds,
-    responseMask: mask,
-    logprobs: row.logprobs ? row.logprobs.slice(0, options.maxResponseLength) : null,
-    reward: options.reward,
-    isDrop,
-    isResponseTruncated,
+    promptIds: row.promptIds,
+    responseIds: row.responseIds,
+    responseMask: row.mask,
+    logprobs: row.logprobs,
+    reward,
     sequenceIds: row.sequenceIds,
     turnCount: row.sequenceIds.length,
-    turns: row.turns.flatMap((turn) =>
-      turn.start < responseIds.length ? [{ ...turn, end: Math.min(turn.end, responseIds.length) }] : [],
-    ),
+    turns: row.turns,
   };
 }
 
@@ -123,11 +126,7 @@ export function tripletsToTrajectories(
   options: TrajectoryOptions = {},
 ): TrajectoryRow[] {
   const level = options.level ?? 'trajectory';
-  const finish = {
-    reward: finalReward ?? options.rewardFillna ?? 0,
-    maxPromptLength: options.maxPromptLength ?? DEFAULT_MAX_PROMPT_LENGTH,
-    maxResponseLength: options.maxResponseLength ?? DEFAULT_MAX_RESPONSE_LENGTH,
-  };
+  const reward = finalReward ?? options.rewardFillna ?? 0;
   // Rows stay open to the end: a turn joins the most recent row it continues token for token, so an agent's side
   // calls between two turns (a title, a summary) get rows of their own without ending the conversation's.
   const open: OpenRow[] = [];
@@ -164,7 +163,7 @@ export function tripletsToTrajectories(
   }
   const rows: TrajectoryRow[] = [];
   for (const row of open) {
-    const done = finishRow(row, finish);
+    const done = finishRow(row, options, reward);
     if (done) rows.push(done);
   }
   return rows;
@@ -177,5 +176,8 @@ export function tripletsToTrajectories(
 export function spansToTrajectories(spans: readonly Span[], options: TrajectoryOptions = {}): TrajectoryRow[] {
   const sorted = sortSpansBySequence(spans);
   // TrajectoryOptions carries TripletOptions' fields (onDropped, perTokenVersions, includeAuxiliary) as they are.
-  return tripletsToTrajectories(spansToTriplets(sorted, options), findFinalReward(sorted), options);
+  return tripletsToTrajectories(spansToTriplets(sorted, options), findFinalReward(sorted), {
+    ...options,
+    contextLengths: options.contextLengths ?? contextLengthsOf(sorted),
+  });
 }

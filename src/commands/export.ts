@@ -2,23 +2,33 @@
 // re-tokenised). One row per trajectory (turns merged, gaps masked), per transition (one per call) or per
 // triplet, as JSON lines or Parquet. Reads a store file/database directly (--store) or a running
 // gateway's store API (--gateway). Calls that must not be trained on (aborted, incomplete token ids) are left
-// out by the adapters and counted on stderr; a rollout that continued from an aborted call exports no rows.
+// out by the adapters and counted on stderr; a rollout that continued from an aborted call exports no rows. A row
+// longer than its limits (declared, else the engine's context length recorded on its calls) is left out, never cut,
+// and counted; rollouts the status filter skipped are counted by status (export-report.ts).
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, parseStoreSpec } from '../../config/load.js';
 import { configSchema } from '../../config/schema.js';
+import { contextLengthsOf, type RowDrop } from '../adapters/length-limits.js';
 import { findFinalReward } from '../adapters/reward.js';
 import { sortSpansBySequence } from '../adapters/span-order.js';
 import { tripletsToTrajectories } from '../adapters/trajectories.js';
-import { spansToTriplets, type TrainingDrop, type TrainingDropReason } from '../adapters/triplets.js';
+import { spansToTriplets, type TrainingDrop } from '../adapters/triplets.js';
 import { ATTR_MODEL_VERSION } from '../contracts/span-attributes.js';
 import { silentLogger } from '../logger.js';
 import { normalizeGatewayUrl } from '../runner/attempt-urls.js';
 import { HttpStore } from '../store/client/http.js';
 import { createStore } from '../store/core/create-store.js';
-import type { LightningStore, Rollout, RolloutStatus, Span } from '../store/core/types.js';
+import {
+  type LightningStore,
+  ROLLOUT_STATUSES,
+  type Rollout,
+  type RolloutStatus,
+  type Span,
+} from '../store/core/types.js';
+import { ExportReport } from './export-report.js';
 
 export const EXIT_EXPORT_ERROR = 1;
 export const EXIT_USAGE_ERROR = 2;
@@ -38,6 +48,10 @@ export interface ExportRow {
   reward: number | null;
   model_version: number | null;
   sequence_ids: number[];
+  /**
+   * Always false: a row over a length limit is left out (and counted), never cut. Kept for readers of the
+   * agent-lightning layout, which filter on it.
+   */
   is_drop: boolean;
 }
 
@@ -50,8 +64,11 @@ export interface ExportOptions {
   readonly since?: number;
   /** Status filter when rolloutIds is absent (default: succeeded). */
   readonly statuses?: readonly RolloutStatus[];
+  /** Declared limits; absent: the engine context length recorded on each row's calls (length-limits.ts). */
   readonly maxPromptLength?: number;
   readonly maxResponseLength?: number;
+  /** Told once per row left out for its length (trajectory and transition levels). */
+  readonly onRowDropped?: (drop: RowDrop & { readonly rolloutId: string }) => void;
   /** Keep the harness's housekeeping calls (`rollgate.call.role = auxiliary`) as rows; left out by default. */
   readonly includeAuxiliary?: boolean;
   /** Told once per call left out of the rows (or kept without logprobs: `logprobs_floor`). */
@@ -111,10 +128,13 @@ function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions
       is_drop: false,
     }));
   }
+  const onRowDropped = options.onRowDropped;
   const rows = tripletsToTrajectories(triplets, findFinalReward(sorted), {
     level: options.level,
-    ...(options.maxPromptLength ? { maxPromptLength: options.maxPromptLength } : {}),
-    ...(options.maxResponseLength ? { maxResponseLength: options.maxResponseLength } : {}),
+    maxPromptLength: options.maxPromptLength,
+    maxResponseLength: options.maxResponseLength,
+    contextLengths: contextLengthsOf(sorted),
+    ...(onRowDropped ? { onRowDropped: (drop) => onRowDropped({ ...drop, rolloutId: rollout.rollout_id }) } : {}),
   });
   return rows.map((row, i) => ({
     rollout_id: rollout.rollout_id,
@@ -127,7 +147,7 @@ function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions
     reward: row.reward,
     model_version: versionOf(sorted, row.sequenceIds),
     sequence_ids: row.sequenceIds,
-    is_drop: row.isDrop,
+    is_drop: false,
   }));
 }
 
@@ -139,23 +159,41 @@ export async function* exportRows(options: ExportOptions): AsyncGenerator<Export
   }
 }
 
-const DROP_LABELS: Readonly<Record<TrainingDropReason, string>> = {
-  aborted: 'aborted calls (their rollouts export no rows)',
-  incomplete_token_ids: 'calls with incomplete token ids',
-  token_count_mismatch: 'calls whose token ids do not match usage.completion_tokens',
-  logprobs_floor: 'calls exported without logprobs (-9999 placeholder)',
-  version_changed_in_flight: 'calls whose server changed weights while they generated',
-  auxiliary: "auxiliary calls (the harness's titles, summaries, probes)",
-};
-
-/** One stderr line per reason, so a user sees what the export left out and why. */
-function describeDrops(counts: Readonly<Partial<Record<TrainingDropReason, number>>>): string[] {
-  const lines: string[] = [];
-  for (const reason of Object.keys(DROP_LABELS) as TrainingDropReason[]) {
-    const count = counts[reason] ?? 0;
-    if (count > 0) lines.push(`rollgate: left out ${count} ${DROP_LABELS[reason]}\n`);
+/**
+ * Rollouts of the statuses the export does not select, by status: what a user who expected rows from a run still
+ * `running` needs to hear. Counted from the store's totals; with --since, only rollouts started since then.
+ */
+export async function countSkippedRollouts(options: {
+  readonly store: LightningStore;
+  readonly statuses: readonly RolloutStatus[];
+  readonly since?: number;
+}): Promise<Map<RolloutStatus, number>> {
+  const counts = new Map<RolloutStatus, number>();
+  for (const status of ROLLOUT_STATUSES) {
+    if (options.statuses.includes(status)) continue;
+    if (options.since === undefined) {
+      counts.set(status, (await options.store.queryRollouts({ status_in: [status], limit: 1 })).total);
+      continue;
+    }
+    let count = 0;
+    // Newest first: the scan stops at the first rollout older than --since.
+    scan: for (let offset = 0; ; offset += PAGE) {
+      const page = await options.store.queryRollouts({
+        status_in: [status],
+        sort_by: 'start_time',
+        sort_order: 'desc',
+        limit: PAGE,
+        offset,
+      });
+      for (const rollout of page.items) {
+        if (rollout.start_time < options.since) break scan;
+        count += 1;
+      }
+      if (page.items.length < PAGE) break;
+    }
+    counts.set(status, count);
   }
-  return lines;
+  return counts;
 }
 
 async function write(stream: WriteStream, text: string): Promise<void> {
@@ -216,9 +254,27 @@ interface ExportCommandOptions {
   readonly apiKey?: string;
   readonly rollouts?: string[];
   readonly since?: number;
-  readonly status?: RolloutStatus[];
+  readonly status?: string[];
   readonly out?: string;
   readonly includeAuxiliary?: boolean;
+  readonly maxPromptLength?: number;
+  readonly maxResponseLength?: number;
+}
+
+function parseLength(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive whole number of tokens');
+  return n;
+}
+
+/** The statuses `--status` names (`all`: every status); an unknown one is the user's mistake to hear about. */
+function selectedStatuses(names: readonly string[] | undefined): RolloutStatus[] | string {
+  if (names === undefined) return ['succeeded'];
+  if (names.includes('all')) return [...ROLLOUT_STATUSES];
+  const known: readonly string[] = ROLLOUT_STATUSES;
+  const unknown = names.filter((name) => !known.includes(name));
+  if (unknown.length > 0) return `unknown --status ${unknown.join(',')} (known: ${ROLLOUT_STATUSES.join(', ')}, all)`;
+  return names as RolloutStatus[];
 }
 
 function parseSince(value: string): number {
@@ -255,7 +311,21 @@ export function registerExportCommand(program: Command): void {
     .option('--api-key <key>', 'admin key for --gateway (default: ROLLGATE_API_KEY)')
     .option('--rollouts <ids>', 'only these rollout ids (comma-separated, repeatable)', parseList)
     .option('--since <time>', 'only rollouts started at or after this time (epoch seconds or ISO date)', parseSince)
-    .option('--status <statuses>', 'rollout statuses to export (default: succeeded)', parseList)
+    .option(
+      '--status <statuses>',
+      'rollout statuses to export, comma-separated, or `all` (default: succeeded; skipped rollouts are counted)',
+      parseList,
+    )
+    .option(
+      '--max-prompt-length <tokens>',
+      "leave out (never cut) rows with a longer prompt (default: the engine's context length recorded on the calls)",
+      parseLength,
+    )
+    .option(
+      '--max-response-length <tokens>',
+      "leave out (never cut) rows with a longer response (default: the engine's context length recorded on the calls)",
+      parseLength,
+    )
     .option('-o, --out <file>', 'output file (jsonl: default stdout; parquet: required)')
     .option(
       '--include-auxiliary',
@@ -284,6 +354,11 @@ async function runExport(options: ExportCommandOptions): Promise<number> {
     process.stderr.write('rollgate: --format parquet needs --out <file>\n');
     return EXIT_USAGE_ERROR;
   }
+  const statuses = selectedStatuses(options.status);
+  if (typeof statuses === 'string') {
+    process.stderr.write(`rollgate: ${statuses}\n`);
+    return EXIT_USAGE_ERROR;
+  }
   let store: LightningStore;
   try {
     store = await openStore(options);
@@ -292,18 +367,19 @@ async function runExport(options: ExportCommandOptions): Promise<number> {
     process.stderr.write(`rollgate: cannot open the store: ${message}\n`);
     return EXIT_USAGE_ERROR;
   }
-  const drops: Partial<Record<TrainingDropReason, number>> = {};
+  const report = new ExportReport();
   try {
     const rows = exportRows({
       store,
       level: options.level,
-      onDropped: ({ reason }) => {
-        drops[reason] = (drops[reason] ?? 0) + 1;
-      },
+      onDropped: ({ reason }) => report.callDropped(reason),
+      onRowDropped: (drop) => report.rowDropped(drop),
+      statuses,
       ...(options.rollouts ? { rolloutIds: options.rollouts } : {}),
       ...(options.since !== undefined ? { since: options.since } : {}),
-      ...(options.status ? { statuses: options.status } : {}),
       ...(options.includeAuxiliary === true ? { includeAuxiliary: true } : {}),
+      ...(options.maxPromptLength !== undefined ? { maxPromptLength: options.maxPromptLength } : {}),
+      ...(options.maxResponseLength !== undefined ? { maxResponseLength: options.maxResponseLength } : {}),
     });
     let count: number;
     if (options.format === 'parquet') {
@@ -323,8 +399,24 @@ async function runExport(options: ExportCommandOptions): Promise<number> {
         await once(out, 'close');
       }
     }
-    process.stderr.write(`rollgate: exported ${count} ${options.level} rows\n`);
-    for (const line of describeDrops(drops)) process.stderr.write(line);
+    // Explicit rollout ids are exported whatever their status: nothing was skipped for it.
+    if (options.rollouts === undefined) {
+      report.skippedRollouts(
+        await countSkippedRollouts({
+          store,
+          statuses,
+          ...(options.since !== undefined ? { since: options.since } : {}),
+        }),
+      );
+    }
+    const lines = report.lines({
+      rows: count,
+      level: options.level,
+      maxPromptLength: options.maxPromptLength,
+      maxResponseLength: options.maxResponseLength,
+      statuses: options.rollouts === undefined ? statuses : null,
+    });
+    for (const line of lines) process.stderr.write(line);
     return 0;
   } catch (error) {
     process.stderr.write(`rollgate: export failed: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -138,6 +138,19 @@ export const ATTR_BACKEND = 'rollgate.backend' as const;
 /** How the pool placed a rollout's call (docs/routing.md): sticky | moved | new; absent without a rollout. */
 export const ATTR_ROUTING_DECISION = 'rollgate.routing.decision' as const;
 export const ATTR_REQUEST_OVERRIDES = 'rollgate.request.overrides' as const;
+/**
+ * Why the agent's max tokens were lowered (`rollgate.request.overrides` holds its own value): `at_most` (the pool's
+ * `clampMaxTokens.atMost`) or `context` (the context left after the prompt). Absent when nothing was lowered.
+ */
+export const ATTR_REQUEST_MAX_TOKENS_CLAMP = 'rollgate.request.max_tokens_clamp' as const;
+export const MAX_TOKENS_CLAMP_VALUE_AT_MOST = 'at_most' as const;
+export const MAX_TOKENS_CLAMP_VALUE_CONTEXT = 'context' as const;
+export type MaxTokensClampReason = typeof MAX_TOKENS_CLAMP_VALUE_AT_MOST | typeof MAX_TOKENS_CLAMP_VALUE_CONTEXT;
+/**
+ * The context length (`max_model_len`) the pool's engine reports in its `GET /v1/models`, when the gateway knows it.
+ * Training rows take their length limits from it when the trainer declares none (docs/trajectories.md).
+ */
+export const ATTR_ENGINE_MAX_MODEL_LEN = 'rollgate.engine.max_model_len' as const;
 export const ATTR_USAGE_DERIVED = 'rollgate.usage.derived' as const;
 export const ATTR_CACHE_STATUS = 'rollgate.cache.status' as const;
 export const CACHE_STATUS_VALUE_HIT = 'hit' as const;

@@ -1,6 +1,8 @@
 // One training batch from one step's finished rollouts: trajectories from the spans (the adapters'
 // merging, never re-tokenised), the model version that produced each row, group advantages, and a count
 // for every reason a row or group was left out, so a trainer can tell "no data" from "bad data".
+import { findFinalReward } from '../../adapters/reward.js';
+import { sortSpansBySequence } from '../../adapters/span-order.js';
 import { spansToTrajectories, type TrajectoryRow } from '../../adapters/trajectories.js';
 import type { TrainingDropReason } from '../../adapters/triplets.js';
 import {
@@ -41,7 +43,7 @@ export interface DropCounts {
   no_signal_groups: number;
   /** Rollouts in those groups. */
   no_signal_rollouts: number;
-  /** Rows whose prompt or response exceeded the length limits. */
+  /** Rows left out whole (never cut) because their prompt or response was longer than the length limits. */
   overlong: number;
   /** Rows left out for a policy token older than the allowed staleness (`staleTokens: drop`, or all masked). */
   stale: number;
@@ -123,8 +125,9 @@ export interface BuildBatchOptions {
   readonly estimator: AdvantageEstimator;
   readonly normalizeStd: boolean;
   readonly level: 'trajectory' | 'transition';
-  readonly maxPromptLength: number;
-  readonly maxResponseLength: number;
+  /** The trainer's limits; absent: the engine context length recorded on each row's calls (length-limits.ts). */
+  readonly maxPromptLength?: number | undefined;
+  readonly maxResponseLength?: number | undefined;
   readonly rewardFillna: number;
   /**
    * What a failed rollout is to its group: `drop` (default) leaves it out of the baseline, since an infrastructure
@@ -199,6 +202,10 @@ interface RolloutRows {
   readonly rows: Array<{ row: TrajectoryRow; tokenVersions: number[]; rawLogprobs: boolean }>;
   readonly mismatches: number;
   readonly drops: CallDrops;
+  /** Rows left out for their length: the rollout still counts in its group's baseline, with `reward`. */
+  readonly overlong: number;
+  /** The rollout's reward (its rows carry it too); set when the outcome is ok. */
+  readonly reward: number;
 }
 
 /** Why a rollout of the step did not succeed; one that never finished was cancelled for running too long. */
@@ -211,16 +218,17 @@ function failureOf(rollout: Rollout | undefined): FailureReason | null {
 async function readRollout(options: BuildBatchOptions, rolloutId: string): Promise<RolloutRows> {
   const failure = failureOf(options.finished.get(rolloutId));
   if (failure !== null && options.infraFailures !== 'zero-reward')
-    return { outcome: 'failed', failure, rows: [], mismatches: 0, drops: noDrops() };
+    return { outcome: 'failed', failure, rows: [], mismatches: 0, drops: noDrops(), overlong: 0, reward: 0 };
   const read = await readRows(options, rolloutId);
   if (failure === null || read.outcome !== 'ok') return { ...read, failure };
   // zero-reward: whatever the failed rollout recorded trains as a reward-0 answer.
-  return { ...read, failure, rows: read.rows.map((r) => ({ ...r, row: { ...r.row, reward: 0 } })) };
+  return { ...read, failure, reward: 0, rows: read.rows.map((r) => ({ ...r, row: { ...r.row, reward: 0 } })) };
 }
 
 async function readRows(options: BuildBatchOptions, rolloutId: string): Promise<Omit<RolloutRows, 'failure'>> {
   const spans = await allSpans(options.store, rolloutId);
   let mismatches = 0;
+  let overlong = 0;
   const drops = noDrops();
   const rows = spansToTrajectories(spans, {
     level: options.level,
@@ -236,9 +244,15 @@ async function readRows(options: BuildBatchOptions, rolloutId: string): Promise<
     onDropped: ({ reason }) => {
       drops[reason] += 1;
     },
+    onRowDropped: () => {
+      overlong += 1;
+    },
   });
-  if (drops.aborted > 0) return { outcome: 'aborted', rows: [], mismatches, drops };
-  if (rows.length === 0) return { outcome: 'no_tokens', rows: [], mismatches, drops };
+  const reward = findFinalReward(sortSpansBySequence(spans)) ?? options.rewardFillna;
+  const none = { rows: [], mismatches, drops, overlong, reward };
+  if (drops.aborted > 0) return { outcome: 'aborted', ...none };
+  // Rows left out for their length are no sign of missing tokens: the rollout stays in its group.
+  if (rows.length === 0 && overlong === 0) return { outcome: 'no_tokens', ...none };
   const versions = versionsBySequence(spans);
   const raw = rawAdjustedSequenceIds(spans);
   return {
@@ -250,6 +264,8 @@ async function readRows(options: BuildBatchOptions, rolloutId: string): Promise<
     })),
     mismatches,
     drops,
+    overlong,
+    reward,
   };
 }
 
@@ -311,12 +327,9 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     }
     const group = groupOf(groupId);
     // Every row of a rollout carries the rollout's final reward: the group compares rollouts, not rows.
-    group.rewards.set(rolloutId, result.rows[0]?.row.reward ?? options.rewardFillna);
+    group.rewards.set(rolloutId, result.reward);
+    dropped.overlong += result.overlong;
     for (const { row, tokenVersions, rawLogprobs } of result.rows) {
-      if (row.isDrop || row.isResponseTruncated) {
-        dropped.overlong += 1;
-        continue;
-      }
       const verdict = judgeStaleness({
         mask: row.responseMask,
         tokenVersions,

@@ -51,8 +51,13 @@ export const rlOptionsSchema = z
     /** GRPO: divide by the group's standard deviation (Dr. GRPO sets this false). */
     normalizeStd: z.boolean().default(true),
     level: z.enum(['trajectory', 'transition']).default('trajectory'),
-    maxPromptLength: z.int().min(1).default(2048),
-    maxResponseLength: z.int().min(1).default(8192),
+    /**
+     * The trainer's prompt and response limits (e.g. verl's rollout.prompt_length / response_length). A row longer
+     * than either is left out (stats.dropped.overlong), never cut. Absent: the context length the pool's engine
+     * reported, recorded on each call (coding harnesses' system prompts alone are 7k-12k tokens).
+     */
+    maxPromptLength: z.int().min(1).optional(),
+    maxResponseLength: z.int().min(1).optional(),
     /** Reward of a rollout that recorded none. */
     rewardFillna: z.number().default(0),
     /**

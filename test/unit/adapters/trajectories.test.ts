@@ -1,7 +1,9 @@
 // docs/trajectories.md, docs/failure-classes.md#55.
 import { describe, expect, it } from 'vitest';
+import type { RowDrop } from '../../../src/adapters/length-limits.js';
 import { spansToTrajectories, tripletsToTrajectories } from '../../../src/adapters/trajectories.js';
 import { spansToTriplets } from '../../../src/adapters/triplets.js';
+import { ATTR_ENGINE_MAX_MODEL_LEN } from '../../../src/contracts/span-attributes.js';
 import { callSpan, rewardSpan } from './fixtures.js';
 
 // A 3-turn tool conversation: each prompt = previous prompt + previous response + tool observation.
@@ -24,8 +26,6 @@ describe('tripletsToTrajectories', () => {
       responseMask: [1, 1, 0, 0, 1, 0, 1, 1],
       logprobs: [-1, -2, 0, 0, -3, 0, -4, -5],
       reward: 1,
-      isDrop: false,
-      isResponseTruncated: false,
       sequenceIds: [1, 2, 3],
     });
   });
@@ -71,10 +71,42 @@ describe('tripletsToTrajectories', () => {
     expect(tripletsToTrajectories(triplets, 0.5, { level: 'transition' })).toHaveLength(2);
   });
 
-  it('flags and truncates over-long prompts and responses', () => {
-    const triplets = spansToTriplets([callSpan(1, [1, 2, 3, 4], [5, 6, 7])]);
-    const [row] = tripletsToTrajectories(triplets, 0, { maxPromptLength: 2, maxResponseLength: 2 });
-    expect(row).toMatchObject({ promptIds: [1, 2], responseIds: [5, 6], isDrop: true, isResponseTruncated: true });
+  it('leaves out a row longer than a declared limit whole, never cut, and says why', () => {
+    const triplets = spansToTriplets([callSpan(1, [1, 2, 3, 4], [5, 6, 7]), callSpan(2, [8], [9, 10, 11])]);
+    const drops: RowDrop[] = [];
+    const onRowDropped = (drop: RowDrop) => drops.push(drop);
+    const rows = tripletsToTrajectories(triplets, 0, { maxPromptLength: 2, maxResponseLength: 3, onRowDropped });
+    expect(rows.map((r) => [r.promptIds, r.responseIds])).toEqual([[[8], [9, 10, 11]]]);
+    expect(drops).toEqual([
+      { reason: 'prompt_too_long', sequenceIds: [1], length: 4, limit: 2, limitSource: 'declared' },
+    ]);
+    drops.length = 0;
+    expect(tripletsToTrajectories(triplets, 0, { maxResponseLength: 2, onRowDropped })).toEqual([]);
+    expect(drops.map((d) => [d.reason, d.length, d.limit])).toEqual([
+      ['response_too_long', 3, 2],
+      ['response_too_long', 3, 2],
+    ]);
+  });
+
+  it('holds rows to the context length recorded on their calls when no limit is declared', () => {
+    const long = Array.from({ length: 9000 }, (_, i) => i);
+    const spans = [
+      callSpan(1, long, [1, 2], { [ATTR_ENGINE_MAX_MODEL_LEN]: 32_768 }),
+      callSpan(2, [7], [1, 2, 3, 4], { [ATTR_ENGINE_MAX_MODEL_LEN]: 3 }),
+      callSpan(3, long, [5]),
+    ];
+    const drops: RowDrop[] = [];
+    const rows = spansToTrajectories(spans, { onRowDropped: (drop) => drops.push(drop) });
+    // The 9,000-id prompt fits its 32k context whole; the call recorded without one is not checked.
+    expect(rows.map((r) => [r.promptIds.length, r.sequenceIds])).toEqual([
+      [9000, [1]],
+      [9000, [3]],
+    ]);
+    expect(drops).toEqual([
+      { reason: 'response_too_long', sequenceIds: [2], length: 4, limit: 3, limitSource: 'context' },
+    ]);
+    // A declared limit wins over the recorded context.
+    expect(spansToTrajectories(spans, { maxPromptLength: 8192 }).map((r) => r.sequenceIds)).toEqual([]);
   });
 
   it('goes from spans to rows with the final reward, whatever the span order', () => {

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { type BuildBatchOptions, buildBatch } from '../../../src/algorithms/rl/batch.js';
+import { rlOptionsSchema } from '../../../src/algorithms/rl/options.js';
 import {
   ATTR_CALL_OUTCOME,
   ATTR_CALL_ROLE,
+  ATTR_ENGINE_MAX_MODEL_LEN,
   ATTR_MODEL_VERSION,
   ATTR_RESPONSE_LOGPROBS,
   ATTR_TOKEN_IDS_REASON,
@@ -167,6 +169,34 @@ describe('buildBatch', () => {
     );
     expect(short.stats.dropped.overlong).toBe(1);
     expect(short.samples.map((s) => s.rollout_id)).toEqual([fresh0.rollout_id]);
+    await store.close();
+  });
+
+  it("without declared limits, holds rows to the pool's context length recorded on their calls", async () => {
+    // The plugin's defaults declare no limit: a coding harness's 9k-token system prompt must not be "overlong".
+    const defaults = rlOptionsSchema.parse({ model: 'policy' });
+    expect([defaults.maxPromptLength, defaults.maxResponseLength]).toEqual([undefined, undefined]);
+    const store = new MemoryStore();
+    const system = Array.from({ length: 9000 }, (_, i) => i % 50_000);
+    const context = { [ATTR_ENGINE_MAX_MODEL_LEN]: 32_768 };
+    const harness = await rollout(store, [{ prompt: system, response: [10, 11], version: 2, extra: context }], 1);
+    const tight = { [ATTR_ENGINE_MAX_MODEL_LEN]: 4 };
+    const over = await rollout(store, [{ prompt: [1, 2, 3, 4, 5], response: [10], version: 2, extra: tight }], 0);
+    const batch = await buildBatch(
+      options(
+        store,
+        [
+          [harness, 'g'],
+          [over, 'g'],
+        ],
+        { maxPromptLength: defaults.maxPromptLength, maxResponseLength: defaults.maxResponseLength },
+      ),
+    );
+    expect(batch.samples.map((s) => [s.rollout_id, s.prompt_ids.length])).toEqual([[harness.rollout_id, 9000]]);
+    expect(batch.stats.dropped.overlong).toBe(1);
+    // The over-long rollout still counts in its group's baseline: its reward 0 gives the other an advantage.
+    expect(batch.stats.dropped.no_tokens).toBe(0);
+    expect(batch.samples[0]?.advantage).toBeGreaterThan(0);
     await store.close();
   });
 
