@@ -20,6 +20,7 @@ import { storageFailure } from '../src/store/sqlite/sqlite-file-guard.js';
 import { aglV1ErrorBody, isAglV1Path } from './agl-v1-errors.js';
 import type { AppEnv } from './env.js';
 import { isOtlpTracesPath, otlpErrorBody } from './otlp-errors.js';
+import { refusalFields } from './refusal-log.js';
 
 const STORE_CODE_TO_ERROR: Record<StoreErrorCode, ErrorCode> = {
   not_found: 'not_found',
@@ -105,11 +106,12 @@ export function renderError(c: Context<AppEnv>, error: unknown): Response {
   const rendered = clientLeftMidRequest(c) ? CLIENT_CLOSED : classify(error);
   const spec = ERROR_SPECS[rendered.code];
   const logger = c.get('logger') ?? silentLogger;
+  // Logged once. A refusal (4xx, the gateway's own) says who was refused, on which route and why (refusal-log.ts).
   logger[spec.level]('request failed', {
     requestId: c.get('requestId'),
-    code: rendered.code,
-    status: spec.status,
-    ...(spec.status >= 500 ? { err: error instanceof Error ? error.stack : String(error) } : {}),
+    ...(spec.status < 500
+      ? refusalFields(c, { status: spec.status, code: rendered.code, message: rendered.message })
+      : { code: rendered.code, status: spec.status, err: error instanceof Error ? error.stack : String(error) }),
   });
   const requestId = c.get('requestId');
   if (requestId) c.header(HEADER_REQUEST_ID, requestId);
