@@ -9,6 +9,7 @@ import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
 import type { ForwardEngine } from '../src/gateway/engine/forward-engine.js';
 import type { ResponsesMode } from '../src/gateway/responses-via-chat/mode.js';
+import type { LightningStore } from '../src/store/core/types.js';
 import { methodNotAllowed, PROXY_PREFIXES, type ProxyEnv, proxyCall } from './proxy-call.js';
 import { refuseResponsesUpgrade, responsesViaChat } from './responses-via-chat.js';
 
@@ -16,7 +17,8 @@ type OpenAiEnv = ProxyEnv;
 
 export interface OpenAiRoutesOptions {
   readonly engine: ForwardEngine;
-  readonly store: SequenceStore;
+  /** Sequence ids, and the recorded answers stored Responses references resolve to. */
+  readonly store: SequenceStore & Pick<LightningStore, 'querySpans'>;
   /** The one attribution service of the gateway, shared by every entry point. */
   readonly attribution: RolloutAttribution;
   /** The `responses` mode of the pool a call's model reaches (default: every pool relays). */
@@ -41,7 +43,12 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
     };
 
   const models = (c: Context<OpenAiEnv>): Response => c.json({ object: 'list', data: engine.listModels() });
-  const responses = responsesViaChat({ engine, responsesMode: options.responsesMode ?? (() => 'relay') });
+  const { store } = options;
+  const responses = responsesViaChat({
+    engine,
+    responsesMode: options.responsesMode ?? (() => 'relay'),
+    spans: async ({ rid, aid }) => (await store.querySpans(rid, { attempt_id: aid, limit: -1 })).items,
+  });
 
   for (const prefix of PROXY_PREFIXES) {
     for (const [path, endpoint] of ENDPOINT_PATHS) {

@@ -2,7 +2,8 @@
 // chat completions call and takes the chat forward path (token ids and logprobs, streams included, on the span);
 // only the answer is translated back into the Responses API's objects and named events. Other pools keep the relay
 // to the engine's own Responses route. Wired into the OpenAI routes: the translation runs before attribution, so an
-// untranslatable request is refused before a sequence id is spent on it. A WebSocket upgrade on the path (Codex's
+// untranslatable request is refused before a sequence id is spent on it. A request that names earlier answers
+// (`previous_response_id`, `item_reference` items) has them resolved first, from the attempt's recorded spans. A WebSocket upgrade on the path (Codex's
 // built-in provider tries one first) is refused with 426, and the client falls back to HTTP.
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import * as A from '../src/contracts/span-attributes.js';
@@ -14,6 +15,8 @@ import {
   translateResponsesRequest,
 } from '../src/gateway/responses-via-chat/request.js';
 import { responsesSink } from '../src/gateway/responses-via-chat/sink.js';
+import { type AttemptSpans, resolveStoredState } from '../src/gateway/responses-via-chat/stored-items.js';
+import { HEADER_ATTEMPT_ID, HEADER_ROLLOUT_ID } from '../src/gateway/upstream/headers.js';
 import { methodNotAllowed, type ProxyEnv, proxyCall } from './proxy-call.js';
 
 const SPAN_ATTRIBUTES = { [A.ATTR_API]: A.API_VALUE_OPENAI_RESPONSES } as const;
@@ -22,6 +25,8 @@ export interface ResponsesViaChatOptions {
   readonly engine: ForwardEngine;
   /** The mode of the pool a call's `model` reaches. */
   readonly responsesMode: (model: unknown) => ResponsesMode;
+  /** Where earlier answers of an attempt are read from (the store's recorded spans). */
+  readonly spans: AttemptSpans;
 }
 
 export interface ResponsesViaChat {
@@ -32,14 +37,21 @@ export interface ResponsesViaChat {
 }
 
 export function responsesViaChat(options: ResponsesViaChatOptions): ResponsesViaChat {
-  const { engine, responsesMode } = options;
+  const { engine, responsesMode, spans } = options;
   // Each call's translation, from the step before attribution to the handler after it (keyed by the request, so
   // nothing outlives it).
   const translations = new WeakMap<Request, TranslatedResponsesRequest>();
 
   async function translate(c: Context<ProxyEnv>, next: Next): Promise<void> {
     const body = c.get('jsonBody');
-    if (responsesMode(body.model) === 'via-chat') translations.set(c.req.raw, translateResponsesRequest(body));
+    if (responsesMode(body.model) === 'via-chat') {
+      // The attempt as attribution will take it (path, else headers); attribution checks the ids right after.
+      const rid = c.req.param('rid') ?? c.req.header(HEADER_ROLLOUT_ID);
+      const aid = c.req.param('aid') ?? c.req.header(HEADER_ATTEMPT_ID);
+      const attempt = rid === undefined || aid === undefined ? null : { rid, aid };
+      const stored = await resolveStoredState({ body, attempt, spans });
+      translations.set(c.req.raw, translateResponsesRequest(body, stored));
+    }
     await next();
   }
 

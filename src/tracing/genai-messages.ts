@@ -66,6 +66,10 @@ export function inputMessages(messages: unknown): GenAiMessage[] {
       continue;
     }
     const parts = contentParts(message.content);
+    // An earlier turn's reasoning (vLLM's `reasoning`, or its older `reasoning_content`) is part of what the
+    // template was given, and what a stored response's history is rebuilt from (responses-via-chat).
+    const reasoning = message.reasoning ?? message.reasoning_content;
+    if (typeof reasoning === 'string') parts.unshift({ type: 'reasoning', content: reasoning });
     if (Array.isArray(message.tool_calls)) {
       for (const call of message.tool_calls) {
         const part = toolCallPart(call);

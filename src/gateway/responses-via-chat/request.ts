@@ -12,8 +12,9 @@
 // - `max_output_tokens` as `max_tokens`, `temperature`, `top_p`, `top_logprobs`, `parallel_tool_calls`,
 //   `tool_choice`, `text.format` as `response_format`; `stream` with the usage chunk the final event needs.
 // - Fields about the Responses service (`store`, `include`, `prompt_cache_key`, `client_metadata`, `metadata`,
-//   `truncation`, `reasoning`, `service_tier`, `user`, ...) are accepted and not sent on; what needs stored state
-//   (`previous_response_id`, `conversation`, `item_reference`, `background`, `prompt`) is a 400: nothing is stored.
+//   `truncation`, `reasoning`, `service_tier`, `user`, ...) are accepted and not sent on. `previous_response_id`
+//   and `item_reference` items come resolved from the attempt's recorded answers (stored-items.ts); what needs
+//   state that is not recorded (`conversation`, `background`, `prompt`) is a 400.
 //   Any key the Responses API does not define goes to the engine as it came (engine extras such as `top_k`).
 import { GatewayError } from '../../errors.js';
 import { isObj, type Obj } from '../history/narrow.js';
@@ -38,6 +39,7 @@ export interface ResponsesEcho {
   readonly store: unknown;
   readonly metadata: unknown;
   readonly truncation: unknown;
+  readonly previousResponseId: unknown;
 }
 
 export interface TranslatedResponsesRequest {
@@ -47,6 +49,14 @@ export interface TranslatedResponsesRequest {
   /** Chat function names of namespaced tools, to name the namespace again in the answer. */
   readonly namespaced: ReadonlyMap<string, NamespacedName>;
   readonly echo: ResponsesEcho;
+}
+
+/** What a request's references to earlier answers stand for (resolved by stored-items.ts). */
+export interface StoredState {
+  /** Chat messages that lead the conversation after `instructions`: the previous response's conversation. */
+  readonly carried: readonly Obj[];
+  /** The input items, references replaced, after the previous response's output items. */
+  readonly input: unknown;
 }
 
 /** Responses request fields that are translated, or accepted without a chat counterpart. */
@@ -214,13 +224,14 @@ function messageItem(history: ChatHistory, item: Obj, at: string): void {
   }
 }
 
-function chatMessages(body: Readonly<Obj>): Obj[] {
+function chatMessages(body: Readonly<Obj>, stored: StoredState | null): Obj[] {
   const history = new ChatHistory();
   if (present(body.instructions)) {
     if (typeof body.instructions !== 'string') invalid('instructions: Input should be a string', 'instructions');
     history.push({ role: 'system', content: body.instructions });
   }
-  const input = body.input;
+  for (const message of stored?.carried ?? []) history.push({ ...message });
+  const input = stored === null ? body.input : stored.input;
   if (typeof input === 'string') {
     history.push({ role: 'user', content: input });
     return history.messages;
@@ -255,7 +266,11 @@ function chatMessages(body: Readonly<Obj>): Obj[] {
         history.reasoning(reasoningText(item));
         return;
       case 'item_reference':
-        invalid(`${at}: items are not stored here; send the whole history`, `${at}.type`);
+        // Resolved before translation (stored-items.ts); one left here had no stored state to resolve against.
+        invalid(
+          `${at}: an item_reference is resolved only within a rollout attempt; send the item itself`,
+          `${at}.type`,
+        );
         return;
       default:
         invalid(`${at}: input item type '${String(type)}' cannot be sent to this engine`, `${at}.type`);
@@ -351,10 +366,10 @@ function numberField(body: Readonly<Obj>, key: string): number | undefined {
 }
 
 /** Request fields that need state this gateway does not keep. */
-function refuseStored(body: Readonly<Obj>): void {
-  if (present(body.previous_response_id)) {
+function refuseStored(body: Readonly<Obj>, stored: StoredState | null): void {
+  if (present(body.previous_response_id) && stored === null) {
     invalid(
-      'previous_response_id: responses are not stored here; send the whole history (store: false)',
+      'previous_response_id: a previous response is resolved only within a rollout attempt; send the whole history',
       'previous_response_id',
     );
   }
@@ -364,11 +379,18 @@ function refuseStored(body: Readonly<Obj>): void {
     invalid('background: background responses are not served in via-chat mode', 'background');
 }
 
-export function translateResponsesRequest(body: Readonly<Obj>): TranslatedResponsesRequest {
-  refuseStored(body);
+/**
+ * The chat call for a Responses request; `stored` is what its references (`previous_response_id`, `item_reference`
+ * items) stand for, resolved from the attempt's recorded answers (null when it has none).
+ */
+export function translateResponsesRequest(
+  body: Readonly<Obj>,
+  stored: StoredState | null = null,
+): TranslatedResponsesRequest {
+  refuseStored(body, stored);
   if (present(body.stream) && typeof body.stream !== 'boolean') invalid('stream: Input should be a boolean', 'stream');
   const namespaced = new Map<string, NamespacedName>();
-  const messages = chatMessages(body);
+  const messages = chatMessages(body, stored);
   const tools = chatTools(body.tools, namespaced);
   const chat: Obj = {};
   // Engine extras first, so a translated key always wins over a stray one of the same name.
@@ -417,6 +439,7 @@ export function translateResponsesRequest(body: Readonly<Obj>): TranslatedRespon
       store: body.store ?? false,
       metadata: body.metadata ?? {},
       truncation: body.truncation ?? 'disabled',
+      previousResponseId: body.previous_response_id ?? null,
     },
   };
 }

@@ -141,7 +141,7 @@ export function responseObject(parts: ResponseParts, context: AnswerContext): Ob
     model: parts.model,
     output: parts.output,
     parallel_tool_calls: echo.parallelToolCalls,
-    previous_response_id: null,
+    previous_response_id: echo.previousResponseId,
     reasoning: echo.reasoning,
     store: echo.store,
     temperature: echo.temperature,

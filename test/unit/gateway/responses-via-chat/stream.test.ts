@@ -21,6 +21,7 @@ const context: AnswerContext = {
     store: false,
     metadata: {},
     truncation: 'disabled',
+    previousResponseId: null,
   },
   namespaced: new Map([['ns.spawn', { namespace: 'ns', name: 'spawn' }]]),
 };

@@ -1,0 +1,227 @@
+// Stateful Responses clients under `via-chat` (docs/harnesses.md#stored-responses): `previous_response_id` and
+// `item_reference` input items name earlier answers of the same rollout attempt, and are resolved from what the
+// gateway recorded of them, the attempt's spans in the store. Nothing is kept in memory, so a reference works
+// after a restart and on any replica that shares the store. A call's span holds the chat call the engine served:
+// its input messages (earlier turns' reasoning included) and its answer, from which the answer's output items are
+// rebuilt with the ids the agent was given (response.ts numbers them by their place in the answer).
+//
+// - An `item_reference` becomes the output item it names, as if the agent had sent the item itself.
+// - `previous_response_id` carries that call's conversation as the engine saw it, followed by its output items,
+//   before the new input. The new call's `instructions` replace the carried conversation's leading system message
+//   (the earlier call's instructions), so a chain of calls that repeat their instructions keeps one copy.
+// A reference that is not an answer of this attempt (unknown, another attempt's, a call recorded without content,
+// an aborted generation) is a 400 that says how to do without it: nothing is guessed.
+
+import * as A from '../../contracts/span-attributes.js';
+import { GatewayError } from '../../errors.js';
+import type { Span } from '../../store/core/types.js';
+import { isObj, type Obj } from '../history/narrow.js';
+import type { StoredState } from './request.js';
+import { functionCallItem, itemId, messageItem, reasoningItem, responseId } from './response.js';
+
+/** The rollout attempt a call is attributed to, whose recorded answers its references may name. */
+export interface StoredAttempt {
+  readonly rid: string;
+  readonly aid: string;
+}
+
+/** The recorded spans of one attempt (the store's `querySpans`). */
+export type AttemptSpans = (attempt: StoredAttempt) => Promise<readonly Span[]>;
+
+function isReference(item: unknown): item is Obj {
+  return isObj(item) && item.type === 'item_reference';
+}
+
+/** Whether the request names earlier answers (only then is the store read). */
+export function hasStoredReferences(body: Readonly<Obj>): boolean {
+  const previous = body.previous_response_id;
+  return (previous !== undefined && previous !== null) || (Array.isArray(body.input) && body.input.some(isReference));
+}
+
+function refuse(message: string, param: string): never {
+  throw new GatewayError('invalid_request', message, { param });
+}
+
+/** How to do without stored answers, for every refusal below. */
+const REMEDY =
+  'Send the whole history instead (the output items themselves, with store: false), or call under ' +
+  '/rollout/<rollout_id>/attempt/<attempt_id>/v1 with tracing.captureContent on, so that answers are recorded';
+
+function jsonArray(value: unknown): unknown[] | null {
+  if (typeof value !== 'string') return null;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return Array.isArray(parsed) ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+/** GenAI tool-call arguments (an object when they parsed) as the JSON text chat carries. */
+function argumentsText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value ?? {});
+}
+
+/** One recorded Responses answer: its span's input messages and its output items, by the ids the agent got. */
+interface RecordedAnswer {
+  readonly inputMessages: unknown[];
+  readonly items: ReadonlyMap<string, Obj>;
+}
+
+/** The output items of a call's answer, rebuilt from its recorded output message in the answer's order and ids. */
+function outputItems(id: string, message: unknown): Map<string, Obj> {
+  const items = new Map<string, Obj>();
+  const parts = isObj(message) && Array.isArray(message.parts) ? message.parts : [];
+  const add = (item: Obj) => items.set(String(item.id), item);
+  const part = (type: string) => parts.find((p): p is Obj => isObj(p) && p.type === type);
+  // The answer's order: reasoning, the message, then one function call per tool call (response.ts).
+  const reasoning = part('reasoning');
+  if (typeof reasoning?.content === 'string' && reasoning.content !== '') {
+    add(reasoningItem({ id: itemId('rs', id, items.size), text: reasoning.content, status: 'completed' }));
+  }
+  const text = part('text');
+  if (typeof text?.content === 'string' && text.content !== '') {
+    add(messageItem({ id: itemId('msg', id, items.size), text: text.content, status: 'completed' }));
+  }
+  for (const call of parts) {
+    if (!isObj(call) || call.type !== 'tool_call') continue;
+    add(
+      functionCallItem({
+        id: itemId('fc', id, items.size),
+        callId: typeof call.id === 'string' ? call.id : '',
+        // The chat name, namespaced functions included: the translation sends it to the engine as it is.
+        chatName: typeof call.name === 'string' ? call.name : '',
+        arguments: argumentsText(call.arguments),
+        status: 'completed',
+        namespaced: new Map(),
+      }),
+    );
+  }
+  return items;
+}
+
+/** The answers of the attempt's Responses calls that were recorded with their content, by response id. */
+function recordedAnswers(spans: readonly Span[]): Map<string, RecordedAnswer> {
+  const answers = new Map<string, RecordedAnswer>();
+  for (const span of spans) {
+    const attributes = span.attributes;
+    if (attributes[A.ATTR_API] !== A.API_VALUE_OPENAI_RESPONSES) continue;
+    // An aborted generation reached the agent as an error, never as an answer it could refer to.
+    if (attributes[A.ATTR_CALL_OUTCOME] === A.CALL_OUTCOME_VALUE_ABORTED) continue;
+    const chatId = attributes[A.ATTR_GEN_AI_RESPONSE_ID];
+    const inputMessages = jsonArray(attributes[A.ATTR_GEN_AI_INPUT_MESSAGES]);
+    const outputMessages = jsonArray(attributes[A.ATTR_GEN_AI_OUTPUT_MESSAGES]);
+    if (typeof chatId !== 'string' || inputMessages === null || outputMessages === null) continue;
+    const id = responseId(chatId);
+    answers.set(id, { inputMessages, items: outputItems(id, outputMessages[0]) });
+  }
+  return answers;
+}
+
+/** A recorded GenAI message as the chat message it was recorded from. */
+function chatMessage(message: unknown): Obj | null {
+  if (!isObj(message) || typeof message.role !== 'string' || !Array.isArray(message.parts)) return null;
+  const parts = message.parts.filter(isObj);
+  if (message.role === 'tool') {
+    const response = parts.find((p) => p.type === 'tool_call_response');
+    return { role: 'tool', tool_call_id: response?.id ?? null, content: response?.result ?? '' };
+  }
+  const content: Obj[] = [];
+  const toolCalls: Obj[] = [];
+  let reasoning: string | null = null;
+  for (const part of parts) {
+    if (part.type === 'text') content.push({ type: 'text', text: part.content });
+    else if (part.type === 'reasoning' && typeof part.content === 'string') reasoning = part.content;
+    else if (part.type === 'tool_call') {
+      toolCalls.push({
+        id: part.id,
+        type: 'function',
+        function: { name: part.name, arguments: argumentsText(part.arguments) },
+      });
+    } else content.push(part);
+  }
+  const only = content[0];
+  const text =
+    content.length === 1 && only?.type === 'text'
+      ? only.text
+      : content.length === 0
+        ? toolCalls.length > 0
+          ? null
+          : ''
+        : content;
+  const chat: Obj = { role: message.role, content: text };
+  if (toolCalls.length > 0) chat.tool_calls = toolCalls;
+  if (reasoning !== null) chat.reasoning = reasoning;
+  return chat;
+}
+
+function previousConversation(options: { body: Readonly<Obj>; answer: RecordedAnswer }): Obj[] {
+  const messages = options.answer.inputMessages.map(chatMessage).filter((m): m is Obj => m !== null);
+  const newInstructions = options.body.instructions !== undefined && options.body.instructions !== null;
+  if (newInstructions && messages[0]?.role === 'system') messages.shift();
+  return messages;
+}
+
+/**
+ * What the request's references stand for, read from the attempt's recorded spans. Null when it has none (the
+ * store is not read then).
+ */
+export async function resolveStoredState(options: {
+  readonly body: Readonly<Obj>;
+  readonly attempt: StoredAttempt | null;
+  readonly spans: AttemptSpans;
+}): Promise<StoredState | null> {
+  const { body, attempt } = options;
+  if (!hasStoredReferences(body)) return null;
+  const previous = body.previous_response_id;
+  const param = previous !== undefined && previous !== null ? 'previous_response_id' : 'input';
+  if (attempt === null) {
+    refuse(
+      `${param}: stored responses are resolved within a rollout attempt, and this call has none. ${REMEDY}`,
+      param,
+    );
+  }
+  const answers = recordedAnswers(await options.spans(attempt));
+  const where = `rollout '${attempt.rid}', attempt '${attempt.aid}'`;
+  let carried: readonly Obj[] = [];
+  const input: unknown[] = [];
+  if (previous !== undefined && previous !== null) {
+    if (typeof previous !== 'string') refuse('previous_response_id: Input should be a string', 'previous_response_id');
+    const answer = answers.get(previous);
+    if (answer === undefined) {
+      refuse(
+        `previous_response_id: '${previous}' is not a recorded response of ${where}. ${REMEDY}`,
+        'previous_response_id',
+      );
+    }
+    carried = previousConversation({ body, answer });
+    input.push(...answer.items.values());
+  }
+  const own = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.input;
+  if (Array.isArray(own)) {
+    own.forEach((item: unknown, i) => {
+      if (!isReference(item)) {
+        input.push(item);
+        return;
+      }
+      const id = item.id;
+      const found = typeof id === 'string' ? findItem(answers, id) : undefined;
+      if (found === undefined) {
+        refuse(
+          `input.${i}: item '${String(id)}' is not an output item of a recorded response of ${where}. ${REMEDY}`,
+          `input.${i}.id`,
+        );
+      }
+      input.push(found);
+    });
+  }
+  return { carried, input };
+}
+
+function findItem(answers: ReadonlyMap<string, RecordedAnswer>, id: string): Obj | undefined {
+  for (const answer of answers.values()) {
+    const item = answer.items.get(id);
+    if (item !== undefined) return item;
+  }
+  return undefined;
+}
