@@ -46,11 +46,18 @@ export const callRolesSchema = z
       .describe(
         'Calls matching any of these rules are the agent loop, even where a built-in rule or an `auxiliary` rule says otherwise',
       ),
+    byThread: z
+      .boolean()
+      .default(true)
+      .describe(
+        "A call whose system prompt and tool set both differ from its rollout attempt's main thread (the first " +
+          'call that offered tools) is auxiliary; false: such calls are main unless another rule says otherwise',
+      ),
   })
   .strict()
   .describe(
     'Rules for the call role (rollgate.call.role): matched after the x-rollgate-call-role and ' +
-      'x-claude-code-request-class headers and before the built-in rules',
+      'x-claude-code-request-class headers and before the built-in rules (docs/trajectories.md, "Auxiliary calls")',
   );
 
 export type CallRoleRule = z.output<typeof callRoleRuleSchema>;

@@ -3,7 +3,7 @@
 // for editors from this one definition.
 import { z } from 'zod';
 import { callRolesSchema } from './call-roles-schema.js';
-import { faithfulNeedsVllm, historySchema } from './history-schema.js';
+import { checkPoolHistory, historySchema } from './history-schema.js';
 import { routingSchema } from './routing-schema.js';
 
 const backendSchema = z
@@ -215,7 +215,7 @@ const modelSchema = z
       .prefault({}),
   })
   .strict()
-  .superRefine(faithfulNeedsVllm)
+  .superRefine(checkPoolHistory)
   .superRefine(keepNeedsSalt);
 
 const retentionSchema = z

@@ -55,6 +55,8 @@ export async function buildCoreServices(options: {
     onDropped: (n) => metrics.spansDropped.inc({ exporter: 'otlp' }, n),
   });
   const pools = createPoolRegistry({ models: config.models, logger });
+  // Which pools splice served ids into chat history is decided from their config; the start log says it per pool.
+  for (const pool of pools.snapshot()) logger.info('history mode', { model: pool.model, ...pool.history });
   const forwardStack = createForwardStack({
     config,
     spanWriter: new StoreSpanProcessor({

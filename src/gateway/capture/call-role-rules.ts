@@ -2,6 +2,7 @@
 // agent loop, for harnesses the built-in rules of call-role.ts do not know. Read from config once: the rules belong
 // to the pool, not to a version of it, and a pool replace changes only backends and version.
 import type { CallRoleRule, CallRoleRules } from '../../../config/call-roles-schema.js';
+import { MainThreads } from './call-role-thread.js';
 
 /** What a rule can ask of a call; the system texts are read only when a rule asks about them. */
 export interface CallRoleFacts {
@@ -28,8 +29,12 @@ export function configuredRole(rules: CallRoleRules, facts: CallRoleFacts): 'mai
   return null;
 }
 
-/** The rules of the pool a call's `model` reaches; null when that pool has none. */
-export type CallRolesLookup = (model: unknown) => CallRoleRules | null;
+/** What the gateway's call-role judgement keeps: the pools' rules, and the main thread of each rollout attempt. */
+export interface CallRolesLookup {
+  /** The rules of the pool a call's `model` reaches; null when that pool has none. */
+  rules(model: unknown): CallRoleRules | null;
+  readonly threads: MainThreads;
+}
 
 export interface CallRolesPool {
   readonly name: string;
@@ -38,15 +43,21 @@ export interface CallRolesPool {
 
 /**
  * The rules of the pool a call's `model` reaches, null when it has none (the common case costs one map read); with
- * one pool any name reaches it, as the registry resolves.
+ * one pool any name reaches it, as the registry resolves. One set of main threads for all pools: a rollout attempt
+ * is one agent, whatever pools its calls reach.
  */
 export function callRoleRulesLookup(pools: readonly CallRolesPool[]): CallRolesLookup {
   const withRules = (pool: CallRolesPool): CallRoleRules | null =>
-    pool.callRoles.main.length > 0 || pool.callRoles.auxiliary.length > 0 ? pool.callRoles : null;
+    pool.callRoles.main.length > 0 || pool.callRoles.auxiliary.length > 0 || !pool.callRoles.byThread
+      ? pool.callRoles
+      : null;
   const byName = new Map(pools.map((pool) => [pool.name, withRules(pool)]));
   const only = pools.length === 1 && pools[0] !== undefined ? withRules(pools[0]) : null;
-  return (model) => {
-    const named = typeof model === 'string' ? byName.get(model) : undefined;
-    return named === undefined ? only : named;
+  return {
+    rules(model) {
+      const named = typeof model === 'string' ? byName.get(model) : undefined;
+      return named === undefined ? only : named;
+    },
+    threads: new MainThreads(),
   };
 }

@@ -1,7 +1,7 @@
 // Which calls of a coding harness are its agent loop (`main`) and which are housekeeping (`auxiliary`): session
 // titles, summaries, compaction, quota and key probes. Housekeeping is answered and recorded like any call, but its
-// reward is not the task's, so training rows leave it out (adapters/triplets.ts). Told from the request alone, in
-// this order:
+// reward is not the task's, so training rows leave it out (adapters/triplets.ts), and faithful history never lets it
+// touch the main thread's served ids (history/faithful-call.ts). Told in this order:
 // 0. `x-rollgate-call-role: main | auxiliary`, which any agent may send to say so itself (it knows best);
 // 1. the harness's own label: Claude Code run with CLAUDE_CODE_GATEWAY_HINT_HEADERS=1 sends
 //    `x-claude-code-request-class` on every call (main and subagent turns are the policy acting; compaction, side
@@ -9,9 +9,11 @@
 // 1b. the pool's own rules (`callRoles` in its config, call-role-rules.ts), for harnesses the rules below miss;
 // 2. a probe: one token asked for a lone user message `quota` or `test` (Claude Code's quota and API-key checks).
 //    A one-token call alone is not enough: an agent may well answer a multiple-choice task with one token;
-// 3. a tool-less call whose system prompt is a known housekeeping prompt (Claude Code's session title, opencode's
-//    title generator). Only tool-less calls are read: an agent loop always offers its tools, and the check then
-//    costs nothing on the hot path.
+// 3. a known housekeeping prompt of Claude Code, Codex, opencode or pi (call-role-prompts.ts): a title prompt only
+//    on a tool-less call (an agent loop always offers its tools), a compaction or summary prompt on any call (Claude
+//    Code and Codex compact with the loop's own tools and system prompt, the instruction as the last user message);
+// 4. another thread than the rollout attempt's main one: system prompt and tool set both differ from it
+//    (call-role-thread.ts), unless the pool turns the rule off (`callRoles.byThread: false`).
 // Everything else is `main`. The bodies read are the engine-bound ones: chat (also what the Messages API and the
 // Responses-via-chat routes translate to), completions, or a relayed Responses body.
 import type { Attributes } from '@opentelemetry/api';
@@ -19,10 +21,12 @@ import type { CallRoleRules } from '../../../config/call-roles-schema.js';
 import * as A from '../../contracts/span-attributes.js';
 import { GatewayError } from '../../errors.js';
 import { HEADER_ROLLGATE_CALL_ROLE } from '../upstream/headers.js';
+import { HOUSEKEEPING_PROMPTS, PROMPT_SEARCH_CHARS, SUBAGENT_PROMPTS } from './call-role-prompts.js';
 import { type CallRoleFacts, configuredRole } from './call-role-rules.js';
+import type { MainThreads } from './call-role-thread.js';
 
 export type CallRole = typeof A.CALL_ROLE_VALUE_MAIN | typeof A.CALL_ROLE_VALUE_AUXILIARY;
-export type CallRoleSource = 'header' | 'config' | 'probe' | 'prompt' | 'default';
+export type CallRoleSource = 'header' | 'config' | 'probe' | 'prompt' | 'thread' | 'default';
 
 /** What the request's headers say of its role (read by the route; the body is read by `callRole`). */
 export interface CallRoleHints {
@@ -36,6 +40,8 @@ export interface CallRoleInput extends CallRoleHints {
   readonly body: Readonly<Record<string, unknown>>;
   /** The rules of the pool the call reaches; null or absent: none. */
   readonly rules?: CallRoleRules | null;
+  /** The main threads of the rollout attempts and this call's attempt key; absent for unattributed calls. */
+  readonly thread?: { readonly threads: MainThreads; readonly attempt: string } | undefined;
 }
 
 export interface CallRoleVerdict {
@@ -48,14 +54,6 @@ const MAIN_CLASSES: ReadonlySet<string> = new Set(['main', 'subagent', 'workflow
 /** Claude Code's request classes that are not (a compaction summary, a side question, a helper call). */
 const AUXILIARY_CLASSES: ReadonlySet<string> = new Set(['auxiliary', 'compaction', 'side_reply']);
 
-/** Openings of housekeeping system prompts, as the harnesses send them. */
-const HOUSEKEEPING_PROMPTS: readonly string[] = [
-  // Claude Code 2.1: the session title helper.
-  'You are naming a coding session so the user can pick it out of a long list of sessions',
-  // opencode 1.x: the title call it sends next to every first turn.
-  'You are a title generator. You output ONLY a thread title.',
-];
-
 const MAX_TOKEN_KEYS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
 /** What Claude Code's probes ask (its quota check and its API-key check). */
 const PROBE_TEXTS: ReadonlySet<string> = new Set(['quota', 'test']);
@@ -66,8 +64,17 @@ function isObj(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function hasTools(body: Readonly<Obj>): boolean {
-  return Array.isArray(body.tools) && body.tools.length > 0;
+/** The names of the offered tools (chat `function.name`, Responses `name`, else the hosted tool's `type`). */
+function toolNames(body: Readonly<Obj>): string[] {
+  if (!Array.isArray(body.tools)) return [];
+  const names: string[] = [];
+  for (const tool of body.tools) {
+    if (!isObj(tool)) continue;
+    const fn = tool.function;
+    const name = isObj(fn) && typeof fn.name === 'string' ? fn.name : tool.name;
+    names.push(typeof name === 'string' ? name : String(tool.type));
+  }
+  return names;
 }
 
 function textOf(content: unknown): string {
@@ -78,17 +85,30 @@ function textOf(content: unknown): string {
   return text;
 }
 
+function messagesOf(body: Readonly<Obj>): readonly unknown[] {
+  return Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
+}
+
 /** The system-level instructions of a chat body (system and developer messages) or a Responses body. */
 function systemTexts(body: Readonly<Obj>): string[] {
   const texts: string[] = [];
   if (typeof body.instructions === 'string') texts.push(body.instructions);
-  const messages = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
-  for (const message of messages) {
+  for (const message of messagesOf(body)) {
     if (isObj(message) && (message.role === 'system' || message.role === 'developer')) {
       texts.push(textOf(message.content));
     }
   }
   return texts;
+}
+
+/** The text of the last user message ('' when the request has none); a completions prompt has no messages. */
+function lastUserText(body: Readonly<Obj>): string {
+  const messages = messagesOf(body);
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (isObj(message) && message.role === 'user') return textOf(message.content);
+  }
+  return '';
 }
 
 function maxTokens(body: Readonly<Obj>): number | undefined {
@@ -99,14 +119,20 @@ function maxTokens(body: Readonly<Obj>): number | undefined {
   return undefined;
 }
 
-function factsOf(body: Readonly<Obj>): CallRoleFacts {
+interface CallFacts extends CallRoleFacts {
+  readonly toolNames: readonly string[];
+}
+
+function factsOf(body: Readonly<Obj>): CallFacts {
   let texts: string[] | null = null;
+  const names = toolNames(body);
   return {
     systemTexts: () => {
       texts ??= systemTexts(body);
       return texts;
     },
-    hasTools: hasTools(body),
+    hasTools: names.length > 0,
+    toolNames: names,
     maxTokens: maxTokens(body),
   };
 }
@@ -134,14 +160,26 @@ function isProbe(body: Readonly<Obj>): boolean {
   return isObj(only) && only.role === 'user' && PROBE_TEXTS.has(textOf(only.content));
 }
 
-function isHousekeepingPrompt(texts: readonly string[]): boolean {
-  for (const text of texts) {
-    for (const prompt of HOUSEKEEPING_PROMPTS) if (text.includes(prompt)) return true;
+function opensWith(texts: readonly string[], prompt: string): boolean {
+  return texts.some((text) => text.slice(0, PROMPT_SEARCH_CHARS).includes(prompt));
+}
+
+function isHousekeepingPrompt(body: Readonly<Obj>, facts: CallFacts): boolean {
+  let lastUser: string[] | null = null;
+  for (const prompt of HOUSEKEEPING_PROMPTS) {
+    if (facts.hasTools && !prompt.withTools) continue;
+    if (prompt.place === 'system') {
+      if (opensWith(facts.systemTexts(), prompt.text)) return true;
+    } else {
+      lastUser ??= [lastUserText(body)];
+      if (opensWith(lastUser, prompt.text)) return true;
+    }
   }
   return false;
 }
 
-export function callRole(input: CallRoleInput): CallRoleVerdict {
+/** The role the request alone gives the call (headers, the pool's rules, the built-in prompts), or null. */
+function ruledRole(input: CallRoleInput, facts: CallFacts): CallRoleVerdict | null {
   const { body, requestClass, override } = input;
   if (override !== undefined) return { role: override, source: 'header' };
   if (requestClass !== undefined) {
@@ -151,20 +189,36 @@ export function callRole(input: CallRoleInput): CallRoleVerdict {
     // An unknown label (a newer harness) is judged from the body like an unlabelled call.
   }
   const rules = input.rules;
-  // One read of the body for the rules and the prompt check: the system texts are gathered once, when asked.
-  const facts = factsOf(body);
   if (rules !== undefined && rules !== null) {
     const role = configuredRole(rules, facts);
     if (role !== null) return { role, source: 'config' };
   }
   if (isProbe(body)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'probe' };
-  if (!facts.hasTools && isHousekeepingPrompt(facts.systemTexts()))
-    return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'prompt' };
-  return { role: A.CALL_ROLE_VALUE_MAIN, source: 'default' };
+  if (isHousekeepingPrompt(body, facts)) return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'prompt' };
+  return null;
+}
+
+export function callRole(input: CallRoleInput): CallRoleVerdict {
+  // One read of the body for every rule: the system texts are gathered once, when asked.
+  const facts = factsOf(input.body);
+  const ruled = ruledRole(input, facts);
+  const thread = input.thread;
+  if (ruled !== null) {
+    if (ruled.role === A.CALL_ROLE_VALUE_MAIN) thread?.threads.adopt(thread.attempt, facts);
+    return ruled;
+  }
+  if (thread === undefined || input.rules?.byThread === false)
+    return { role: A.CALL_ROLE_VALUE_MAIN, source: 'default' };
+  const verdict = thread.threads.judge(thread.attempt, facts);
+  if (verdict === 'unknown') thread.threads.adopt(thread.attempt, facts);
+  if (verdict !== 'other') return { role: A.CALL_ROLE_VALUE_MAIN, source: 'default' };
+  if (SUBAGENT_PROMPTS.some((prompt) => opensWith(facts.systemTexts(), prompt))) {
+    return { role: A.CALL_ROLE_VALUE_MAIN, source: 'prompt' };
+  }
+  return { role: A.CALL_ROLE_VALUE_AUXILIARY, source: 'thread' };
 }
 
 /** The span attributes of a call's role. */
-export function callRoleAttributes(input: CallRoleInput): Attributes {
-  const verdict = callRole(input);
+export function callRoleAttributes(verdict: CallRoleVerdict): Attributes {
   return { [A.ATTR_CALL_ROLE]: verdict.role, [A.ATTR_CALL_ROLE_SOURCE]: verdict.source };
 }

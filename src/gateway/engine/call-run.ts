@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import type { Span } from '@opentelemetry/api';
 import type * as A from '../../contracts/span-attributes.js';
 import type { CallCapture } from '../capture/call-capture.js';
+import type { CallRole } from '../capture/call-role.js';
 import type { CallVersions } from '../swap/version-segments.js';
 import type { ForwardCall } from './forward-call.js';
 import type { ForwardContext } from './forward-context.js';
@@ -51,6 +52,8 @@ export class CallRun {
   /** The pool's name once known (for the unrecorded-call metric) and its policy for a span that was not stored. */
   model = '';
   onRecordingFailure: RecordingFailurePolicy = DEFAULT_RECORDING.onFailure;
+  /** The role call-role.ts gave the call; null where the route does not judge one. Faithful history reads it. */
+  callRole: CallRole | null = null;
 
   constructor(options: CallRunOptions) {
     this.call = options.call;

@@ -5,7 +5,7 @@ import * as A from '../../contracts/span-attributes.js';
 import { requestAttributes, responseAttributes, spanName } from '../../tracing/call-attributes.js';
 import type { SpanWriteOutcome } from '../../tracing/pending-writes.js';
 import type { CallCapture } from '../capture/call-capture.js';
-import { callRoleAttributes } from '../capture/call-role.js';
+import { type CallRoleHints, type CallRoleVerdict, callRole, callRoleAttributes } from '../capture/call-role.js';
 import { canonicalRecord } from '../capture/canonical.js';
 import { logprobSemanticsAttributes } from '../capture/logprob-semantics.js';
 import { FAITHFUL_UPSTREAM_PATH } from '../history/faithful-call.js';
@@ -52,11 +52,28 @@ export function startCall(context: ForwardContext, call: ForwardCall): CallRun {
     ROOT_CONTEXT,
   );
   if (call.spanAttributes !== undefined) span.setAttributes(call.spanAttributes);
+  const run = new CallRun({ call, context, span, captureContent });
   if (call.callRole !== undefined) {
-    const rules = context.callRoles?.(call.poolModel ?? call.body.model) ?? null;
-    span.setAttributes(callRoleAttributes({ ...call.callRole, body: call.body, rules }));
+    const verdict = judgeRole(context, call, call.callRole);
+    span.setAttributes(callRoleAttributes(verdict));
+    run.callRole = verdict.role;
   }
-  return new CallRun({ call, context, span, captureContent });
+  return run;
+}
+
+/** The call's role (call-role.ts): its pool's rules, and its rollout attempt's main thread when attributed. */
+function judgeRole(context: ForwardContext, call: ForwardCall, hints: CallRoleHints): CallRoleVerdict {
+  const roles = context.callRoles;
+  const attribution = call.attribution;
+  return callRole({
+    ...hints,
+    body: call.body,
+    rules: roles?.rules(call.poolModel ?? call.body.model) ?? null,
+    thread:
+      roles === undefined || attribution === null
+        ? undefined
+        : { threads: roles.threads, attempt: `${attribution.rid}\u0000${attribution.aid}` },
+  });
 }
 
 export interface ServedBy {

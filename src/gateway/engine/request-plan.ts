@@ -56,6 +56,7 @@ export async function planHistory(run: CallRun): Promise<FaithfulPlan | null> {
       attemptId: attribution.aid,
       modelName: call.poolModel ?? call.body.model,
       abort: run.abort,
+      role: run.callRole,
     });
   } catch (error) {
     // Our own failure must not cost the agent its answer: the call goes as sent, and the span says so.

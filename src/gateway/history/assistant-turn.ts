@@ -1,7 +1,8 @@
 // An assistant turn as the agent sees it, and whether the agent's copy of a turn in its history is still the turn
-// the gateway served. Agents re-serialise tool-call arguments, drop reasoning and trim whitespace when they keep
-// their history: none of that is an edit, and the served ids may replace the turn. A changed text, reasoning the
-// model did not write, or another tool call is an edit: the history is no longer what was served.
+// the gateway served. Agents re-serialise tool-call arguments, trim whitespace and drop, cut or mangle reasoning when
+// they keep their history (the openai SDK's stream helper keeps only the last reasoning delta): none of that is an
+// edit, and the served ids replace the turn, reasoning included, so the model is trained on what it wrote whatever
+// the agent kept of it. A changed text or another tool call is an edit: the history is no longer what was served.
 import { isObj } from './narrow.js';
 
 export interface ToolCallText {
@@ -12,7 +13,7 @@ export interface ToolCallText {
 export interface AssistantTurn {
   /** Text content ('' for none; text parts joined with "\n", as vLLM flattens them for the template). */
   readonly content: string;
-  readonly reasoning: string | null;
+  // No reasoning: it is never compared (sameTurn), and the served ids hold the model's own.
   readonly toolCalls: readonly ToolCallText[];
 }
 
@@ -34,7 +35,6 @@ export function turnOfMessage(message: unknown): AssistantTurn | null {
   if (!isObj(message) || message.role !== 'assistant') return null;
   const content = contentText(message.content);
   if (content === null) return null;
-  const reasoning = message.reasoning ?? message.reasoning_content;
   const toolCalls: ToolCallText[] = [];
   const calls = message.tool_calls;
   if (calls !== undefined && calls !== null) {
@@ -46,7 +46,7 @@ export function turnOfMessage(message: unknown): AssistantTurn | null {
       toolCalls.push({ name: fn.name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) });
     }
   }
-  return { content, reasoning: typeof reasoning === 'string' ? reasoning : null, toolCalls };
+  return { content, toolCalls };
 }
 
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
@@ -83,14 +83,8 @@ function sameArguments(a: string, b: string): boolean {
 /** Whether the agent's copy (`seen`) still is the turn that was served (`served`). */
 export function sameTurn(seen: AssistantTurn, served: AssistantTurn): boolean {
   if (seen.content.trim() !== served.content.trim()) return false;
-  // Reasoning may be dropped (most agents do), never changed.
-  if (
-    seen.reasoning !== null &&
-    seen.reasoning.trim() !== '' &&
-    seen.reasoning.trim() !== (served.reasoning ?? '').trim()
-  ) {
-    return false;
-  }
+  // Reasoning is not compared: the served ids replace the whole turn, so whatever the agent's copy holds of it (all,
+  // a part, the last stream delta, nothing) never reaches the engine. Only what the agent acted on must be the same.
   if (seen.toolCalls.length !== served.toolCalls.length) return false;
   return seen.toolCalls.every((call, i) => {
     const other = served.toolCalls[i];

@@ -50,7 +50,6 @@ export function wireDelta(delta: AnswerDelta, field: ReasoningField): Obj {
 export function servedTurn(answer: ParsedAnswer): AssistantTurn {
   return {
     content: answer.content ?? '',
-    reasoning: answer.reasoning,
     toolCalls: answer.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments })),
   };
 }

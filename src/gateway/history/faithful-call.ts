@@ -11,6 +11,7 @@ import type { Attributes } from '@opentelemetry/api';
 import { type HistoryConfig, isHistoryFamily } from '../../../config/history-schema.js';
 import * as A from '../../contracts/span-attributes.js';
 import { GatewayError } from '../../errors.js';
+import type { CallRole } from '../capture/call-role.js';
 import type { ModelRegistry, ResolvedRoute } from '../pools/model-registry.js';
 import type { RewrittenBody } from '../request/body-rewrite.js';
 import { type AnswerBody, translatedJson, translatedStream, type UpstreamAnswer } from './answer-body.js';
@@ -38,6 +39,8 @@ export interface HistoryCall {
   readonly modelName: unknown;
   /** The call's abort signal: the agent went away. */
   readonly abort: EventEmitter;
+  /** The call's role (capture/call-role.ts); an auxiliary call never touches the rollout's served ids. */
+  readonly role: CallRole | null;
 }
 
 export interface FaithfulPlan {
@@ -170,6 +173,10 @@ export function createFaithfulHistory(options: { readonly registry: ModelRegistr
     }
     const history = route.model.history;
     if (history.mode !== 'faithful' || history.family === undefined || !isHistoryFamily(history.family)) return null;
+    // Housekeeping (a title, a compaction summary) is another conversation beside the rollout's: spliced, it would
+    // fork the main thread or push its segment out of the session, and with onMismatch "error" be refused. It goes
+    // as sent and leaves the session as it was; it is kept out of training rows anyway.
+    if (call.role === A.CALL_ROLE_VALUE_AUXILIARY) return bypass('auxiliary');
     const family = chatFamily(history.family);
     if (!route.model.tokenIds) return bypass('token_ids_off');
     const unsupported = unsupportedReason(call.body);

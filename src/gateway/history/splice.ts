@@ -15,7 +15,7 @@ export type ForkReason =
   | 'no_session'
   /** A non-assistant message before the last answer changed, or one was inserted or removed. */
   | 'history_edited'
-  /** An assistant turn is not the one that was served (edited text, other tool calls, other reasoning). */
+  /** An assistant turn is not the one that was served (edited text, other tool calls; reasoning is not compared). */
   | 'assistant_edited'
   /** The request holds fewer messages than the segment already has (dropped or compacted history). */
   | 'history_shorter'

@@ -80,7 +80,6 @@ export class ChatStreamTranslator {
   #ids: number[] = [];
   #idsComplete = true;
   #content = '';
-  #reasoning: string | null = null;
   readonly #calls: { name: string; arguments: string }[] = [];
 
   constructor(options: TranslateOptions) {
@@ -134,9 +133,8 @@ export class ChatStreamTranslator {
     return { ...base, choices: [out] };
   }
 
-  #collect(delta: { content?: string | null; reasoning?: string | null; tool_calls?: Obj[] }): void {
+  #collect(delta: { content?: string | null; tool_calls?: Obj[] }): void {
     if (typeof delta.content === 'string') this.#content += delta.content;
-    if (typeof delta.reasoning === 'string') this.#reasoning = (this.#reasoning ?? '') + delta.reasoning;
     for (const call of delta.tool_calls ?? []) {
       const index = typeof call.index === 'number' ? call.index : this.#calls.length;
       let slot = this.#calls[index];
@@ -155,7 +153,7 @@ export class ChatStreamTranslator {
     const toolCalls: ToolCallText[] = this.#calls.map((c) => ({ name: c.name, arguments: c.arguments }));
     this.#options.onServed({
       ids: this.#ids,
-      turn: { content: this.#content, reasoning: this.#reasoning, toolCalls },
+      turn: { content: this.#content, toolCalls },
       finishReason: finish,
     });
   }

@@ -2,7 +2,7 @@
 // sticky routing and draining can replace the round-robin choice here without touching it.
 // One undici keep-alive Pool per backend, created once and closed with the registry.
 import { Pool } from 'undici';
-import type { HistoryConfig } from '../../../config/history-schema.js';
+import { type HistoryConfig, resolveHistory } from '../../../config/history-schema.js';
 import type { LogprobsMode, ModelConfig, PrefixCacheStrategy } from '../../../config/schema.js';
 import { GatewayError } from '../../errors.js';
 import type { RecordingFailurePolicy } from '../engine/recording-policy.js';
@@ -73,7 +73,8 @@ export function modelPolicy(model: ModelConfig, version: number): ModelPolicy {
     agentView: model.agentView,
     version,
     prefixCache: strategy,
-    history: model.history,
+    // The mode decided from the pool's config (history-schema.ts): as configured, else where faithful can work.
+    history: resolveHistory(model),
     cacheSalt: strategy === 'salt' ? versionCacheSalt({ pool: model.name, version }) : null,
     firstByteTimeoutMs: model.timeouts.firstByteMs,
     idleTimeoutMs: model.timeouts.idleMs,

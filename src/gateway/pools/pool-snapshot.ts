@@ -30,6 +30,11 @@ export function poolSnapshot(entry: PoolEntry): PoolSnapshot {
     },
     prefix_cache: entry.policy.prefixCache,
     logprobs_mode: entry.policy.logprobsMode,
+    history: {
+      mode: entry.policy.history.mode,
+      family: entry.policy.history.family ?? null,
+      reason: entry.policy.history.reason,
+    },
     swap: {
       mode: entry.config.swap.mode,
       verify_version: entry.config.swap.verifyVersion,

@@ -1,5 +1,6 @@
 // The pool registry's public shapes: what the admin API shows of a pool, what a weight update asks for, and the
 // registry's own interface beyond the forward path's `ModelRegistry`.
+import type { HistoryConfig, HistoryFamily } from '../../../config/history-schema.js';
 import type {
   BackendConfig,
   LogprobsMode,
@@ -36,6 +37,12 @@ export interface PoolSnapshot {
   readonly prefix_cache: PrefixCacheStrategy;
   /** What the backends' logprobs mean, as configured: an RL trainer checks it against its sampling. */
   readonly logprobs_mode: LogprobsMode;
+  /** How chat history reaches the engine, and why this mode (config/history-schema.ts, docs/trajectories.md). */
+  readonly history: {
+    readonly mode: HistoryConfig['mode'];
+    readonly family: HistoryFamily | null;
+    readonly reason: string;
+  };
   /** How a weight update treats in-flight generations (docs/weight-swaps.md). */
   readonly swap: {
     readonly mode: SwapConfig['mode'];

@@ -226,7 +226,9 @@ describe("a pool's callRoles rules", () => {
       ['auxiliary', 'config'],
       ['main', 'default'],
       ['auxiliary', 'config'],
-      ['main', 'default'],
+      // No rule of the pool matches: the generic rule finds another system prompt and tool set than the main
+      // thread's (the first call that offered tools, the second call).
+      ['auxiliary', 'thread'],
       ['main', 'config'],
       ['main', 'header'],
       ['auxiliary', 'probe'],

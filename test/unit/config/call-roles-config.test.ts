@@ -14,9 +14,13 @@ function issues(input: unknown): string[] {
 
 describe('callRoles config', () => {
   it('has no rules unless given, and keeps the ones given', () => {
-    expect(configSchema.parse(model({})).models[0]?.callRoles).toEqual({ auxiliary: [], main: [] });
+    expect(configSchema.parse(model({})).models[0]?.callRoles).toEqual({ auxiliary: [], main: [], byThread: true });
     const rules = { auxiliary: [{ systemPromptStartsWith: 'Summarize', noTools: true, maxTokensAtMost: 256 }] };
-    expect(configSchema.parse(model({ callRoles: rules })).models[0]?.callRoles).toEqual({ ...rules, main: [] });
+    expect(configSchema.parse(model({ callRoles: rules })).models[0]?.callRoles).toEqual({
+      ...rules,
+      main: [],
+      byThread: true,
+    });
   });
 
   it('refuses a rule without a condition and an unknown condition', () => {

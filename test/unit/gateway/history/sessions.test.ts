@@ -10,7 +10,7 @@ function draft(tokens: number): SegmentDraft {
     promptBlocks: [],
     turns: [],
     response: new Int32Array(1),
-    answer: { content: '', reasoning: null, toolCalls: [] },
+    answer: { content: '', toolCalls: [] },
   };
 }
 
