@@ -1,33 +1,29 @@
 // The real Codex CLI (the pinned devDependency) trains through rollgate unchanged: `codex exec` with a custom model
 // provider (`wire_api = "responses"`) whose base URL is a rollout's attribution prefix, in front of the engine twin
-// in Qwen3 mode, on a pool with `responses: "via-chat"`. Codex streams every call over the Responses API and sends
-// its hosted web search and a namespace tool each time; the scripted model asks for one harmless shell command,
-// Codex runs it and sends its output back as a function_call_output, the model finishes. The spans carry token ids
-// (which vLLM's own Responses streams do not give) and sequence ids in order. Codex's built-in provider tries a
-// WebSocket first; rollgate's 426 sends it straight to HTTP.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// in Qwen3 mode with its agent policy, on a pool with `responses: "via-chat"`. Codex streams every call over the
+// Responses API and sends its hosted web search and a namespace tool each time; the model thinks, asks for a shell
+// command twice (Codex's exec_command, arguments made from Codex's schema), Codex runs each and sends its output
+// back as a function_call_output, and the model answers. The spans carry token ids (which vLLM's own Responses
+// streams do not give). Codex's built-in provider tries a WebSocket first; rollgate's 426 sends it straight to HTTP.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import {
-  chatCallsSince,
-  expectShellRoundTrip,
-  expectTrainableSpans,
+  AGENT_TASK,
+  AGENT_TWIN,
+  expectAgentLoopFinished,
+  expectEveryCallRecorded,
   harnessBinary,
   harnessDirs,
   type ProxySink,
   proxyEnv,
   runHarness,
-  SHELL_TASK,
-  shellTaskModel,
   startProxySink,
 } from '../helpers/harness-process.js';
 import { type Harness, rolloutId, startHarness } from '../integration/gateway/harness.js';
 
 type Obj = Record<string, any>;
-
-/** The model: with exec_command offered and no tool result yet, run the command; after the result, finish. */
-const respond = shellTaskModel({ tool: 'exec_command', args: { cmd: SHELL_TASK.command } });
 
 /** Codex's config: a custom provider (the way to train), or the built-in one pointed at the gateway. */
 function codexConfig(options: { readonly baseUrl: string; readonly provider: 'custom' | 'builtin' }): string {
@@ -62,7 +58,7 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
   let h: Harness;
   let sink: ProxySink;
   beforeAll(async () => {
-    h = await startHarness({ tokenizer: 'qwen3', respond }, {}, { responses: 'via-chat' });
+    h = await startHarness(AGENT_TWIN, {}, { responses: 'via-chat' });
     sink = await startProxySink();
   });
   afterAll(async () => {
@@ -79,40 +75,32 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
     writeFileSync(join(codexHome, 'config.toml'), codexConfig({ baseUrl, provider }));
     const run = await runHarness({
       binary: codex.path,
-      // No sandbox: Codex's bubblewrap needs user namespaces, which CI runners often forbid; the one command the
-      // scripted model runs is harmless and stays in the task's temp dir.
-      args: ['exec', '--skip-git-repo-check', '--sandbox', 'danger-full-access', SHELL_TASK.prompt],
+      // No sandbox: Codex's bubblewrap needs user namespaces, which CI runners often forbid; the commands the agent
+      // policy runs are harmless and stay in the task's temp dir.
+      args: ['exec', '--skip-git-repo-check', '--sandbox', 'danger-full-access', AGENT_TASK.prompt],
       dirs,
-      timeoutS: 25,
+      timeoutS: 50,
       env: { CODEX_HOME: codexHome, ROLLGATE_API_KEY: 'agent-key', CODEX_API_KEY: 'agent-key', ...proxyEnv(sink) },
     });
-    expect(run.code, `codex failed:\n${run.stdout}\n${run.stderr}`).toBe(0);
-    expect(run.stdout).toContain(SHELL_TASK.finalText);
-    expect(readFileSync(join(dirs.work, 'out.txt'), 'utf8')).toBe('hi\n');
+    expectAgentLoopFinished(run, dirs);
     return run;
   }
 
-  it('runs a tool call end to end over streamed Responses; the spans carry token ids in sequence order', async () => {
+  it('runs a thinking, multi-step tool loop over streamed Responses; every call is a span with token ids', async () => {
     const rid = rolloutId('codex');
-    const chatBefore = chatCallsSince(h.mock, 0).length;
+    const before = h.mock.requests.length;
     await runCodex(rid, 'custom');
 
     // What the engine served: chat calls, Codex's namespace tool flattened, its hosted web search left out.
-    const chats = chatCallsSince(h.mock, chatBefore);
-    expectShellRoundTrip(chats, { tool: 'exec_command', argName: 'cmd' });
-    const first = chats[0]?.body as Obj;
+    const first = h.mock.requests.slice(before).find((r) => r.path === '/v1/chat/completions')?.body as Obj;
     const names = (first.tools as Obj[]).map((t) => t.function.name);
     expect(names).toContain('exec_command');
     expect(names.some((n) => n.startsWith('multi_agent_v1.'))).toBe(true);
     expect(first.stream).toBe(true);
 
-    const spans = (await h.spans(rid)).filter((s) => s.attributes[A.ATTR_API] === A.API_VALUE_OPENAI_RESPONSES);
-    for (const span of spans) {
-      expect(span.attributes[A.ATTR_CALL_ROLE]).toBe(A.CALL_ROLE_VALUE_MAIN);
-      expect(span.attributes[A.ATTR_STREAM_STATUS]).toBe(A.STREAM_STATUS_VALUE_OK);
-      expect(span.attributes[A.ATTR_TOKEN_IDS_STATUS]).toBe(A.TOKEN_IDS_STATUS_VALUE_OK);
-    }
-    expectTrainableSpans({ spans, chats, mock: h.mock });
+    const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+    expect(auxiliary).toEqual([]);
+    for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(A.API_VALUE_OPENAI_RESPONSES);
     expect(sink.attempts).toEqual([]);
   });
 
@@ -121,8 +109,6 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
     const run = await runCodex(rid, 'builtin');
     // Any other refusal (a 405) makes Codex retry the WebSocket five times, over seconds, before it falls back.
     expect(run.stderr).not.toContain('Reconnecting');
-    expect((await h.spans(rid)).filter((s) => s.attributes[A.ATTR_API] === A.API_VALUE_OPENAI_RESPONSES)).toHaveLength(
-      2,
-    );
+    expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
   });
 });

@@ -1,22 +1,32 @@
-// Real coding-agent CLIs (Claude Code, Codex) from the project's devDependencies, run the way a training job runs
-// them: a clean environment (PATH, a throwaway HOME and what the test passes), stdin from an empty file (a run as
-// root once turned /dev/null into a regular file, which a harness then reads as input), bounded by coreutils
-// `timeout` so the harness and the commands it spawned are stopped together. Outbound traffic goes to a proxy
-// sink on loopback that refuses every CONNECT, so nothing reaches another host even if a quiet setting is missed.
-// Every harness gets the same task (one harmless shell command, then a final answer) from the same scripted model,
-// and its run is checked the same way: the tool round trip the engine saw, and spans that train.
+// Real coding-agent CLIs (Claude Code, Codex, opencode, pi) from the project's devDependencies, run the way a
+// training job runs them: a clean environment (PATH, a throwaway HOME and what the test passes), stdin from an empty
+// file (a run as root once turned /dev/null into a regular file, which a harness then reads as input), bounded by
+// coreutils `timeout` so the harness and the commands it spawned are stopped together. Outbound traffic goes to a
+// proxy sink on loopback that refuses every CONNECT, so nothing reaches another host even if a quiet setting is
+// missed. Every harness gets the same task from the engine twin's agent policy (it thinks, runs AGENT_TASK.steps
+// shell commands, then answers), and its run is checked the same way: the loop finished and really ran its
+// commands, and every call the engine served is a span carrying the engine's own token ids.
 import { spawn, spawnSync } from 'node:child_process';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import { expect } from 'vitest';
-import { spansToTrajectories } from '../../src/adapters/trajectories.js';
-import { spansToTriplets, type TrainingDrop } from '../../src/adapters/triplets.js';
+import { readLlmCall } from '../../src/adapters/llm-call.js';
+import { sortSpansBySequence } from '../../src/adapters/span-order.js';
+import * as A from '../../src/contracts/span-attributes.js';
 import type { Span } from '../../src/store/core/types.js';
-import type { MockChatMessage, MockRequestRecord, MockRespond, MockVllm } from '../servers/mock-vllm.js';
+import {
+  agentFinalText,
+  type MockVllm,
+  type MockVllmOptions,
+  qwen3Tokenizer,
+  STEPS_FILE,
+  stepLine,
+} from '../servers/mock-vllm.js';
 import { collectOutput } from './child-output.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -31,7 +41,7 @@ export interface HarnessBinary {
 }
 
 /** `node_modules/.bin/<name>`, checked by running `--version` once. */
-export function harnessBinary(name: 'claude' | 'codex'): HarnessBinary {
+export function harnessBinary(name: 'claude' | 'codex' | 'opencode' | 'pi'): HarnessBinary {
   const path = join(ROOT, 'node_modules/.bin', name);
   if (!existsSync(path)) return { path, runnable: false, detail: `${path} is not installed (npm ci installs it)` };
   const run = spawnSync(path, ['--version'], {
@@ -145,77 +155,60 @@ export function proxyEnv(sink: ProxySink): Record<string, string> {
   };
 }
 
-type Obj = Record<string, unknown>;
+/** The task every harness test gives; the twin's agent policy runs `steps` shell commands, then answers. */
+export const AGENT_TASK = { prompt: 'Run the steps of the task in the shell, then report.', steps: 2 } as const;
 
-function isObj(value: unknown): value is Obj {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+/** The engine twin every harness test runs against: Qwen3 mode, the agent policy, AGENT_TASK.steps tool calls. */
+export const AGENT_TWIN: MockVllmOptions = { tokenizer: 'qwen3', policy: 'agent', agentSteps: AGENT_TASK.steps };
+
+/** The harness exited 0 after its whole tool loop: every step's command ran in its work dir, and it answered. */
+export function expectAgentLoopFinished(run: HarnessRun, dirs: HarnessDirs): void {
+  expect(run.code, `the harness failed:\n${run.stdout}\n${run.stderr}`).toBe(0);
+  expect(run.stdout).toContain(agentFinalText(AGENT_TASK.steps));
+  const lines = Array.from({ length: AGENT_TASK.steps }, (_, i) => `${stepLine(i + 1)}\n`).join('');
+  expect(readFileSync(join(dirs.work, STEPS_FILE), 'utf8')).toBe(lines);
 }
 
-/** The task every harness test gives: run one harmless shell command, then answer. */
-export const SHELL_TASK = {
-  prompt: 'Write hi to out.txt with the shell.',
-  command: 'echo hi | tee out.txt',
-  finalText: 'Wrote out.txt.',
-} as const;
-
-/** The scripted model: while the harness's shell `tool` is offered and no tool result came back, call it; then finish. */
-export function shellTaskModel(options: { readonly tool: string; readonly args: Readonly<Obj> }): MockRespond {
-  return (prompt, ctx) => {
-    const messages: MockChatMessage[] = prompt.messages ?? [];
-    const offered = ctx.tools.some((t) => isObj(t) && isObj(t.function) && t.function.name === options.tool);
-    if (offered && !messages.some((m) => m.role === 'tool')) {
-      return { toolCalls: [{ name: options.tool, arguments: { ...options.args } }] };
-    }
-    return SHELL_TASK.finalText;
-  };
-}
-
-/** The chat calls the engine served since `before` (a count taken before the run). */
-export function chatCallsSince(mock: MockVllm, before: number): MockRequestRecord[] {
-  return mock.requests.filter((r) => r.path === '/v1/chat/completions').slice(before);
-}
-
-/** The run's two chat calls: the second carries the model's shell call (`argName` holds the command) and its output. */
-export function expectShellRoundTrip(
-  chats: readonly MockRequestRecord[],
-  options: { readonly tool: string; readonly argName: string },
-): void {
-  expect(chats).toHaveLength(2);
-  const second = chats[1]?.body;
-  const messages = isObj(second) && Array.isArray(second.messages) ? (second.messages as Obj[]) : [];
-  const asked = messages.find((m) => m.role === 'assistant' && m.tool_calls);
-  type ChatToolCall = { id: string; function: { name: string; arguments: string } };
-  const call = (asked?.tool_calls as ChatToolCall[] | undefined)?.[0];
-  expect(call?.function.name).toBe(options.tool);
-  expect((JSON.parse(call?.function.arguments ?? '{}') as Obj)[options.argName]).toBe(SHELL_TASK.command);
-  const result = messages.find((m) => m.role === 'tool');
-  expect(result?.tool_call_id).toBe(call?.id);
-  expect(JSON.stringify(result?.content)).toContain('hi');
-}
+/** Where the engine generates: the chat route, or completions when the gateway sends token ids. */
+const GENERATION_PATHS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions']);
 
 /**
- * The run's spans, one per chat call: distinct sequence ids in order, every one a training row (none dropped) whose
- * prompt and response ids are the ones the engine rendered and generated, logprob for logprob.
+ * Every generation the engine served for rollout `rid` is one span, in sequence order, whose prompt and response
+ * ids are the ones the engine rendered and generated, with a logprob per response token and the token-id status
+ * `ok`. Returns the spans split by role; the main loop has one call per tool step plus the final answer, each
+ * starting with the policy's think block.
  */
-export function expectTrainableSpans(options: {
+export function expectEveryCallRecorded(options: {
   readonly spans: readonly Span[];
-  readonly chats: readonly MockRequestRecord[];
   readonly mock: MockVllm;
-}): void {
-  const { spans, chats, mock } = options;
-  expect(spans).toHaveLength(chats.length);
-  const seqs = spans.map((s) => s.sequence_id);
-  expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
-  expect(new Set(seqs).size).toBe(spans.length);
-  const drops: TrainingDrop[] = [];
-  const triplets = spansToTriplets(spans, { onDropped: (d) => drops.push(d) });
-  expect(drops).toEqual([]);
-  expect(triplets.map((t) => t.metadata.sequence_id)).toEqual(seqs);
-  const ledger = chats.map((r) => mock.ledger.byResponseId(r.responseId ?? '')[0]);
-  triplets.forEach((t, i) => {
-    expect(t.prompt.token_ids).toEqual(ledger[i]?.promptIds);
-    expect(t.response.token_ids).toEqual(ledger[i]?.tokenIds);
-    expect(t.response.logprobs).toHaveLength(t.response.token_ids.length);
-  });
-  expect(spansToTrajectories(spans).length).toBeGreaterThan(0);
+  readonly rid: string;
+}): { readonly main: Span[]; readonly auxiliary: Span[] } {
+  const { mock, rid } = options;
+  const served = mock.requests.filter((r) => r.headers['x-rollout-id'] === rid && GENERATION_PATHS.has(r.path));
+  // LLM calls only (a reward would be a span too); every gateway call has a token-id status, ids or not.
+  const spans = sortSpansBySequence(options.spans).filter((s) => readLlmCall(s, { includeAuxiliary: true }) !== null);
+  expect(spans).toHaveLength(served.length);
+  expect(new Set(spans.map((s) => s.sequence_id)).size).toBe(spans.length);
+  const generated = served.map((r) => mock.ledger.byResponseId(r.responseId ?? '')[0]);
+  for (const span of spans) {
+    expect(span.attributes[A.ATTR_TOKEN_IDS_STATUS]).toBe(A.TOKEN_IDS_STATUS_VALUE_OK);
+    expect(span.attributes[A.ATTR_STREAM_STATUS] ?? A.STREAM_STATUS_VALUE_OK).toBe(A.STREAM_STATUS_VALUE_OK);
+    const call = readLlmCall(span, { includeAuxiliary: true });
+    expect(call?.dropReason).toBeNull();
+    // The gateway may rename the response id (msg_, resp_) and calls may overlap, so a span is matched to the
+    // generation whose ids it holds; each generation matches one span.
+    const k = generated.findIndex(
+      (e) => isDeepStrictEqual(e?.promptIds, call?.promptIds) && isDeepStrictEqual(e?.tokenIds, call?.responseIds),
+    );
+    expect(k, `span ${span.sequence_id} holds ids the engine did not serve`).toBeGreaterThanOrEqual(0);
+    generated.splice(k, 1);
+    expect(call?.logprobs).toHaveLength(call?.responseIds.length ?? -1);
+  }
+  const isMain = (s: Span) => s.attributes[A.ATTR_CALL_ROLE] === A.CALL_ROLE_VALUE_MAIN;
+  const main = spans.filter(isMain);
+  expect(main).toHaveLength(AGENT_TASK.steps + 1);
+  // The policy thought on every turn, and the thinking is in the recorded ids.
+  const think = qwen3Tokenizer().idOf('<think>');
+  for (const span of main) expect(readLlmCall(span)?.responseIds[0]).toBe(think);
+  return { main, auxiliary: spans.filter((s) => !isMain(s)) };
 }

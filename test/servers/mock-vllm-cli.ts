@@ -1,6 +1,6 @@
 // `npm run mock-vllm -- --port 8000 [--tokenizer qwen3 --logprobs-mode processed --ttft-ms 50 --inter-token-ms 10]`
-// starts the engine twin for manual trials (`--dialect sglang` for SGLang's routes and shapes). GET /_twin/ledger
-// and /_twin/state show what it did.
+// starts the engine twin for manual trials (`--dialect sglang` for SGLang's routes and shapes; `--policy agent` for
+// a tool-using, reasoning model that drives a coding harness). GET /_twin/ledger and /_twin/state show what it did.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { startEngineTwin } from './mock-vllm.js';
 
@@ -25,6 +25,12 @@ const program = new Command('mock-vllm')
       .choices(['raw', 'processed', 'raw_logprobs', 'processed_logprobs'])
       .default('raw'),
   )
+  .addOption(
+    new Option('--policy <name>', 'the model: scripted answers, or a tool-using agent that thinks')
+      .choices(['default', 'agent'])
+      .default('default'),
+  )
+  .option('--agent-steps <n>', 'agent policy: tool calls before its plain answer', nonNegative, 2)
   .option('--reasoning', 'qwen3: think (a <think> block) before answering', false)
   .addOption(
     new Option('--reasoning-parser <name>', 'qwen3: vLLM --reasoning-parser')
@@ -57,6 +63,8 @@ const opts = program.opts<{
   tokenizer: 'chars' | 'qwen3';
   dialect: 'vllm' | 'sglang';
   logprobsMode: 'raw' | 'processed' | 'raw_logprobs' | 'processed_logprobs';
+  policy: 'default' | 'agent';
+  agentSteps: number;
   reasoning: boolean;
   reasoningParser: 'qwen3' | 'deepseek_r1' | 'none';
   reasoningField: 'reasoning' | 'reasoning_content' | 'both';
@@ -81,6 +89,8 @@ const twin = await startEngineTwin({
   tokenizer: opts.tokenizer,
   dialect: opts.dialect,
   logprobsMode: opts.logprobsMode.startsWith('processed') ? 'processed' : 'raw',
+  policy: opts.policy,
+  agentSteps: opts.agentSteps,
   reasoning: opts.reasoning,
   reasoningParser: opts.reasoningParser === 'none' ? null : opts.reasoningParser,
   reasoningField: opts.reasoningField,
@@ -98,7 +108,9 @@ const twin = await startEngineTwin({
   maxRecordedRequests: 100,
 });
 if (opts.fault) twin.setFault(opts.fault);
-process.stdout.write(`mock-vllm (${opts.dialect}, ${opts.tokenizer}) serving ${twin.model} at ${twin.url}\n`);
+process.stdout.write(
+  `mock-vllm (${opts.dialect}, ${opts.tokenizer}, ${opts.policy} policy) serving ${twin.model} at ${twin.url}\n`,
+);
 
 const stop = () => {
   void twin.close().then(() => process.exit(0));

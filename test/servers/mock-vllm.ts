@@ -14,7 +14,9 @@
 //   tokenLogprob(id, position): the deterministic prompt logprob
 //   responsesInputToMessages(body) / responsesToolsToChat(tools): how a /v1/responses request maps onto the chat
 //             template and the `tools` a respond() sees
-//   defaultRespond: what the "model" answers unless `respond` is given
+//   defaultRespond: what the "model" answers unless `respond` (or `policy: 'agent'`) is given
+//   agentPolicy(options): the tool-using, reasoning policy of `policy: 'agent'` (STEPS_FILE, stepLine, agentFinalText
+//             say what it runs and answers); argumentsFor(schema, hints): its schema-driven tool arguments
 //
 // Routes: /v1/chat/completions, /v1/completions, /v1/responses, /v1/models, /health, /version, /tokenize,
 // /detokenize, /v1/chat/completions/render, /v1/completions/render, /inference/v1/generate, the dev routes
@@ -25,6 +27,7 @@
 // (twin/routes-sglang*.ts), with SGLang's flat error bodies.
 import { startMockVllm } from './twin/server.js';
 
+export { agentFinalText, agentPolicy, pickTool, STEPS_FILE, stepLine } from './twin/agent-policy.js';
 export type { MockChatMessage } from './twin/chat-template.js';
 export { renderChatPrompt, renderToolCall } from './twin/chat-template.js';
 export { parseFaultSpec } from './twin/faults.js';
@@ -32,6 +35,7 @@ export type { LedgerEndpoint, LedgerEntry } from './twin/ledger.js';
 export { Ledger } from './twin/ledger.js';
 export { defaultRespond, tokenLogprob } from './twin/respond.js';
 export { responsesInputToMessages, responsesToolsToChat } from './twin/routes-responses.js';
+export { argumentsFor } from './twin/schema-args.js';
 export {
   detokenize,
   END_TOKEN_ID,
@@ -62,6 +66,7 @@ export type {
   SetFaultOptions,
   TokenIdsFaultMode,
   TwinDialect,
+  TwinPolicy,
   TwinWeights,
 } from './twin/types.js';
 export { startMockVllm };

@@ -3,6 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRng } from '../../../src/algorithms/rng.js';
+import { agentPolicy } from './agent-policy.js';
 import { templateFor } from './chat-template.js';
 import type { ResolvedOptions, RouteRequest, TwinContext } from './context.js';
 import { Engine } from './engine.js';
@@ -121,7 +122,8 @@ export async function startMockVllm(options: MockVllmOptions = {}): Promise<Mock
     options: resolved,
     tokenizer,
     template: templateFor(tokenizerName),
-    respond: options.respond ?? defaultRespond,
+    respond:
+      options.respond ?? (options.policy === 'agent' ? agentPolicy({ steps: options.agentSteps }) : defaultRespond),
     engine: new Engine(Math.max(1, options.blockSize ?? 16), options.maxCachedBlocks),
     ledger: new Ledger(maxRecorded),
     random: createRng(randomOrderSeed).next,

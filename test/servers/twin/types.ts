@@ -112,6 +112,8 @@ export interface MockRequestRecord {
 export type LogprobsMode = 'raw' | 'processed';
 export type ReasoningParserName = 'qwen3' | 'deepseek_r1';
 export type ReasoningField = 'reasoning' | 'reasoning_content' | 'both';
+/** The built-in respond(): the default scripted answers, or the agent policy. */
+export type TwinPolicy = 'default' | 'agent';
 /** The engine the twin speaks like: vLLM, or SGLang's OpenAI and native routes (routes-sglang*.ts). */
 export type TwinDialect = 'vllm' | 'sglang';
 
@@ -140,8 +142,15 @@ export interface MockVllmOptions {
   randomOrder?: boolean | { maxDelayMs?: number; seed?: number };
   /** Idle keep-alive sockets are closed after this many ms (uvicorn's default is 5 s). */
   keepAliveTimeoutMs?: number;
-  /** Decides what the "model" answers; default: see defaultRespond. */
+  /** Decides what the "model" answers; default: see defaultRespond. Takes precedence over `policy`. */
   respond?: MockRespond;
+  /**
+   * The built-in "model" when no `respond` is given: `default` (defaultRespond) or `agent`, a tool-using, reasoning
+   * policy that drives a real harness through its tool loop (agent-policy.ts, docs/engine-twin.md).
+   */
+  policy?: TwinPolicy;
+  /** `agent` policy: tool calls before its plain answer (default 2). */
+  agentSteps?: number;
   /** Every k-th generated token has no logprob entry: chat shows vLLM's -9999.0, completions null (default: never). */
   floorLogprobEvery?: number;
   /** Server default for return_tokens_as_token_ids (vLLM flag --return-tokens-as-token-ids). */
