@@ -69,7 +69,8 @@ const options = {
 } as const;
 
 function lastChatMessages(): Obj[] {
-  return h.mock.requests.filter((r) => r.path === '/v1/chat/completions').at(-1)?.body.messages as Obj[];
+  const body = h.mock.requests.filter((r) => r.path === '/v1/chat/completions').at(-1)?.body as Obj;
+  return body.messages as Obj[];
 }
 
 function expectReasoningKept(firstStepReasoning: string): void {
