@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { callRolesSchema } from './call-roles-schema.js';
 import { checkPoolHistory, historySchema } from './history-schema.js';
+import { clampMaxTokensSchema } from './max-tokens-schema.js';
 import { routingSchema } from './routing-schema.js';
 
 const backendSchema = z
@@ -202,6 +203,7 @@ const modelSchema = z
     swap: swapSchema.prefault({}),
     history: historySchema.prefault({}),
     callRoles: callRolesSchema.prefault({}),
+    clampMaxTokens: clampMaxTokensSchema.prefault({}),
     version: z.int().min(0).default(0).describe('Model version stamped on every span'),
     retry: retrySchema.prefault({}),
     timeouts: timeoutSchema.prefault({}),

@@ -27,6 +27,17 @@ interface RowDropTally {
   limit: number;
 }
 
+const CONTEXT_LIMIT = "the engine's context length recorded on the row's calls";
+
+function describeLimits(limits: {
+  readonly maxPromptLength: number | undefined;
+  readonly maxResponseLength: number | undefined;
+}): string {
+  const { maxPromptLength: prompt, maxResponseLength: response } = limits;
+  if (prompt === undefined && response === undefined) return `${CONTEXT_LIMIT} (unchecked where none was recorded)`;
+  return `prompt ${prompt ?? CONTEXT_LIMIT}, response ${response ?? CONTEXT_LIMIT}`;
+}
+
 export class ExportReport {
   private readonly callDrops: Partial<Record<TrainingDropReason, number>> = {};
   private readonly rowDrops: Partial<Record<RowDropReason, RowDropTally>> = {};
@@ -59,17 +70,7 @@ export class ExportReport {
     readonly statuses: readonly RolloutStatus[] | null;
   }): string[] {
     const lines = [`rollgate: exported ${options.rows} ${options.level} rows\n`];
-    if (options.level !== 'triplet') {
-      const limit = (value: number | undefined) => (value === undefined ? 'the context length' : `${value}`);
-      const recorded =
-        options.maxPromptLength === undefined || options.maxResponseLength === undefined
-          ? " (the context length: the engine's, recorded on each row's calls; unchecked where none was)"
-          : '';
-      lines.push(
-        `rollgate: length limits: prompt ${limit(options.maxPromptLength)}, ` +
-          `response ${limit(options.maxResponseLength)}${recorded}\n`,
-      );
-    }
+    if (options.level !== 'triplet') lines.push(`rollgate: length limits: ${describeLimits(options)}\n`);
     const rowDropped = ROW_DROP_REASONS.reduce((sum, reason) => sum + (this.rowDrops[reason]?.count ?? 0), 0);
     if (rowDropped > 0) {
       const parts = ROW_DROP_REASONS.flatMap((reason) => {

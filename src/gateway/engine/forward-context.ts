@@ -5,6 +5,7 @@ import type { Logger } from '../../logger.js';
 import type { PendingSpanWrites } from '../../tracing/pending-writes.js';
 import type { CallRolesLookup } from '../capture/call-role-rules.js';
 import type { FaithfulHistory } from '../history/faithful-call.js';
+import type { ContextLengths } from '../pools/context-length.js';
 import type { ModelRegistry } from '../pools/model-registry.js';
 import type { ResponseCache } from '../request/response-cache.js';
 import type { RecordingOptions } from './recording-policy.js';
@@ -21,4 +22,6 @@ export interface ForwardContext {
   readonly history: FaithfulHistory;
   readonly recording: RecordingOptions;
   readonly callRoles: CallRolesLookup | undefined;
+  /** Each pool's engine context length (max_model_len), looked up once per pool. */
+  readonly contextLengths: ContextLengths;
 }

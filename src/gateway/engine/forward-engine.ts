@@ -12,6 +12,7 @@ import type { Logger } from '../../logger.js';
 import type { PendingSpanWrites } from '../../tracing/pending-writes.js';
 import type { CallRolesLookup } from '../capture/call-role-rules.js';
 import { createFaithfulHistory, type UpstreamAnswer } from '../history/faithful-call.js';
+import { ContextLengths } from '../pools/context-length.js';
 import type { ModelListing, ModelRegistry } from '../pools/model-registry.js';
 import type { AgentViewStrip } from '../request/agent-view.js';
 import type { RewrittenBody } from '../request/body-rewrite.js';
@@ -21,6 +22,7 @@ import { EVENT_STREAM, headerString } from './agent-answer.js';
 import { answerFromCache, type CacheMiss, lookupCache, missForVersion } from './cached-answer.js';
 import type { CallRun } from './call-run.js';
 import { endCallSpan, recordServedBy, startCall } from './call-span.js';
+import { fitToContext } from './context-fit.js';
 import type { ForwardCall } from './forward-call.js';
 import type { ForwardContext } from './forward-context.js';
 import { DEFAULT_RECORDING, type RecordingOptions } from './recording-policy.js';
@@ -100,7 +102,8 @@ async function forward(context: ForwardContext, call: ForwardCall): Promise<void
     run.span.setAttribute(A.ATTR_CACHE_STATUS, A.CACHE_STATUS_VALUE_MISS);
   }
   const faithful = await planHistory(run);
-  const sent = await sendToPool(run, { faithful });
+  const maxTokensAtMost = await fitToContext(run, faithful);
+  const sent = await sendToPool(run, { faithful, maxTokensAtMost });
   if (sent === null) return;
   const { route, data: rewritten } = sent;
   // A faithful call's engine answer is a token-in completion: the agent gets it as the chat answer.
@@ -145,6 +148,7 @@ export function createForwardEngine(options: ForwardEngineOptions): ForwardEngin
     history: createFaithfulHistory({ registry }),
     recording: options.recording ?? DEFAULT_RECORDING,
     callRoles: options.callRoles,
+    contextLengths: new ContextLengths(),
   };
   return {
     forward: (call) => forward(context, call),

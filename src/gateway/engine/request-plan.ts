@@ -10,7 +10,7 @@ import { endCallSpan } from './call-span.js';
 import type { ForwardCall } from './forward-call.js';
 
 /** The body the route's backend gets: the agent's keys plus token ids, logprobs and usage (body-rewrite.ts). */
-export function rewriteFor(call: ForwardCall, route: ResolvedRoute): RewrittenBody {
+export function rewriteFor(call: ForwardCall, route: ResolvedRoute, maxTokensAtMost?: number): RewrittenBody {
   return rewriteBody(call.body, {
     endpoint: call.endpoint,
     backendType: route.backend.type,
@@ -20,6 +20,7 @@ export function rewriteFor(call: ForwardCall, route: ResolvedRoute): RewrittenBo
     mode: call.mode,
     ...(call.forcedBody === undefined ? {} : { forced: call.forcedBody }),
     cacheSalt: route.model.cacheSalt,
+    ...(maxTokensAtMost === undefined ? {} : { maxTokensAtMost }),
   });
 }
 

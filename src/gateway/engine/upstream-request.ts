@@ -59,6 +59,8 @@ export function transportError(error: unknown): GatewayError {
 export interface UpstreamPlan {
   /** Faithful history's plan: the call goes as a token-in completion; null: as the agent sent it. */
   readonly faithful: FaithfulPlan | null;
+  /** The most the call's max tokens may ask for (context-fit.ts); undefined: as the agent sent them. */
+  readonly maxTokensAtMost: number | undefined;
 }
 
 /**
@@ -74,7 +76,7 @@ export async function sendToPool(run: CallRun, plan: UpstreamPlan): Promise<Sent
       modelName: call.poolModel ?? call.body.model,
       context: { rolloutId: call.attribution?.rid ?? null },
       build: (route) => {
-        const rewritten = rewriteFor(call, route);
+        const rewritten = rewriteFor(call, route, plan.maxTokensAtMost);
         const payload =
           faithful?.request(rewritten) ?? upstreamPayload({ client: call.body, raw: call.rawBody, rewritten });
         return {

@@ -48,6 +48,9 @@ export interface FaithfulPlan {
   request(rewritten: RewrittenBody): Buffer;
   /** The agent's chat answer for the engine's answer; what was served is kept for the next call. */
   answer(response: UpstreamAnswer): UpstreamAnswer;
+  /** Ids of the spliced prompt the engine gets, and its context length: what is left for the answer. */
+  readonly promptLength: number;
+  readonly maxModelLen: number;
 }
 
 export type HistoryDecision =
@@ -111,6 +114,8 @@ function makePlan(state: PlanState): FaithfulPlan {
   };
   let logprobs = false;
   return {
+    promptLength: match.prompt.length,
+    maxModelLen: state.maxModelLen,
     request(rewritten) {
       logprobs = rewritten.body.logprobs === true;
       return Buffer.from(

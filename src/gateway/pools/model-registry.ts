@@ -3,6 +3,7 @@
 // One undici keep-alive Pool per backend, created once and closed with the registry.
 import { Pool } from 'undici';
 import { type HistoryConfig, resolveHistory } from '../../../config/history-schema.js';
+import type { ClampMaxTokensConfig } from '../../../config/max-tokens-schema.js';
 import type { LogprobsMode, ModelConfig, PrefixCacheStrategy } from '../../../config/schema.js';
 import { GatewayError } from '../../errors.js';
 import type { RecordingFailurePolicy } from '../engine/recording-policy.js';
@@ -51,6 +52,8 @@ export interface ModelPolicy {
   readonly totalTimeoutMs: number;
   /** The pool's own `recording.onFailure`; null: the server's (recording-policy.ts). */
   readonly recordingOnFailure: RecordingFailurePolicy | null;
+  /** How the agent's max tokens are lowered before they reach the engine (engine/context-fit.ts). */
+  readonly clampMaxTokens: ClampMaxTokensConfig;
 }
 
 /** The name sent upstream at `version`: versioned adapters each have their own (adapter-versions.ts). */
@@ -80,6 +83,7 @@ export function modelPolicy(model: ModelConfig, version: number): ModelPolicy {
     idleTimeoutMs: model.timeouts.idleMs,
     totalTimeoutMs: model.timeouts.totalMs,
     recordingOnFailure: model.recording.onFailure ?? null,
+    clampMaxTokens: model.clampMaxTokens,
   };
 }
 

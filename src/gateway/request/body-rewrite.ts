@@ -37,7 +37,16 @@ export interface RewriteOptions {
   readonly forced?: Readonly<Record<string, unknown>>;
   /** The pool version's `cache_salt` (cache-salt.ts) for vLLM backends; null or absent: none. */
   readonly cacheSalt?: string | null;
+  /** The most the agent's max tokens may ask for (engine/context-fit.ts); absent: as the agent sent them. */
+  readonly maxTokensAtMost?: number;
 }
+
+/** The keys an agent sets its answer budget with, per route (the Messages API's arrives translated to chat). */
+export const MAX_TOKENS_KEYS: Readonly<Record<Endpoint, readonly string[]>> = {
+  chat: ['max_tokens', 'max_completion_tokens'],
+  completions: ['max_tokens'],
+  responses: ['max_output_tokens'],
+};
 
 export interface RewrittenBody {
   readonly body: Record<string, unknown>;
@@ -108,6 +117,15 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
   }
 
   for (const [key, value] of Object.entries(options.forced ?? {})) set(key, value);
+
+  // Only lowered, never raised or added: an agent that sent no budget gets the engine's own default (what is left).
+  const atMost = options.maxTokensAtMost;
+  if (atMost !== undefined) {
+    for (const key of MAX_TOKENS_KEYS[options.endpoint]) {
+      const asked = body[key];
+      if (typeof asked === 'number' && asked > atMost) set(key, atMost);
+    }
+  }
 
   const injected: string[] = [];
   // SGLang flushes its radix cache on every weight update itself (flush_cache defaults to true), so it gets none.

@@ -242,7 +242,11 @@ describe('v1 proxy route', () => {
         });
         await client.chat.completions.create({ model: 'auto', messages });
       }
-      const sent = mock.requests.slice(before).map((r) => (r.body as { temperature?: number }).temperature);
+      // Generations only: the gateway also asks the engine's GET /v1/models once per pool (its context length).
+      const sent = mock.requests
+        .slice(before)
+        .filter((r) => r.path.endsWith('/chat/completions'))
+        .map((r) => (r.body as { temperature?: number }).temperature);
       expect(sent).toEqual([0.3, 0]);
     } finally {
       await other.close();
