@@ -118,6 +118,14 @@ function recordedAnswers(spans: readonly Span[]): Map<string, RecordedAnswer> {
   return answers;
 }
 
+/** As the translation writes chat content: one text part as a string, several as parts, none as null beside calls. */
+function chatContent(parts: readonly Obj[], hasToolCalls: boolean): unknown {
+  const only = parts[0];
+  if (parts.length === 1 && only?.type === 'text') return only.text;
+  if (parts.length > 0) return [...parts];
+  return hasToolCalls ? null : '';
+}
+
 /** A recorded GenAI message as the chat message it was recorded from. */
 function chatMessage(message: unknown): Obj | null {
   if (!isObj(message) || typeof message.role !== 'string' || !Array.isArray(message.parts)) return null;
@@ -140,16 +148,7 @@ function chatMessage(message: unknown): Obj | null {
       });
     } else content.push(part);
   }
-  const only = content[0];
-  const text =
-    content.length === 1 && only?.type === 'text'
-      ? only.text
-      : content.length === 0
-        ? toolCalls.length > 0
-          ? null
-          : ''
-        : content;
-  const chat: Obj = { role: message.role, content: text };
+  const chat: Obj = { role: message.role, content: chatContent(content, toolCalls.length > 0) };
   if (toolCalls.length > 0) chat.tool_calls = toolCalls;
   if (reasoning !== null) chat.reasoning = reasoning;
   return chat;
