@@ -36,15 +36,21 @@ let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'rollgate-context-fit-'));
   twin = await startEngineTwin({ tokenizer: 'qwen3', maxModelLen: CONTEXT });
-  const pool = (name: string, clampMaxTokens?: Record<string, unknown>) => ({
+  const pool = (name: string, clampMaxTokens?: Record<string, unknown>, mode: 'as-sent' | 'faithful' = 'as-sent') => ({
     name,
     upstreamModel: twin.model,
     backends: [{ url: twin.url }],
+    history: mode === 'faithful' ? { mode, family: 'qwen3' } : { mode },
     ...(clampMaxTokens === undefined ? {} : { clampMaxTokens }),
   });
   gw = await startTestGateway({
     auth: { adminKeys: [ADMIN_KEY] },
-    models: [pool('plain'), pool('fit', { toContext: true }), pool('capped', { atMost: 64 })],
+    models: [
+      pool('plain'),
+      pool('fit', { toContext: true }),
+      pool('capped', { atMost: 64 }),
+      pool('faithful-fit', { toContext: true }, 'faithful'),
+    ],
   });
   anthropic = anthropicAgents(gw.url, { apiKey: ADMIN_KEY });
 });
@@ -209,6 +215,24 @@ describe("clampMaxTokens keeps a harness's max tokens inside the engine's contex
     const prompt = (span.attributes.prompt_token_ids as number[]).length;
     expect(span.attributes[A.ATTR_REQUEST_MAX_TOKENS_CLAMP]).toBe(A.MAX_TOKENS_CLAMP_VALUE_CONTEXT);
     expect(lastGeneration()).toMatchObject({ max_tokens: CONTEXT - prompt });
+  });
+
+  it('faithful history: lowered to the context left after the spliced prompt, with no extra render', async () => {
+    const tokenizeBefore = twin.requests.filter((r) => r.path === '/tokenize').length;
+    const answer = await openai('ro-faithful').chat.completions.create({
+      model: 'faithful-fit',
+      messages,
+      max_tokens: HARNESS_MAX_TOKENS,
+    });
+    expect(answer.choices[0]?.finish_reason).toBe('stop');
+    const span = await onlySpan('ro-faithful');
+    const prompt = (span.attributes.prompt_token_ids as number[]).length;
+    expect(span.attributes[A.ATTR_HISTORY_STATUS]).toBe(A.HISTORY_STATUS_VALUE_LINEAR);
+    expect(span.attributes[A.ATTR_REQUEST_MAX_TOKENS_CLAMP]).toBe(A.MAX_TOKENS_CLAMP_VALUE_CONTEXT);
+    // The token-in completion faithful history sends, with the budget that fits.
+    expect(lastGeneration()).toMatchObject({ max_tokens: CONTEXT - prompt });
+    // One render, faithful history's own: the clamp reads its prompt length.
+    expect(twin.requests.filter((r) => r.path === '/tokenize').length).toBe(tokenizeBefore + 1);
   });
 
   it('atMost lowers any larger budget to the configured maximum, and leaves smaller ones alone', async () => {
