@@ -65,21 +65,20 @@ function stringFor(schema: Schema, name: string, hints: ArgumentHints): string {
 }
 
 function numberFor(schema: Schema, integer: boolean): number {
-  const low =
-    typeof schema.minimum === 'number'
-      ? schema.minimum
-      : typeof schema.exclusiveMinimum === 'number'
-        ? schema.exclusiveMinimum + (integer ? 1 : 0.5)
-        : undefined;
-  const high =
-    typeof schema.maximum === 'number'
-      ? schema.maximum
-      : typeof schema.exclusiveMaximum === 'number'
-        ? schema.exclusiveMaximum - (integer ? 1 : 0.5)
-        : undefined;
-  let value = low ?? (high !== undefined ? Math.min(1, high) : 1);
-  if (integer) value = Math.ceil(value);
-  return value;
+  // The tightest of the bounds (zod writes both `minimum` and `exclusiveMinimum` for a positive integer).
+  const step = integer ? 1 : 0.5;
+  const lows = [
+    typeof schema.minimum === 'number' ? schema.minimum : undefined,
+    typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + step : undefined,
+  ].filter((v): v is number => v !== undefined);
+  const highs = [
+    typeof schema.maximum === 'number' ? schema.maximum : undefined,
+    typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum - step : undefined,
+  ].filter((v): v is number => v !== undefined);
+  const low = lows.length > 0 ? Math.max(...lows) : undefined;
+  const high = highs.length > 0 ? Math.min(...highs) : undefined;
+  const value = low ?? (high !== undefined ? Math.min(1, high) : 1);
+  return integer ? Math.ceil(value) : value;
 }
 
 function valueFor(raw: unknown, name: string, root: Schema, hints: ArgumentHints, depth: number): unknown {
