@@ -100,22 +100,53 @@ function outputItems(id: string, message: unknown): Map<string, Obj> {
   return items;
 }
 
-/** The answers of the attempt's Responses calls that were recorded with their content, by response id. */
-function recordedAnswers(spans: readonly Span[]): Map<string, RecordedAnswer> {
-  const answers = new Map<string, RecordedAnswer>();
-  for (const span of spans) {
-    const attributes = span.attributes;
-    if (attributes[A.ATTR_API] !== A.API_VALUE_OPENAI_RESPONSES) continue;
-    // An aborted generation reached the agent as an error, never as an answer it could refer to.
-    if (attributes[A.ATTR_CALL_OUTCOME] === A.CALL_OUTCOME_VALUE_ABORTED) continue;
-    const chatId = attributes[A.ATTR_GEN_AI_RESPONSE_ID];
-    const inputMessages = jsonArray(attributes[A.ATTR_GEN_AI_INPUT_MESSAGES]);
-    const outputMessages = jsonArray(attributes[A.ATTR_GEN_AI_OUTPUT_MESSAGES]);
-    if (typeof chatId !== 'string' || inputMessages === null || outputMessages === null) continue;
-    const id = responseId(chatId);
-    answers.set(id, { inputMessages, items: outputItems(id, outputMessages[0]) });
+/** An output item's id names its response: `<kind>_<x>_<index>` belongs to `resp_<x>` (response.ts's `itemId`). */
+const ITEM_ID = /^(?:rs|msg|fc)_(.*)_\d+$/;
+
+/**
+ * The attempt's recorded Responses answers, looked up by response id. Only the span that matches is decoded: an
+ * attempt holds many calls, and a reference names one or two of them.
+ */
+class RecordedAnswers {
+  readonly #spans: readonly Span[];
+  readonly #found = new Map<string, RecordedAnswer | null>();
+
+  constructor(spans: readonly Span[]) {
+    this.#spans = spans;
   }
-  return answers;
+
+  /** The answer with this response id, if it is one the agent got whole and was recorded with its content. */
+  get(id: string): RecordedAnswer | undefined {
+    let answer = this.#found.get(id);
+    if (answer === undefined) {
+      answer = this.#read(id);
+      this.#found.set(id, answer);
+    }
+    return answer ?? undefined;
+  }
+
+  /** The output item with this id. */
+  item(id: string): Obj | undefined {
+    const match = ITEM_ID.exec(id);
+    return match === null ? undefined : this.get(`resp_${match[1]}`)?.items.get(id);
+  }
+
+  #read(id: string): RecordedAnswer | null {
+    // The latest call with the id wins (an engine does not repeat ids; a retried call would be the later one).
+    for (let i = this.#spans.length - 1; i >= 0; i--) {
+      const attributes = (this.#spans[i] as Span).attributes;
+      if (attributes[A.ATTR_API] !== A.API_VALUE_OPENAI_RESPONSES) continue;
+      const chatId = attributes[A.ATTR_GEN_AI_RESPONSE_ID];
+      if (typeof chatId !== 'string' || responseId(chatId) !== id) continue;
+      // An aborted generation reached the agent as an error, never as an answer it could refer to.
+      if (attributes[A.ATTR_CALL_OUTCOME] === A.CALL_OUTCOME_VALUE_ABORTED) return null;
+      const inputMessages = jsonArray(attributes[A.ATTR_GEN_AI_INPUT_MESSAGES]);
+      const outputMessages = jsonArray(attributes[A.ATTR_GEN_AI_OUTPUT_MESSAGES]);
+      if (inputMessages === null || outputMessages === null) return null;
+      return { inputMessages, items: outputItems(id, outputMessages[0]) };
+    }
+    return null;
+  }
 }
 
 /** As the translation writes chat content: one text part as a string, several as parts, none as null beside calls. */
@@ -180,7 +211,7 @@ export async function resolveStoredState(options: {
       param,
     );
   }
-  const answers = recordedAnswers(await options.spans(attempt));
+  const answers = new RecordedAnswers(await options.spans(attempt));
   const where = `rollout '${attempt.rid}', attempt '${attempt.aid}'`;
   let carried: readonly Obj[] = [];
   const input: unknown[] = [];
@@ -204,7 +235,7 @@ export async function resolveStoredState(options: {
         return;
       }
       const id = item.id;
-      const found = typeof id === 'string' ? findItem(answers, id) : undefined;
+      const found = typeof id === 'string' ? answers.item(id) : undefined;
       if (found === undefined) {
         refuse(
           `input.${i}: item '${String(id)}' is not an output item of a recorded response of ${where}. ${REMEDY}`,
@@ -215,12 +246,4 @@ export async function resolveStoredState(options: {
     });
   }
   return { carried, input };
-}
-
-function findItem(answers: ReadonlyMap<string, RecordedAnswer>, id: string): Obj | undefined {
-  for (const answer of answers.values()) {
-    const item = answer.items.get(id);
-    if (item !== undefined) return item;
-  }
-  return undefined;
 }
