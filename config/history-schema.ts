@@ -86,28 +86,20 @@ export interface HistoryPool {
 }
 
 /**
- * Name parts of Qwen3 models whose output format is not the `qwen3` family's: Qwen3-Coder writes XML tool calls
- * (vLLM's qwen3_coder parser), the 2507 and Next thinking models open the think block in the template, and
- * VL, Omni, embedding, reranker and guard models are not this chat format at all. Such a model needs its family
- * named (or a family of its own); guessed, its answers would be parsed wrongly.
+ * Qwen3 checkpoints are named `Qwen3-<size>...` (Qwen3-0.6B to Qwen3-235B-A22B, quantised copies included). Others
+ * under the name are not the `qwen3` family's output format: Qwen3-Coder writes XML tool calls, the 2507 thinking
+ * models open the think block in the template, VL, Omni and embedding models are other formats; none of them starts
+ * with a size, except the 2507 updates. A pool named after the family alone (`qwen3`) says nothing of its
+ * checkpoint. Guessed wrongly, answers would be parsed wrongly, so anything else needs its family named.
  */
-const NOT_QWEN3_FORMAT: ReadonlySet<string> = new Set([
-  'coder',
-  '2507',
-  'next',
-  'vl',
-  'omni',
-  'embedding',
-  'reranker',
-  'guard',
-]);
+const QWEN3_CHECKPOINT = /^qwen3-\d/;
+const NOT_QWEN3_FORMAT: ReadonlySet<string> = new Set(['2507']);
 
 /** The family a served model's name tells (`Qwen/Qwen3-8B`, `qwen3-0.6b-fp8`), or null when it does not. */
 export function familyOfModelName(name: string): HistoryFamily | null {
   const base = (name.split('/').pop() ?? '').toLowerCase();
-  if (!/^qwen3(?:[-_]|$)/.test(base)) return null;
-  const words = base.split(/[-_.]/);
-  return words.some((word) => NOT_QWEN3_FORMAT.has(word)) ? null : 'qwen3';
+  if (!QWEN3_CHECKPOINT.test(base)) return null;
+  return base.split(/[-_.]/).some((word) => NOT_QWEN3_FORMAT.has(word)) ? null : 'qwen3';
 }
 
 /** The name the pool's engines serve: `upstreamModel`, else the pool's own (also when the agent's is passed on). */

@@ -45,7 +45,14 @@ describe('history config', () => {
       reason: 'default: vLLM backends; history.family "qwen3"',
     });
     // Other output formats under a Qwen3 name are not guessed.
-    for (const name of ['Qwen/Qwen3-Coder-30B-A3B-Instruct', 'Qwen/Qwen3-4B-Thinking-2507', 'Qwen/Qwen3.5-9B']) {
+    for (const name of [
+      'Qwen/Qwen3-Coder-30B-A3B-Instruct',
+      'Qwen/Qwen3-4B-Thinking-2507',
+      'Qwen/Qwen3.5-9B',
+      'Qwen/Qwen3-VL-8B-Instruct',
+      'qwen3',
+      'qwen3-twin',
+    ]) {
       expect(decide({ upstreamModel: name }).mode).toBe('as-sent');
     }
     expect(
