@@ -1,7 +1,8 @@
 // Every proxied call is tagged as the agent loop's (`rollgate.call.role = main`) or as the harness's housekeeping
 // (`auxiliary`), from the request as the harnesses send it, and the training rows leave the housekeeping out:
 // Claude Code's own label (x-claude-code-request-class, with CLAUDE_CODE_GATEWAY_HINT_HEADERS=1), its one-token
-// quota and key probes, its session-title helper, and opencode's title call on the chat route; any agent's own
+// quota and key probes, its session-title helper and compaction, the titles, compaction and summaries of opencode,
+// Codex and pi, and calls of another thread than the rollout attempt's main one; any agent's own
 // `x-rollgate-call-role` over all of them, and a pool's `callRoles` rules between the headers and the built-in
 // rules. The agents are the official SDKs over real sockets.
 import OpenAI from 'openai';
@@ -232,6 +233,173 @@ describe("a pool's callRoles rules", () => {
       ['main', 'config'],
       ['main', 'header'],
       ['auxiliary', 'probe'],
+    ]);
+  });
+});
+
+// The harnesses' own housekeeping prompts, as they send them (src/gateway/capture/call-role-prompts.ts).
+const OPENCODE_COMPACTION =
+  'You are a context summarization agent. You are given a conversation between a user and an agent.';
+const OPENCODE_SUMMARY = 'Summarize what was done in this conversation. Write like a pull request description.';
+const PI_COMPACTION =
+  'You are a context summarization assistant. Your task is to read a conversation between a user and an AI ' +
+  'coding assistant, then produce a structured summary following the exact format specified.';
+const CODEX_COMPACTION =
+  'You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that will resume ' +
+  'the task.';
+const CODEX_TITLE = 'Generate a concise, single-line task title of at most 36 characters and under five words.';
+const CLAUDE_COMPACTION_SYSTEM = 'You are a helpful AI assistant tasked with summarizing conversations.';
+const CLAUDE_SUBAGENT =
+  "You are an agent for Claude Code, Anthropic's official CLI for Claude. Given the user's message, use the tools.";
+
+describe('housekeeping of every harness, and other threads', () => {
+  const chatTool = (name: string) => ({
+    type: 'function' as const,
+    function: { name, parameters: { type: 'object', properties: {} } },
+  });
+  const loopSystem = { role: 'system' as const, content: 'You are the coding agent. Use the tools.' };
+  const user = { role: 'user' as const, content: 'Fix the failing test' };
+
+  it('titles, compaction and summaries of opencode, Codex, pi and Claude Code are auxiliary, and out of the rows', async () => {
+    const rid = rolloutId('role');
+    const client = h.client(rid);
+    const send = (messages: OpenAI.Chat.ChatCompletionMessageParam[], tools = true) =>
+      client.chat.completions.create({
+        model: 'mock-model',
+        max_tokens: 16,
+        messages,
+        ...(tools ? { tools: [chatTool('bash'), chatTool('edit')] } : {}),
+      });
+    await send([loopSystem, user]);
+    await send([{ role: 'system', content: OPENCODE_COMPACTION }, user], false);
+    await send([{ role: 'system', content: OPENCODE_SUMMARY }, user], false);
+    await send(
+      [
+        { role: 'system', content: PI_COMPACTION },
+        { role: 'user', content: `<conversation>x</conversation>` },
+      ],
+      false,
+    );
+    // Codex and Claude Code compact with the loop's own system prompt and tools; the instruction comes last.
+    await send([
+      loopSystem,
+      user,
+      { role: 'assistant', content: 'Done.' },
+      { role: 'user', content: CODEX_COMPACTION },
+    ]);
+    await send([{ role: 'system', content: CLAUDE_COMPACTION_SYSTEM }, user]);
+    await send([{ role: 'user', content: `${CODEX_TITLE}\n\nFix the failing test` }], false);
+    // A task that merely mentions a summary is the loop.
+    await send([
+      loopSystem,
+      user,
+      { role: 'assistant', content: 'Done.' },
+      { role: 'user', content: 'Now summarize.' },
+    ]);
+    const spans = await h.spans(rid);
+    expect(roles(spans)).toEqual([
+      ['main', 'default'],
+      ['auxiliary', 'prompt'],
+      ['auxiliary', 'prompt'],
+      ['auxiliary', 'prompt'],
+      ['auxiliary', 'prompt'],
+      ['auxiliary', 'prompt'],
+      ['auxiliary', 'prompt'],
+      ['main', 'default'],
+    ]);
+    const drops: TrainingDrop[] = [];
+    const rows = spansToTrajectories(spans, { level: 'transition', onDropped: (d) => drops.push(d) });
+    expect(drops.map((d) => [d.sequenceId, d.reason])).toEqual([2, 3, 4, 5, 6, 7].map((n) => [n, 'auxiliary']));
+    expect(rows.flatMap((r) => r.sequenceIds)).toEqual([1, 8]);
+  });
+
+  it("a call with another system prompt and tool set than the attempt's main thread is auxiliary", async () => {
+    const rid = rolloutId('role');
+    const client = h.client(rid);
+    const send = (system: string, tools: string[]) =>
+      client.chat.completions.create({
+        model: 'mock-model',
+        max_tokens: 16,
+        messages: [{ role: 'system', content: system }, user],
+        ...(tools.length > 0 ? { tools: tools.map(chatTool) } : {}),
+      });
+    // Before any call with tools the attempt has no main thread: a tool-less call is main.
+    await send('Answer briefly.', []);
+    await send('You are the coding agent. Use the tools.', ['bash', 'edit']);
+    await send('Answer briefly.', []);
+    await send('Classify the request.', ['label']);
+    // The same tools in another order, or the same system prompt with other tools: the main thread.
+    await send('A reworded prompt of the loop.', ['edit', 'bash']);
+    await send('You are the coding agent. Use the tools.', ['bash']);
+    // Claude Code's subagents have their own prompt and tools, and are the policy acting on the task.
+    await send(CLAUDE_SUBAGENT, ['read', 'grep']);
+    expect(roles(await h.spans(rid))).toEqual([
+      ['main', 'default'],
+      ['main', 'default'],
+      ['auxiliary', 'thread'],
+      ['auxiliary', 'thread'],
+      ['main', 'default'],
+      ['main', 'default'],
+      ['main', 'prompt'],
+    ]);
+    // Each rollout attempt has its own main thread: there, the classifier's shape is the first with tools.
+    const other = rolloutId('role');
+    await h.client(other).chat.completions.create({
+      model: 'mock-model',
+      max_tokens: 16,
+      messages: [{ role: 'system', content: 'Classify the request.' }, user],
+      tools: [chatTool('label')],
+    });
+    expect(roles(await h.spans(other))).toEqual([['main', 'default']]);
+  });
+
+  it('a pool with callRoles.byThread false keeps other threads main', async () => {
+    const own = await startHarness({}, {}, { callRoles: { byThread: false } });
+    try {
+      const rid = rolloutId('role');
+      const client = own.client(rid);
+      await client.chat.completions.create({
+        model: 'mock-model',
+        messages: [loopSystem, user],
+        tools: [chatTool('bash')],
+      });
+      await client.chat.completions.create({
+        model: 'mock-model',
+        messages: [{ role: 'system', content: 'Other.' }, user],
+      });
+      expect(roles(await own.spans(rid))).toEqual([
+        ['main', 'default'],
+        ['main', 'default'],
+      ]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("Claude Code's compaction on the Messages API, with the loop's tools, is auxiliary", async () => {
+    const rid = rolloutId('role');
+    const client = agents.client(rid);
+    const messages = [{ role: 'user' as const, content: 'Fix the test' }];
+    await client.messages.create({
+      model: 'mock-model',
+      max_tokens: 32,
+      system: 'You are Claude Code.',
+      messages,
+      tools: [bash],
+    });
+    await client.messages.create({
+      model: 'mock-model',
+      max_tokens: 32,
+      system: [
+        { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1' },
+        { type: 'text', text: CLAUDE_COMPACTION_SYSTEM },
+      ],
+      messages,
+      tools: [bash],
+    });
+    expect(roles(await h.spans(rid))).toEqual([
+      ['main', 'default'],
+      ['auxiliary', 'prompt'],
     ]);
   });
 });
