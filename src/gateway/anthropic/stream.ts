@@ -2,9 +2,10 @@
 // with the first chunk; a content block per run of reasoning (`thinking_delta`), text (`text_delta`) or tool call
 // (`content_block_start` with the call's id and name, then its argument fragments as `input_json_delta`), each
 // stopped when the next begins or the choice finishes (a thinking block gets its `signature_delta` just before its
-// `content_block_stop`, as on Anthropic's API: the signature covers the whole block); `message_delta` (stop reason, usage) and `message_stop`
-// when upstream's `[DONE]` arrives, which the relay holds until the span is stored. Nothing is buffered beyond the
-// block bookkeeping: every delta goes out in the events of the chunk that carried it.
+// `content_block_stop`, as on Anthropic's API: the signature covers the whole block); `message_delta` (stop
+// reason, usage) and `message_stop` when upstream's `[DONE]` arrives, which the relay holds until the span is
+// stored. Nothing is buffered beyond the block bookkeeping (and a thinking block's text, for its signature): every
+// delta goes out in the events of the chunk that carried it.
 import {
   ABORTED_MESSAGE,
   FINISH_REASON_ABORT,
