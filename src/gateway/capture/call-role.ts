@@ -207,8 +207,11 @@ export function callRole(input: CallRoleInput): CallRoleVerdict {
     if (ruled.role === A.CALL_ROLE_VALUE_MAIN) thread?.threads.adopt(thread.attempt, facts);
     return ruled;
   }
-  if (thread === undefined || input.rules?.byThread === false)
+  // A completions prompt has no system prompt to compare: the rule reads conversations (chat, Responses) only.
+  const conversation = Array.isArray(input.body.messages) || Array.isArray(input.body.input);
+  if (thread === undefined || !conversation || input.rules?.byThread === false) {
     return { role: A.CALL_ROLE_VALUE_MAIN, source: 'default' };
+  }
   const verdict = thread.threads.judge(thread.attempt, facts);
   if (verdict === 'unknown') thread.threads.adopt(thread.attempt, facts);
   if (verdict !== 'other') return { role: A.CALL_ROLE_VALUE_MAIN, source: 'default' };

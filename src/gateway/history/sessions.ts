@@ -3,7 +3,10 @@
 // rollouts still running will continue. A session that is gone only costs a new segment (a `no_session` fork).
 import { type Segment, segmentTokens } from './segment.js';
 
-/** Segments kept per session: the main conversation plus a few side calls (titles, summaries) interleaved with it. */
+/**
+ * Segments kept per session: the main conversation plus a few side conversations interleaved with it that are not
+ * auxiliary calls (those never reach the session: faithful-call.ts), e.g. a retried turn with an edited history.
+ */
 const SEGMENTS_PER_SESSION = 4;
 
 interface Session {

@@ -333,6 +333,8 @@ describe('housekeeping of every harness, and other threads', () => {
     await send('You are the coding agent. Use the tools.', ['bash']);
     // Claude Code's subagents have their own prompt and tools, and are the policy acting on the task.
     await send(CLAUDE_SUBAGENT, ['read', 'grep']);
+    // A completions prompt has no system prompt to compare: the rule does not judge it.
+    await client.completions.create({ model: 'mock-model', max_tokens: 16, prompt: 'Fix the failing test' });
     expect(roles(await h.spans(rid))).toEqual([
       ['main', 'default'],
       ['main', 'default'],
@@ -341,6 +343,7 @@ describe('housekeeping of every harness, and other threads', () => {
       ['main', 'default'],
       ['main', 'default'],
       ['main', 'prompt'],
+      ['main', 'default'],
     ]);
     // Each rollout attempt has its own main thread: there, the classifier's shape is the first with tools.
     const other = rolloutId('role');
