@@ -6,10 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import {
+  AGENT_MODEL,
   AGENT_TASK,
   AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
+  HARNESS_TEST_TIMEOUT_MS,
+  HARNESS_TIMEOUT_S,
   harnessBinary,
   harnessDirs,
   type ProxySink,
@@ -34,39 +37,43 @@ describe.skipIf(!claude.runnable)(`Claude Code through rollgate (${claude.detail
     await h?.close();
   });
 
-  it('runs a thinking, multi-step tool loop; every call is a main-loop span with token ids', async () => {
-    const rid = rolloutId('claude');
-    const dirs = harnessDirs('claude');
-    const run = await runHarness({
-      binary: claude.path,
-      args: ['-p', AGENT_TASK.prompt, '--allowedTools', 'Bash'],
-      dirs,
-      timeoutS: 50,
-      env: {
-        ANTHROPIC_BASE_URL: `${h.gw.url}/rollout/${rid}/attempt/a1`,
-        ANTHROPIC_API_KEY: 'agent-key',
-        ANTHROPIC_MODEL: 'mock-model',
-        // An unknown model gets max_tokens 32000; prompt + output must fit the twin's 32768-token context.
-        CLAUDE_CODE_MAX_OUTPUT_TOKENS: '2048',
-        // Claude Code labels every call (x-claude-code-request-class), which rollgate records as the call's role.
-        CLAUDE_CODE_GATEWAY_HINT_HEADERS: '1',
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        DISABLE_TELEMETRY: '1',
-        DISABLE_AUTOUPDATER: '1',
-        DISABLE_ERROR_REPORTING: '1',
-        ...proxyEnv(sink),
-      },
-    });
-    expectAgentLoopFinished(run, dirs);
+  it(
+    'runs a thinking, multi-step tool loop; every call is a main-loop span with token ids',
+    async () => {
+      const rid = rolloutId('claude');
+      const dirs = harnessDirs('claude');
+      const run = await runHarness({
+        binary: claude.path,
+        args: ['-p', AGENT_TASK.prompt, '--allowedTools', 'Bash'],
+        dirs,
+        timeoutS: HARNESS_TIMEOUT_S,
+        env: {
+          ANTHROPIC_BASE_URL: `${h.gw.url}/rollout/${rid}/attempt/a1`,
+          ANTHROPIC_API_KEY: 'agent-key',
+          ANTHROPIC_MODEL: AGENT_MODEL,
+          // An unknown model gets max_tokens 32000; prompt + output must fit the twin's 32768-token context.
+          CLAUDE_CODE_MAX_OUTPUT_TOKENS: '2048',
+          // Claude Code labels every call (x-claude-code-request-class), which rollgate records as the call's role.
+          CLAUDE_CODE_GATEWAY_HINT_HEADERS: '1',
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          DISABLE_TELEMETRY: '1',
+          DISABLE_AUTOUPDATER: '1',
+          DISABLE_ERROR_REPORTING: '1',
+          ...proxyEnv(sink),
+        },
+      });
+      expectAgentLoopFinished(run, dirs);
 
-    const spans = await h.spans(rid);
-    const { main, auxiliary } = expectEveryCallRecorded({ spans, mock: h.mock, rid });
-    expect(auxiliary).toEqual([]);
-    for (const span of main) {
-      expect(span.attributes[A.ATTR_API]).toBe(A.API_VALUE_ANTHROPIC_MESSAGES);
-      expect(span.attributes[A.ATTR_CALL_ROLE_SOURCE]).toBe('header');
-    }
-    // The quiet settings left nothing for the proxy sink to refuse.
-    expect(sink.attempts).toEqual([]);
-  });
+      const spans = await h.spans(rid);
+      const { main, auxiliary } = expectEveryCallRecorded({ spans, mock: h.mock, rid });
+      expect(auxiliary).toEqual([]);
+      for (const span of main) {
+        expect(span.attributes[A.ATTR_API]).toBe(A.API_VALUE_ANTHROPIC_MESSAGES);
+        expect(span.attributes[A.ATTR_CALL_ROLE_SOURCE]).toBe('header');
+      }
+      // The quiet settings left nothing for the proxy sink to refuse.
+      expect(sink.attempts).toEqual([]);
+    },
+    HARNESS_TEST_TIMEOUT_MS,
+  );
 });

@@ -10,10 +10,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import {
+  AGENT_MODEL,
   AGENT_TASK,
   AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
+  HARNESS_TEST_TIMEOUT_MS,
+  HARNESS_TIMEOUT_S,
   harnessBinary,
   harnessDirs,
   type ProxySink,
@@ -29,7 +32,7 @@ type Obj = Record<string, any>;
 function codexConfig(options: { readonly baseUrl: string; readonly provider: 'custom' | 'builtin' }): string {
   const custom = options.provider === 'custom';
   return [
-    'model = "mock-model"',
+    `model = "${AGENT_MODEL}"`,
     custom ? 'model_provider = "rollgate"' : `openai_base_url = "${options.baseUrl}"`,
     'check_for_update_on_startup = false',
     '[analytics]',
@@ -79,36 +82,51 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
       // policy runs are harmless and stay in the task's temp dir.
       args: ['exec', '--skip-git-repo-check', '--sandbox', 'danger-full-access', AGENT_TASK.prompt],
       dirs,
-      timeoutS: 50,
+      timeoutS: HARNESS_TIMEOUT_S,
       env: { CODEX_HOME: codexHome, ROLLGATE_API_KEY: 'agent-key', CODEX_API_KEY: 'agent-key', ...proxyEnv(sink) },
     });
     expectAgentLoopFinished(run, dirs);
     return run;
   }
 
-  it('runs a thinking, multi-step tool loop over streamed Responses; every call is a span with token ids', async () => {
-    const rid = rolloutId('codex');
-    const before = h.mock.requests.length;
-    await runCodex(rid, 'custom');
+  it(
+    'runs a thinking, multi-step tool loop over streamed Responses; every call is a span with token ids',
+    async () => {
+      const rid = rolloutId('codex');
+      const before = h.mock.requests.length;
+      await runCodex(rid, 'custom');
 
-    // What the engine served: chat calls, Codex's namespace tool flattened, its hosted web search left out.
-    const first = h.mock.requests.slice(before).find((r) => r.path === '/v1/chat/completions')?.body as Obj;
-    const names = (first.tools as Obj[]).map((t) => t.function.name);
-    expect(names).toContain('exec_command');
-    expect(names.some((n) => n.startsWith('multi_agent_v1.'))).toBe(true);
-    expect(first.stream).toBe(true);
+      // The tools the engine rendered (on /tokenize under faithful history): Codex's namespace tool flattened, its
+      // hosted web search left out.
+      const first = h.mock.requests.slice(before).find((r) => Array.isArray((r.body as Obj | undefined)?.tools))?.body;
+      const names = ((first as Obj).tools as Obj[]).map((t) => t.function.name);
+      expect(names).toContain('exec_command');
+      expect(names.some((n) => n.startsWith('multi_agent_v1.'))).toBe(true);
+      expect(names).not.toContain('web_search');
+      // Codex streams every call; so does the engine's generation for it.
+      const generations = h.mock.requests
+        .slice(before)
+        .filter((r) => r.headers['x-rollout-id'] === rid && r.path.endsWith('completions'));
+      expect(generations.length).toBeGreaterThan(0);
+      expect(generations.every((r) => r.stream === true)).toBe(true);
 
-    const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
-    expect(auxiliary).toEqual([]);
-    for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(A.API_VALUE_OPENAI_RESPONSES);
-    expect(sink.attempts).toEqual([]);
-  });
+      const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+      expect(auxiliary).toEqual([]);
+      for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(A.API_VALUE_OPENAI_RESPONSES);
+      expect(sink.attempts).toEqual([]);
+    },
+    HARNESS_TEST_TIMEOUT_MS,
+  );
 
-  it("the built-in provider's WebSocket attempt is refused with 426: Codex falls back to HTTP at once", async () => {
-    const rid = rolloutId('codex');
-    const run = await runCodex(rid, 'builtin');
-    // Any other refusal (a 405) makes Codex retry the WebSocket five times, over seconds, before it falls back.
-    expect(run.stderr).not.toContain('Reconnecting');
-    expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
-  });
+  it(
+    "the built-in provider's WebSocket attempt is refused with 426: Codex falls back to HTTP at once",
+    async () => {
+      const rid = rolloutId('codex');
+      const run = await runCodex(rid, 'builtin');
+      // Any other refusal (a 405) makes Codex retry the WebSocket five times, over seconds, before it falls back.
+      expect(run.stderr).not.toContain('Reconnecting');
+      expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+    },
+    HARNESS_TEST_TIMEOUT_MS,
+  );
 });

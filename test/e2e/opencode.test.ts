@@ -10,10 +10,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import {
+  AGENT_MODEL,
   AGENT_TASK,
   AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
+  HARNESS_TEST_TIMEOUT_MS,
+  HARNESS_TIMEOUT_S,
   harnessBinary,
   harnessDirs,
   type ProxySink,
@@ -34,7 +37,7 @@ const PROVIDERS = [
 function opencodeConfig(options: { readonly npm: string; readonly baseUrl: string }): string {
   const config = {
     $schema: 'https://opencode.ai/config.json',
-    model: 'rollgate/mock-model',
+    model: `rollgate/${AGENT_MODEL}`,
     autoupdate: false,
     share: 'disabled',
     provider: {
@@ -43,7 +46,7 @@ function opencodeConfig(options: { readonly npm: string; readonly baseUrl: strin
         name: 'rollgate',
         options: { baseURL: options.baseUrl, apiKey: '{env:ROLLGATE_API_KEY}' },
         // Without limits opencode asks for 32000 output tokens, more than the context leaves.
-        models: { 'mock-model': { limit: { context: 32768, output: 4096 } } },
+        models: { [AGENT_MODEL]: { limit: { context: 32768, output: 4096 } } },
       },
     },
   };
@@ -66,39 +69,43 @@ describe.skipIf(!opencode.runnable)(`opencode through rollgate (${opencode.detai
   });
 
   for (const provider of PROVIDERS) {
-    it(`${provider.npm}: a thinking, multi-step tool loop; every call is a span with token ids`, async () => {
-      const rid = rolloutId('opencode');
-      const dirs = harnessDirs('opencode');
-      const configDir = join(dirs.home, '.config', 'opencode');
-      mkdirSync(configDir, { recursive: true });
-      const baseUrl = `${h.gw.url}/rollout/${rid}/attempt/a1/v1`;
-      writeFileSync(join(configDir, 'opencode.json'), opencodeConfig({ npm: provider.npm, baseUrl }));
-      const run = await runHarness({
-        binary: opencode.path,
-        args: ['run', AGENT_TASK.prompt],
-        dirs,
-        timeoutS: 50,
-        env: {
-          ROLLGATE_API_KEY: 'agent-key',
-          OPENCODE_DISABLE_AUTOUPDATE: '1',
-          // models.dev's catalogue, LSP servers and default plugins are fetched at start unless turned off.
-          OPENCODE_DISABLE_MODELS_FETCH: '1',
-          OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
-          OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
-          // opencode installs its plugin package into the config dir at every start; offline, npm fails at once.
-          npm_config_offline: 'true',
-          ...proxyEnv(sink),
-        },
-      });
-      expectAgentLoopFinished(run, dirs);
+    it(
+      `${provider.npm}: a thinking, multi-step tool loop; every call is a span with token ids`,
+      async () => {
+        const rid = rolloutId('opencode');
+        const dirs = harnessDirs('opencode');
+        const configDir = join(dirs.home, '.config', 'opencode');
+        mkdirSync(configDir, { recursive: true });
+        const baseUrl = `${h.gw.url}/rollout/${rid}/attempt/a1/v1`;
+        writeFileSync(join(configDir, 'opencode.json'), opencodeConfig({ npm: provider.npm, baseUrl }));
+        const run = await runHarness({
+          binary: opencode.path,
+          args: ['run', AGENT_TASK.prompt],
+          dirs,
+          timeoutS: HARNESS_TIMEOUT_S,
+          env: {
+            ROLLGATE_API_KEY: 'agent-key',
+            OPENCODE_DISABLE_AUTOUPDATE: '1',
+            // models.dev's catalogue, LSP servers and default plugins are fetched at start unless turned off.
+            OPENCODE_DISABLE_MODELS_FETCH: '1',
+            OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+            OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
+            // opencode installs its plugin package into the config dir at every start; offline, npm fails at once.
+            npm_config_offline: 'true',
+            ...proxyEnv(sink),
+          },
+        });
+        expectAgentLoopFinished(run, dirs);
 
-      const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
-      for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(provider.api);
-      // The session title, asked for beside the first turn, by its known system prompt.
-      expect(auxiliary).toHaveLength(1);
-      expect(auxiliary[0]?.attributes[A.ATTR_CALL_ROLE]).toBe(A.CALL_ROLE_VALUE_AUXILIARY);
-      expect(auxiliary[0]?.attributes[A.ATTR_CALL_ROLE_SOURCE]).toBe('prompt');
-      expect(sink.attempts).toEqual([]);
-    });
+        const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+        for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(provider.api);
+        // The session title, asked for beside the first turn, by its known system prompt.
+        expect(auxiliary).toHaveLength(1);
+        expect(auxiliary[0]?.attributes[A.ATTR_CALL_ROLE]).toBe(A.CALL_ROLE_VALUE_AUXILIARY);
+        expect(auxiliary[0]?.attributes[A.ATTR_CALL_ROLE_SOURCE]).toBe('prompt');
+        expect(sink.attempts).toEqual([]);
+      },
+      HARNESS_TEST_TIMEOUT_MS,
+    );
   }
 });

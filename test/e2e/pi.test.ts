@@ -9,10 +9,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import {
+  AGENT_MODEL,
   AGENT_TASK,
   AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
+  HARNESS_TEST_TIMEOUT_MS,
+  HARNESS_TIMEOUT_S,
   harnessBinary,
   harnessDirs,
   type ProxySink,
@@ -39,7 +42,7 @@ function piModels(options: { readonly api: string; readonly baseUrl: string }): 
         api: options.api,
         apiKey: 'ROLLGATE_API_KEY',
         // contextWindow: the pool's context (pi compacts before it); maxTokens: what one answer may take.
-        models: [{ id: 'mock-model', reasoning: true, contextWindow: 32768, maxTokens: 4096 }],
+        models: [{ id: AGENT_MODEL, reasoning: true, contextWindow: 32768, maxTokens: 4096 }],
       },
     },
   };
@@ -62,27 +65,31 @@ describe.skipIf(!pi.runnable)(`pi through rollgate (${pi.detail})`, () => {
   });
 
   for (const { api, recordedAs, v1 } of APIS) {
-    it(`${api}: a thinking, multi-step tool loop; every call is a main-loop span with token ids`, async () => {
-      const rid = rolloutId('pi');
-      const dirs = harnessDirs('pi');
-      const agentDir = join(dirs.home, '.pi', 'agent');
-      mkdirSync(agentDir, { recursive: true });
-      const baseUrl = `${h.gw.url}/rollout/${rid}/attempt/a1${v1 ? '/v1' : ''}`;
-      writeFileSync(join(agentDir, 'models.json'), piModels({ api, baseUrl }));
-      const run = await runHarness({
-        binary: pi.path,
-        args: ['-p', '--no-session', '--model', 'rollgate/mock-model', AGENT_TASK.prompt],
-        dirs,
-        timeoutS: 50,
-        // PI_OFFLINE: no version check, package update check or install telemetry at start.
-        env: { ROLLGATE_API_KEY: 'agent-key', PI_OFFLINE: '1', ...proxyEnv(sink) },
-      });
-      expectAgentLoopFinished(run, dirs);
+    it(
+      `${api}: a thinking, multi-step tool loop; every call is a main-loop span with token ids`,
+      async () => {
+        const rid = rolloutId('pi');
+        const dirs = harnessDirs('pi');
+        const agentDir = join(dirs.home, '.pi', 'agent');
+        mkdirSync(agentDir, { recursive: true });
+        const baseUrl = `${h.gw.url}/rollout/${rid}/attempt/a1${v1 ? '/v1' : ''}`;
+        writeFileSync(join(agentDir, 'models.json'), piModels({ api, baseUrl }));
+        const run = await runHarness({
+          binary: pi.path,
+          args: ['-p', '--no-session', '--model', `rollgate/${AGENT_MODEL}`, AGENT_TASK.prompt],
+          dirs,
+          timeoutS: HARNESS_TIMEOUT_S,
+          // PI_OFFLINE: no version check, package update check or install telemetry at start.
+          env: { ROLLGATE_API_KEY: 'agent-key', PI_OFFLINE: '1', ...proxyEnv(sink) },
+        });
+        expectAgentLoopFinished(run, dirs);
 
-      const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
-      expect(auxiliary).toEqual([]);
-      for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(recordedAs);
-      expect(sink.attempts).toEqual([]);
-    });
+        const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+        expect(auxiliary).toEqual([]);
+        for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(recordedAs);
+        expect(sink.attempts).toEqual([]);
+      },
+      HARNESS_TEST_TIMEOUT_MS,
+    );
   }
 });

@@ -155,11 +155,26 @@ export function proxyEnv(sink: ProxySink): Record<string, string> {
   };
 }
 
+/** How long one harness run may take (coreutils `timeout`), and its test with setup and checks around it. */
+export const HARNESS_TIMEOUT_S = 50;
+export const HARNESS_TEST_TIMEOUT_MS = (HARNESS_TIMEOUT_S + 15) * 1000;
+
 /** The task every harness test gives; the twin's agent policy runs `steps` shell commands, then answers. */
 export const AGENT_TASK = { prompt: 'Run the steps of the task in the shell, then report.', steps: 2 } as const;
 
+/**
+ * The model the twin serves, named like the Qwen3 checkpoint whose tokenizer and template it uses: a vLLM pool
+ * serving a Qwen3 model gets faithful history by default, as a user's pool would.
+ */
+export const AGENT_MODEL = 'Qwen3-8B';
+
 /** The engine twin every harness test runs against: Qwen3 mode, the agent policy, AGENT_TASK.steps tool calls. */
-export const AGENT_TWIN: MockVllmOptions = { tokenizer: 'qwen3', policy: 'agent', agentSteps: AGENT_TASK.steps };
+export const AGENT_TWIN: MockVllmOptions = {
+  model: AGENT_MODEL,
+  tokenizer: 'qwen3',
+  policy: 'agent',
+  agentSteps: AGENT_TASK.steps,
+};
 
 /** The harness exited 0 after its whole tool loop: every step's command ran in its work dir, and it answered. */
 export function expectAgentLoopFinished(run: HarnessRun, dirs: HarnessDirs): void {
@@ -176,7 +191,7 @@ const GENERATION_PATHS: ReadonlySet<string> = new Set(['/v1/chat/completions', '
  * Every generation the engine served for rollout `rid` is one span, in sequence order, whose prompt and response
  * ids are the ones the engine rendered and generated, with a logprob per response token and the token-id status
  * `ok`. Returns the spans split by role; the main loop has one call per tool step plus the final answer, each
- * starting with the policy's think block.
+ * starting with the policy's think block and served under faithful history.
  */
 export function expectEveryCallRecorded(options: {
   readonly spans: readonly Span[];
@@ -207,8 +222,12 @@ export function expectEveryCallRecorded(options: {
   const isMain = (s: Span) => s.attributes[A.ATTR_CALL_ROLE] === A.CALL_ROLE_VALUE_MAIN;
   const main = spans.filter(isMain);
   expect(main).toHaveLength(AGENT_TASK.steps + 1);
-  // The policy thought on every turn, and the thinking is in the recorded ids.
+  // The policy thought on every turn, and the thinking is in the recorded ids; the loop was generated from token
+  // ids (faithful history, the default for a Qwen3 model on vLLM), the policy reading its state back from them.
   const think = qwen3Tokenizer().idOf('<think>');
-  for (const span of main) expect(readLlmCall(span)?.responseIds[0]).toBe(think);
+  for (const span of main) {
+    expect(readLlmCall(span)?.responseIds[0]).toBe(think);
+    expect(span.attributes[A.ATTR_HISTORY_MODE]).toBe('faithful');
+  }
   return { main, auxiliary: spans.filter((s) => !isMain(s)) };
 }
