@@ -7,12 +7,9 @@
 // bounded; after a restart (or an eviction) the attempt's next call with tools is its main thread again, which for
 // an agent loop is the same shape. Until one is known, no call is auxiliary by this rule.
 import { createHash } from 'node:crypto';
-import { BoundedMemoryMap } from '../request/bounded-memory-map.js';
 
-/** Rollout attempts whose main thread is kept; the oldest written go first. */
+/** Rollout attempts whose main thread is kept; the oldest written go first (about 1-2 kB each for 20-50 tools). */
 const MAX_ATTEMPTS = 16_384;
-/** A shape is the tool names plus a 27-character digest; this bounds the names of very large tool sets. */
-const MAX_CHARS = 32 * 1024 * 1024;
 
 /** What a call's shape is read from: its tool names and its system texts (read only when needed). */
 export interface ShapeSource {
@@ -20,40 +17,56 @@ export interface ShapeSource {
   systemTexts(): readonly string[];
 }
 
-/** The digest of the system texts: a main system prompt is tens of kB, and only its equality matters. */
+interface Shape {
+  /** The tool names as the first call listed them: a harness lists them the same way every turn (no sort). */
+  readonly listed: string;
+  /** The same names sorted, for a harness that lists them in another order. */
+  readonly sorted: string;
+  /** The system texts' digest: a main system prompt is tens of kB, and only its equality matters. */
+  readonly system: string;
+}
+
 function systemDigest(texts: readonly string[]): string {
   const hash = createHash('sha1');
   for (const text of texts) hash.update(text).update('\u0000');
   return hash.digest('base64');
 }
 
-/** Tool names in a stable order: harnesses may list the same tools in another order from call to call. */
-function toolsKey(names: readonly string[]): string {
-  return [...names].sort().join('\u0000');
+function joined(names: readonly string[]): string {
+  return names.join('\u0000');
 }
 
 /** Whether the call is of the attempt's main thread, another thread, or cannot tell yet. */
 export type ThreadVerdict = 'main' | 'other' | 'unknown';
 
 export class MainThreads {
-  // Each value is `<tools key>\u0001<system digest>`.
-  readonly #shapes = new BoundedMemoryMap({ maxEntries: MAX_ATTEMPTS, maxChars: MAX_CHARS });
+  // Insertion order is write order: the first key is the oldest attempt.
+  readonly #shapes = new Map<string, Shape>();
 
   /** Records the call as the attempt's main thread when it has none yet and the call offers tools. */
   adopt(attempt: string, call: ShapeSource): void {
     if (call.toolNames.length === 0 || this.#shapes.has(attempt)) return;
-    this.#shapes.set(attempt, `${toolsKey(call.toolNames)}\u0001${systemDigest(call.systemTexts())}`);
+    const shape: Shape = {
+      listed: joined(call.toolNames),
+      sorted: joined([...call.toolNames].sort()),
+      system: systemDigest(call.systemTexts()),
+    };
+    if (this.#shapes.size >= MAX_ATTEMPTS) {
+      const oldest = this.#shapes.keys().next();
+      if (oldest.done !== true) this.#shapes.delete(oldest.value);
+    }
+    this.#shapes.set(attempt, shape);
   }
 
   /**
    * Where the call stands against the attempt's main thread: `other` only when both its tool set and its system
-   * prompt differ. The system prompt is digested only when the tool set differs (never on a main turn).
+   * prompt differ. A main turn costs one join of its tool names; the system prompt is digested only when the tool
+   * set differs.
    */
   judge(attempt: string, call: ShapeSource): ThreadVerdict {
     const shape = this.#shapes.get(attempt);
-    if (typeof shape !== 'string') return 'unknown';
-    const cut = shape.lastIndexOf('\u0001');
-    if (shape.slice(0, cut) === toolsKey(call.toolNames)) return 'main';
-    return shape.slice(cut + 1) === systemDigest(call.systemTexts()) ? 'main' : 'other';
+    if (shape === undefined) return 'unknown';
+    if (joined(call.toolNames) === shape.listed || joined([...call.toolNames].sort()) === shape.sorted) return 'main';
+    return systemDigest(call.systemTexts()) === shape.system ? 'main' : 'other';
   }
 }
