@@ -95,8 +95,9 @@ export const CALL_ROLE_VALUE_MAIN = 'main' as const;
 export const CALL_ROLE_VALUE_AUXILIARY = 'auxiliary' as const;
 /**
  * What told the role: `header` (the agent's x-rollgate-call-role or the harness's own label), `config` (the pool's
- * `callRoles` rules), `probe` (a one-token quota or key check), `prompt` (a known housekeeping prompt) or `default`
- * (nothing marked it auxiliary).
+ * `callRoles` rules), `probe` (a one-token quota or key check), `prompt` (a known housekeeping prompt, or a subagent
+ * prompt that keeps a call main), `thread` (another system prompt and tool set than the rollout attempt's main thread)
+ * or `default` (nothing marked it auxiliary).
  */
 export const ATTR_CALL_ROLE_SOURCE = 'rollgate.call.role_source' as const;
 export const ATTR_CLIENT_RETRY_COUNT = 'rollgate.client_retry_count' as const;
@@ -250,5 +251,8 @@ export const ATTR_HISTORY_FORK_REASON = 'rollgate.history.fork_reason' as const;
 export const ATTR_HISTORY_FORK_DETAIL = 'rollgate.history.fork_detail' as const;
 /** What the pool's `history.onMismatch` did with a fork: reset, error or passthrough. */
 export const ATTR_HISTORY_ON_MISMATCH = 'rollgate.history.on_mismatch' as const;
-/** Why a bypassed call went to the chat route (the request key faithful history cannot serve, or render_failed). */
+/**
+ * Why a bypassed call went to the chat route: `auxiliary` (housekeeping never touches the served ids), the request
+ * key faithful history cannot serve, or render_failed.
+ */
 export const ATTR_HISTORY_BYPASS_REASON = 'rollgate.history.bypass_reason' as const;
