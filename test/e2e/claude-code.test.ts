@@ -11,6 +11,7 @@ import {
   AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
+  expectOneTrainableRow,
   HARNESS_TEST_TIMEOUT_MS,
   HARNESS_TIMEOUT_S,
   harnessBinary,
@@ -38,7 +39,7 @@ describe.skipIf(!claude.runnable)(`Claude Code through rollgate (${claude.detail
   });
 
   it(
-    'runs a thinking, multi-step tool loop; every call is a main-loop span with token ids',
+    'runs a thinking, multi-step tool loop; every call a main-loop span with token ids, one training row',
     async () => {
       const rid = rolloutId('claude');
       const dirs = harnessDirs('claude');
@@ -71,6 +72,8 @@ describe.skipIf(!claude.runnable)(`Claude Code through rollgate (${claude.detail
         expect(span.attributes[A.ATTR_API]).toBe(A.API_VALUE_ANTHROPIC_MESSAGES);
         expect(span.attributes[A.ATTR_CALL_ROLE_SOURCE]).toBe('header');
       }
+      // The rollout exports as one trainable row: the whole loop, prompt whole, auxiliary calls counted out.
+      await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
       // The quiet settings left nothing for the proxy sink to refuse.
       expect(sink.attempts).toEqual([]);
     },

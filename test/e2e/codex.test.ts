@@ -15,6 +15,7 @@ import {
   AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
+  expectOneTrainableRow,
   HARNESS_TEST_TIMEOUT_MS,
   HARNESS_TIMEOUT_S,
   harnessBinary,
@@ -90,7 +91,7 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
   }
 
   it(
-    'runs a thinking, multi-step tool loop over streamed Responses; every call is a span with token ids',
+    'runs a thinking, multi-step tool loop over streamed Responses; every call a span with token ids, one training row',
     async () => {
       const rid = rolloutId('codex');
       const before = h.mock.requests.length;
@@ -113,6 +114,8 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
       const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
       expect(auxiliary).toEqual([]);
       for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(A.API_VALUE_OPENAI_RESPONSES);
+      // The rollout exports as one trainable row: the whole loop, prompt whole, auxiliary calls counted out.
+      await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
       expect(sink.attempts).toEqual([]);
     },
     HARNESS_TEST_TIMEOUT_MS,
@@ -125,7 +128,8 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
       const run = await runCodex(rid, 'builtin');
       // Any other refusal (a 405) makes Codex retry the WebSocket five times, over seconds, before it falls back.
       expect(run.stderr).not.toContain('Reconnecting');
-      expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+      const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+      await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
     },
     HARNESS_TEST_TIMEOUT_MS,
   );

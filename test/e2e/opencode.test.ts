@@ -15,6 +15,7 @@ import {
   AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
+  expectOneTrainableRow,
   HARNESS_TEST_TIMEOUT_MS,
   HARNESS_TIMEOUT_S,
   harnessBinary,
@@ -70,7 +71,7 @@ describe.skipIf(!opencode.runnable)(`opencode through rollgate (${opencode.detai
 
   for (const provider of PROVIDERS) {
     it(
-      `${provider.npm}: a thinking, multi-step tool loop; every call is a span with token ids`,
+      `${provider.npm}: a thinking, multi-step tool loop; every call a span with token ids, one training row`,
       async () => {
         const rid = rolloutId('opencode');
         const dirs = harnessDirs('opencode');
@@ -103,6 +104,8 @@ describe.skipIf(!opencode.runnable)(`opencode through rollgate (${opencode.detai
         expect(auxiliary).toHaveLength(1);
         expect(auxiliary[0]?.attributes[A.ATTR_CALL_ROLE]).toBe(A.CALL_ROLE_VALUE_AUXILIARY);
         expect(auxiliary[0]?.attributes[A.ATTR_CALL_ROLE_SOURCE]).toBe('prompt');
+        // The rollout exports as one trainable row: the whole loop, prompt whole, auxiliary calls counted out.
+        await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
         expect(sink.attempts).toEqual([]);
       },
       HARNESS_TEST_TIMEOUT_MS,

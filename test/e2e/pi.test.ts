@@ -14,6 +14,7 @@ import {
   AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
+  expectOneTrainableRow,
   HARNESS_TEST_TIMEOUT_MS,
   HARNESS_TIMEOUT_S,
   harnessBinary,
@@ -66,7 +67,7 @@ describe.skipIf(!pi.runnable)(`pi through rollgate (${pi.detail})`, () => {
 
   for (const { api, recordedAs, v1 } of APIS) {
     it(
-      `${api}: a thinking, multi-step tool loop; every call is a main-loop span with token ids`,
+      `${api}: a thinking, multi-step tool loop; every call a main-loop span with token ids, one training row`,
       async () => {
         const rid = rolloutId('pi');
         const dirs = harnessDirs('pi');
@@ -87,6 +88,8 @@ describe.skipIf(!pi.runnable)(`pi through rollgate (${pi.detail})`, () => {
         const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
         expect(auxiliary).toEqual([]);
         for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(recordedAs);
+        // The rollout exports as one trainable row: the whole loop, prompt whole, auxiliary calls counted out.
+        await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
         expect(sink.attempts).toEqual([]);
       },
       HARNESS_TEST_TIMEOUT_MS,

@@ -15,10 +15,13 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { expect } from 'vitest';
+import type { RowDrop } from '../../src/adapters/length-limits.js';
 import { readLlmCall } from '../../src/adapters/llm-call.js';
 import { sortSpansBySequence } from '../../src/adapters/span-order.js';
+import type { TrainingDrop } from '../../src/adapters/triplets.js';
+import { type ExportRow, exportRows } from '../../src/commands/export.js';
 import * as A from '../../src/contracts/span-attributes.js';
-import type { Span } from '../../src/store/core/types.js';
+import type { LightningStore, Span } from '../../src/store/core/types.js';
 import {
   agentFinalText,
   type MockVllm,
@@ -230,4 +233,46 @@ export function expectEveryCallRecorded(options: {
     expect(span.attributes[A.ATTR_HISTORY_MODE]).toBe('faithful');
   }
   return { main, auxiliary: spans.filter((s) => !isMain(s)) };
+}
+
+/**
+ * The rollout as `rollgate export` reads it (trajectory level, the limits it applies by default): one training row
+ * holding every main call, its prompt the first call's prompt whole and its context ending with the last call's
+ * prompt and answer, nothing cut or left out for its length; each auxiliary call left out and counted as such.
+ */
+export async function expectOneTrainableRow(options: {
+  readonly store: LightningStore;
+  readonly rid: string;
+  readonly main: readonly Span[];
+  readonly auxiliary: readonly Span[];
+}): Promise<void> {
+  const drops: TrainingDrop[] = [];
+  const rowDrops: RowDrop[] = [];
+  const rows: ExportRow[] = [];
+  for await (const row of exportRows({
+    store: options.store,
+    level: 'trajectory',
+    rolloutIds: [options.rid],
+    onDropped: (drop) => drops.push(drop),
+    onRowDropped: (drop) => rowDrops.push(drop),
+  })) {
+    rows.push(row);
+  }
+  expect(rowDrops).toEqual([]);
+  expect(drops.map((d) => [d.reason, d.sequenceId])).toEqual(
+    options.auxiliary.map((s) => ['auxiliary', s.sequence_id]),
+  );
+  expect(rows).toHaveLength(1);
+  const [row] = rows;
+  const calls = options.main.map((s) => readLlmCall(s));
+  expect(row?.sequence_ids).toEqual(options.main.map((s) => s.sequence_id));
+  expect(row?.prompt_ids).toEqual(calls[0]?.promptIds);
+  const last = calls.at(-1);
+  expect([...(row?.prompt_ids ?? []), ...(row?.response_ids ?? [])]).toEqual([
+    ...(last?.promptIds ?? []),
+    ...(last?.responseIds ?? []),
+  ]);
+  // Every generated token is trained on; the rest (tool output, template glue) is masked.
+  const generated = calls.reduce((n, c) => n + (c?.responseIds.length ?? 0), 0);
+  expect(row?.response_mask.filter((m) => m === 1)).toHaveLength(generated);
 }
