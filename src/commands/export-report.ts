@@ -70,7 +70,7 @@ export class ExportReport {
     readonly statuses: readonly RolloutStatus[] | null;
   }): string[] {
     const lines = [`rollgate: exported ${options.rows} ${options.level} rows\n`];
-    if (options.level !== 'triplet') lines.push(`rollgate: length limits: ${describeLimits(options)}\n`);
+    lines.push(`rollgate: length limits: ${describeLimits(options)}\n`);
     const rowDropped = ROW_DROP_REASONS.reduce((sum, reason) => sum + (this.rowDrops[reason]?.count ?? 0), 0);
     if (rowDropped > 0) {
       const parts = ROW_DROP_REASONS.flatMap((reason) => {

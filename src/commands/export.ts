@@ -11,7 +11,7 @@ import { writeFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, parseStoreSpec } from '../../config/load.js';
 import { configSchema } from '../../config/schema.js';
-import { contextLengthsOf, type RowDrop } from '../adapters/length-limits.js';
+import { contextLengthsOf, judgeRowLength, type RowDrop } from '../adapters/length-limits.js';
 import { findFinalReward } from '../adapters/reward.js';
 import { sortSpansBySequence } from '../adapters/span-order.js';
 import { tripletsToTrajectories } from '../adapters/trajectories.js';
@@ -67,7 +67,7 @@ export interface ExportOptions {
   /** Declared limits; absent: the engine context length recorded on each row's calls (length-limits.ts). */
   readonly maxPromptLength?: number;
   readonly maxResponseLength?: number;
-  /** Told once per row left out for its length (trajectory and transition levels). */
+  /** Told once per row left out for its length (at every level). */
   readonly onRowDropped?: (drop: RowDrop & { readonly rolloutId: string }) => void;
   /** Keep the harness's housekeeping calls (`rollgate.call.role = auxiliary`) as rows; left out by default. */
   readonly includeAuxiliary?: boolean;
@@ -113,8 +113,24 @@ function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions
     ...(onDropped ? { onDropped: (drop) => onDropped({ ...drop, rolloutId: rollout.rollout_id }) } : {}),
     ...(options.includeAuxiliary === true ? { includeAuxiliary: true } : {}),
   });
+  const onRowDropped = options.onRowDropped;
+  const limits = {
+    maxPromptLength: options.maxPromptLength,
+    maxResponseLength: options.maxResponseLength,
+    contextLengths: contextLengthsOf(sorted),
+  };
   if (options.level === 'triplet') {
-    return triplets.map((t, i) => ({
+    // Held to the same limits as merged rows: a limit given on the command line is never ignored.
+    const kept = triplets.filter((t) => {
+      const tooLong = judgeRowLength(limits, {
+        promptLength: t.prompt.token_ids.length,
+        responseLength: t.response.token_ids.length,
+        sequenceIds: [t.metadata.sequence_id],
+      });
+      if (tooLong !== null) onRowDropped?.({ ...tooLong, rolloutId: rollout.rollout_id });
+      return tooLong === null;
+    });
+    return kept.map((t, i) => ({
       rollout_id: rollout.rollout_id,
       attempt_id: attemptId,
       row_index: i,
@@ -128,12 +144,9 @@ function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions
       is_drop: false,
     }));
   }
-  const onRowDropped = options.onRowDropped;
   const rows = tripletsToTrajectories(triplets, findFinalReward(sorted), {
     level: options.level,
-    maxPromptLength: options.maxPromptLength,
-    maxResponseLength: options.maxResponseLength,
-    contextLengths: contextLengthsOf(sorted),
+    ...limits,
     ...(onRowDropped ? { onRowDropped: (drop) => onRowDropped({ ...drop, rolloutId: rollout.rollout_id }) } : {}),
   });
   return rows.map((row, i) => ({

@@ -102,6 +102,9 @@ describe('rollgate export length limits', () => {
     expect(stderr).toContain('length limits: prompt 8192, response 2\n');
     expect(stderr).toContain('dropped 2 rows, never cut: 1 prompt_too_long');
     expect(stderr).toContain('1 response_too_long (response longer than its limit; longest 3 > 2)');
+    const triplets = await exportCli(['--level', 'triplet', '--max-prompt-length', '8192']);
+    expect(triplets.rows.map((r) => r.rollout_id)).toEqual([ids.overContext]);
+    expect(triplets.stderr).toContain('dropped 1 rows, never cut: 1 prompt_too_long');
     const wide = await exportCli(['--max-prompt-length', '10000']);
     expect(wide.rows.map((r) => r.rollout_id)).toEqual([ids.harness, ids.overContext]);
   });
