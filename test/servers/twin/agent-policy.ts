@@ -70,7 +70,7 @@ export function pickTool(tools: readonly unknown[]): OfferedTool | undefined {
 }
 
 /** The turn the policy takes in `state`: reasoning, then a tool call or the final answer. */
-export function agentTurn(state: AgentState, steps: number): MockReplyObject {
+function agentTurn(state: AgentState, steps: number): MockReplyObject {
   const tool = state.toolResults < steps ? pickTool(state.tools) : undefined;
   if (!tool) {
     const reasoning =
@@ -91,15 +91,36 @@ export function agentTurn(state: AgentState, steps: number): MockReplyObject {
   };
 }
 
-function chatState(messages: readonly MockChatMessage[] | undefined, tools: readonly unknown[]): AgentState {
-  return { tools, toolResults: (messages ?? []).filter((m) => m.role === 'tool').length };
+/** The function `tool_choice` forces (`{type: "function", function: {name}}`, or the Responses API's `{name}`). */
+function forcedName(choice: unknown): string | undefined {
+  if (!isRecord(choice)) return undefined;
+  if (isRecord(choice.function) && typeof choice.function.name === 'string') return choice.function.name;
+  return typeof choice.name === 'string' ? choice.name : undefined;
+}
+
+/** The request's state: `tool_choice: "none"` offers no tool, a forced function only that one. */
+function requestState(
+  messages: readonly MockChatMessage[] | undefined,
+  tools: readonly unknown[],
+  toolChoice: unknown,
+): AgentState {
+  const forced = forcedName(toolChoice);
+  const usable =
+    toolChoice === 'none'
+      ? []
+      : forced === undefined
+        ? tools
+        : tools.filter((t) => isRecord(t) && isRecord(t.function) && t.function.name === forced);
+  return { tools: usable, toolResults: (messages ?? []).filter((m) => m.role === 'tool').length };
 }
 
 /** The agent policy as the twin's respond(). */
 export function agentPolicy(options: AgentPolicyOptions = {}): MockRespond {
   const steps = options.steps ?? 2;
   return (prompt, ctx) => {
-    if (prompt.endpoint !== 'completions') return agentTurn(chatState(prompt.messages, ctx.tools), steps);
+    if (prompt.endpoint !== 'completions') {
+      return agentTurn(requestState(prompt.messages, ctx.tools, ctx.body.tool_choice), steps);
+    }
     const read = readQwen3Prompt(prompt.text);
     // A plain completion (not a chat prompt rendered to ids) is continued as the default model continues it.
     if (!read) return defaultRespond(prompt, ctx);

@@ -141,7 +141,7 @@ describe('the agent policy on the chat route', () => {
     expect(last.choices[0].message.reasoning).toContain('2 tool steps are done');
   });
 
-  it('answers without tools; `enable_thinking: false` keeps it from thinking; `agentSteps` sets the steps', async () => {
+  it('answers without tools; follows tool_choice; `enable_thinking: false` keeps it from thinking; `agentSteps` sets the steps', async () => {
     const h = await twins({ agentSteps: 1 });
     const plain = (await h.client.chat.completions.create(chat({ messages: [TASK] }))) as unknown as AnyRecord;
     expect(plain.choices[0].message.content.trim()).toBe(agentFinalText(0));
@@ -150,6 +150,14 @@ describe('the agent policy on the chat route', () => {
     )) as unknown as AnyRecord;
     expect(quiet.choices[0].message.reasoning ?? null).toBeNull();
     expect(quiet.choices[0].message.tool_calls[0].function.name).toBe('Bash');
+    const none = (await h.client.chat.completions.create(
+      chat({ messages: [TASK], tools: TOOLS, tool_choice: 'none' }),
+    )) as unknown as AnyRecord;
+    expect(none.choices[0].message.content.trim()).toBe(agentFinalText(0));
+    const forced = (await h.client.chat.completions.create(
+      chat({ messages: [TASK], tools: TOOLS, tool_choice: { type: 'function', function: { name: 'Read' } } }),
+    )) as unknown as AnyRecord;
+    expect(forced.choices[0].message.tool_calls[0].function).toEqual({ name: 'Read', arguments: '{"file_path": "."}' });
     const after = (await h.client.chat.completions.create(
       chat({ messages: conversation(1), tools: TOOLS }),
     )) as unknown as AnyRecord;
