@@ -8,7 +8,7 @@
 // the chat answer the chat route would have given for those tokens (translate.ts), streamed or not.
 import type { EventEmitter } from 'node:events';
 import type { Attributes } from '@opentelemetry/api';
-import { type HistoryConfig, isHistoryFamily } from '../../../config/history-schema.js';
+import type { HistoryConfig } from '../../../config/history-schema.js';
 import * as A from '../../contracts/span-attributes.js';
 import { GatewayError } from '../../errors.js';
 import type { CallRole } from '../capture/call-role.js';
@@ -177,7 +177,7 @@ export function createFaithfulHistory(options: { readonly registry: ModelRegistr
       return null;
     }
     const history = route.model.history;
-    if (history.mode !== 'faithful' || history.family === undefined || !isHistoryFamily(history.family)) return null;
+    if (history.mode !== 'faithful' || history.family === undefined) return null;
     // Housekeeping (a title, a compaction summary) is another conversation beside the rollout's: spliced, it would
     // fork the main thread or push its segment out of the session, and with onMismatch "error" be refused. It goes
     // as sent and leaves the session as it was; it is kept out of training rows anyway.
