@@ -356,6 +356,41 @@ describe('housekeeping of every harness, and other threads', () => {
     expect(roles(await h.spans(other))).toEqual([['main', 'default']]);
   });
 
+  it("after a restart the attempt's next call with tools is its main thread again", async () => {
+    const rid = rolloutId('role');
+    const loop = (client: OpenAI) =>
+      client.chat.completions.create({ model: 'mock-model', messages: [loopSystem, user], tools: [chatTool('bash')] });
+    const classify = (client: OpenAI) =>
+      client.chat.completions.create({
+        model: 'mock-model',
+        messages: [{ role: 'system', content: 'Classify the request.' }, user],
+        tools: [chatTool('label')],
+      });
+    const before = await startHarness();
+    try {
+      await loop(before.client(rid));
+      await classify(before.client(rid));
+      expect(roles(await before.spans(rid))).toEqual([
+        ['main', 'default'],
+        ['auxiliary', 'thread'],
+      ]);
+    } finally {
+      await before.close();
+    }
+    // A new gateway process knows nothing of the attempt: the loop's next turn is its main thread again.
+    const after = await startHarness();
+    try {
+      await loop(after.client(rid));
+      await classify(after.client(rid));
+      expect(roles(await after.spans(rid))).toEqual([
+        ['main', 'default'],
+        ['auxiliary', 'thread'],
+      ]);
+    } finally {
+      await after.close();
+    }
+  });
+
   it('a pool with callRoles.byThread false keeps other threads main', async () => {
     const own = await startHarness({}, {}, { callRoles: { byThread: false } });
     try {
