@@ -123,7 +123,12 @@ describe('chat completions', () => {
     expectKnown('chat-basic', real.body, tw.body);
     type Chat = {
       prompt_token_ids: number[];
-      choices: { message: { content: string }; finish_reason: string; token_ids: number[]; logprobs: { content: { token: string; logprob: number; top_logprobs: unknown[] }[] } }[];
+      choices: {
+        message: { content: string };
+        finish_reason: string;
+        token_ids: number[];
+        logprobs: { content: { token: string; logprob: number; top_logprobs: unknown[] }[] };
+      }[];
       usage: { prompt_tokens: number; completion_tokens: number };
     };
     const r = real.body as Chat;
@@ -147,7 +152,11 @@ describe('chat completions', () => {
   });
 
   it('chat-length: finish_reason length at max_tokens', async () => {
-    const body = forced('Hello world, how are you today?', { messages: MESSAGES, max_tokens: 3, return_token_ids: true });
+    const body = forced('Hello world, how are you today?', {
+      messages: MESSAGES,
+      max_tokens: 3,
+      return_token_ids: true,
+    });
     const { real, twin: tw } = await both('/v1/chat/completions', body);
     expectKnown('chat-length', real.body, tw.body);
     type C = { choices: { finish_reason: string; token_ids: number[] }[] };
@@ -183,11 +192,19 @@ describe('chat completions', () => {
   });
 
   it('chat-tool: the hermes parser turns the generated call into tool_calls', async () => {
-    const body = forced(TOOL_TEXT, { messages: MESSAGES, tools: [WEATHER_TOOL], max_tokens: 60, return_token_ids: true });
+    const body = forced(TOOL_TEXT, {
+      messages: MESSAGES,
+      tools: [WEATHER_TOOL],
+      max_tokens: 60,
+      return_token_ids: true,
+    });
     const { real, twin: tw } = await both('/v1/chat/completions', body);
     expectKnown('chat-tool', real.body, tw.body);
     type C = {
-      choices: { finish_reason: string; message: { content: unknown; tool_calls: { function: { name: string; arguments: string } }[] } }[];
+      choices: {
+        finish_reason: string;
+        message: { content: unknown; tool_calls: { function: { name: string; arguments: string } }[] };
+      }[];
     };
     const [rc, tc] = [(real.body as C).choices[0], (tw.body as C).choices[0]];
     expect(rc?.finish_reason).toBe('tool_calls');
@@ -275,16 +292,19 @@ describe('tokens', () => {
   });
 
   it('detokenize', async () => {
-    const ids = ((await send(vllm.baseUrl, '/tokenize', { model: MODEL, prompt: 'héllo <think>' })).body as { tokens: number[] })
-      .tokens;
+    const ids = (
+      (await send(vllm.baseUrl, '/tokenize', { model: MODEL, prompt: 'héllo <think>' })).body as { tokens: number[] }
+    ).tokens;
     const { real, twin: tw } = await both('/detokenize', { model: MODEL, tokens: ids });
     expectKnown('detokenize', real.body, tw.body);
     expect(tw.body).toEqual(real.body);
   });
 
   it('generate: token in, tokens out (scale-out route)', async () => {
-    const prompt = ((await send(vllm.baseUrl, '/tokenize', { model: MODEL, messages: MESSAGES, add_generation_prompt: true }))
-      .body as { tokens: number[] }).tokens;
+    const prompt = (
+      (await send(vllm.baseUrl, '/tokenize', { model: MODEL, messages: MESSAGES, add_generation_prompt: true }))
+        .body as { tokens: number[] }
+    ).tokens;
     scripted = 'Hello.';
     const body = { model: MODEL, token_ids: prompt, sampling_params: { max_tokens: 5, logprobs: 1 } };
     const { real, twin: tw } = await both('/inference/v1/generate', body);
@@ -295,7 +315,11 @@ describe('tokens', () => {
 
 describe('errors', () => {
   it('error-context: max_tokens past the context is a 400 in the OpenAI shape', async () => {
-    const { real, twin: tw } = await both('/v1/chat/completions', { model: MODEL, messages: MESSAGES, max_tokens: 100_000 });
+    const { real, twin: tw } = await both('/v1/chat/completions', {
+      model: MODEL,
+      messages: MESSAGES,
+      max_tokens: 100_000,
+    });
     expect(real.status).toBe(400);
     expect(tw.status).toBe(real.status);
     expectKnown('error-context', real.body, tw.body);
@@ -335,12 +359,56 @@ describe('dev routes', () => {
   });
 
   it('metrics: the names the liveness probe reads', async () => {
-    const names = ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:generation_tokens_total', 'vllm:prompt_tokens_total', 'vllm:request_success_total'];
+    const names = [
+      'vllm:num_requests_running',
+      'vllm:num_requests_waiting',
+      'vllm:generation_tokens_total',
+      'vllm:prompt_tokens_total',
+      'vllm:request_success_total',
+    ];
     const real = await (await fetch(`${vllm.baseUrl}/metrics`)).text();
     const tw = await (await fetch(`${twin.baseUrl}/metrics`)).text();
     for (const name of names) {
       expect(real, name).toContain(name);
       expect(tw, name).toContain(name);
+    }
+  });
+});
+
+describe('releases', () => {
+  const old = inject('vllmOld');
+
+  it('0.29.0 serves the token-in route without --enable-scale-out', async () => {
+    const prompt = (
+      (await send(old.baseUrl, '/tokenize', { model: MODEL, prompt: 'Hello' })).body as { tokens: number[] }
+    ).tokens;
+    const answer = await send(old.baseUrl, '/inference/v1/generate', {
+      model: MODEL,
+      token_ids: prompt,
+      sampling_params: { max_tokens: 4 },
+    });
+    expect(answer.status).toBe(200);
+    expect((answer.body as { choices: { token_ids: number[] }[] }).choices[0]?.token_ids.length).toBe(4);
+  });
+
+  it('generation speed on this machine (figures for docs/real-engine-suite.md)', async () => {
+    for (const [label, server] of [
+      ['0.32.0', vllm],
+      ['0.29.0', old],
+    ] as const) {
+      const started = performance.now();
+      const answer = await send(server.baseUrl, '/v1/completions', {
+        model: MODEL,
+        prompt: 'Once upon a time',
+        max_tokens: 256,
+        ignore_eos: true,
+      });
+      const seconds = (performance.now() - started) / 1000;
+      const tokens = (answer.body as { usage: { completion_tokens: number } }).usage.completion_tokens;
+      expect(tokens).toBe(256);
+      console.log(
+        `vLLM ${label}: ${tokens} tokens in ${seconds.toFixed(2)} s, ${(tokens / seconds).toFixed(0)} tokens/s (one stream)`,
+      );
     }
   });
 });

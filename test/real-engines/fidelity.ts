@@ -42,7 +42,9 @@ const CHAT_032: Record<string, string> = {
 const STREAM_032: Record<string, string> = {
   'first.prompt_text: only-vllm': CHAT_032['prompt_text: only-vllm'] as string,
   'usage.system_fingerprint: only-vllm': 'vLLM repeats the fingerprint on the usage chunk',
-  'usage.usage.completion_tokens_details: only-vllm': ANSWER_032['usage.completion_tokens_details: only-vllm'] as string,
+  'usage.usage.completion_tokens_details: only-vllm': ANSWER_032[
+    'usage.completion_tokens_details: only-vllm'
+  ] as string,
 };
 const ERROR_PARAM = {
   'error.param: vllm string, twin null':

@@ -33,7 +33,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   };
   // Servers already running (test/real-engines/serve.ts) are reused when named; the suite starts the others.
   const running = (release: VllmRelease, url: string | undefined): ProvidedServer | null =>
-    url ? { url: `${url}/v1`, baseUrl: url, servedName: 'tiny', modelDir: realEngineHome().modelDir('qwen3-tiny'), startMs: 0 } : null;
+    url
+      ? {
+          url: `${url}/v1`,
+          baseUrl: url,
+          servedName: 'tiny',
+          modelDir: realEngineHome().modelDir('qwen3-tiny'),
+          startMs: 0,
+        }
+      : null;
   const start = async (release: VllmRelease): Promise<ProvidedServer> => {
     const server = await startRealVllm({ release });
     servers.push(server);

@@ -15,7 +15,9 @@ const server = await startRealVllm({
   model: values.model as TinyModel,
   extraArgs: positionals,
 });
-console.log(`vLLM ${server.release} healthy in ${server.startMs} ms: ${server.baseUrl} (served as "${server.servedName}")`);
+console.log(
+  `vLLM ${server.release} healthy in ${server.startMs} ms: ${server.baseUrl} (served as "${server.servedName}")`,
+);
 const stop = () => {
   void server.stop().then(() => process.exit(0));
 };

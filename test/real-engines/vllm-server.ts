@@ -178,7 +178,8 @@ export async function startRealVllm(options: RealVllmOptions = {}): Promise<Real
   };
   const deadline = started + (options.startTimeoutMs ?? 400_000);
   for (;;) {
-    if (exited !== undefined) throw new Error(`vLLM ${release} exited (${exited}) before it was healthy:\n${output.slice(-6000)}`);
+    if (exited !== undefined)
+      throw new Error(`vLLM ${release} exited (${exited}) before it was healthy:\n${output.slice(-6000)}`);
     if (Date.now() > deadline) {
       await stop();
       throw new Error(`vLLM ${release} was not healthy in time:\n${output.slice(-6000)}`);

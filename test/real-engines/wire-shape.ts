@@ -57,5 +57,7 @@ export function shapeDifferences(vllm: unknown, twin: unknown, path = ''): Diffe
 
 /** One line per difference, for expectations and the fidelity table. */
 export function describeDifferences(differences: readonly Difference[]): string[] {
-  return differences.map((d) => (d.kind === 'type' ? `${d.path}: vllm ${d.vllm}, twin ${d.twin}` : `${d.path}: ${d.kind}`));
+  return differences.map((d) =>
+    d.kind === 'type' ? `${d.path}: vllm ${d.vllm}, twin ${d.twin}` : `${d.path}: ${d.kind}`,
+  );
 }
