@@ -84,8 +84,68 @@ def make(name: str, tokenizer_dir: str, out_dir: str) -> None:
     print(f"{name}: written ({target})")
 
 
+LORA_RANK = 8
+LORA_ALPHA = 16
+LORA_TARGETS = ("q_proj", "v_proj")
+# Two versions of one adapter for qwen3-tiny, as a trainer would publish after two steps: the weight-swap tests load
+# one, then the other in place under the same name.
+LORA_VERSIONS = {"qwen3-tiny-lora-v1": 1, "qwen3-tiny-lora-v2": 2}
+
+
+def make_lora(name: str, out_dir: str) -> None:
+    """A PEFT-format LoRA adapter (adapter_config.json + adapter_model.safetensors) written without PEFT: both
+    matrices random (PEFT starts B at zero, which would change nothing), large enough to move the distribution."""
+    from safetensors.torch import save_file
+
+    target = os.path.join(out_dir, name)
+    key = hashlib.sha256(json.dumps({"base": recipe_key("qwen3-tiny"), "name": name, "r": LORA_RANK}).encode()).hexdigest()[:16]
+    stamp = os.path.join(target, ".recipe")
+    if os.path.exists(stamp) and open(stamp).read().strip() == key:
+        print(f"{name}: up to date ({target})")
+        return
+    config = Qwen3Config(**COMMON, **RECIPES["qwen3-tiny"][2])
+    sizes = {
+        "q_proj": (config.hidden_size, config.num_attention_heads * config.head_dim),
+        "v_proj": (config.hidden_size, config.num_key_value_heads * config.head_dim),
+    }
+    generator = torch.Generator().manual_seed(SEED + LORA_VERSIONS[name])
+    tensors = {}
+    for layer in range(config.num_hidden_layers):
+        for module in LORA_TARGETS:
+            fan_in, fan_out = sizes[module]
+            prefix = f"base_model.model.model.layers.{layer}.self_attn.{module}"
+            tensors[f"{prefix}.lora_A.weight"] = torch.randn(LORA_RANK, fan_in, generator=generator) * 0.3
+            tensors[f"{prefix}.lora_B.weight"] = torch.randn(fan_out, LORA_RANK, generator=generator) * 0.3
+    tmp = target + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    save_file(tensors, os.path.join(tmp, "adapter_model.safetensors"))
+    with open(os.path.join(tmp, "adapter_config.json"), "w") as f:
+        json.dump(
+            {
+                "peft_type": "LORA",
+                "task_type": "CAUSAL_LM",
+                "r": LORA_RANK,
+                "lora_alpha": LORA_ALPHA,
+                "lora_dropout": 0.0,
+                "target_modules": list(LORA_TARGETS),
+                "bias": "none",
+                "fan_in_fan_out": False,
+                "base_model_name_or_path": os.path.join(out_dir, "qwen3-tiny"),
+            },
+            f,
+        )
+    with open(os.path.join(tmp, ".recipe"), "w") as f:
+        f.write(key)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    print(f"{name}: written ({target})")
+
+
 if __name__ == "__main__":
     tokenizer_dir, out_dir = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
     for model_name in RECIPES:
         make(model_name, tokenizer_dir, out_dir)
+    for lora_name in LORA_VERSIONS:
+        make_lora(lora_name, out_dir)
