@@ -32,7 +32,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await Promise.all(servers.map((server) => server.stop()));
   };
   // Servers already running (test/real-engines/serve.ts) are reused when named; the suite starts the others.
-  const running = (release: VllmRelease, url: string | undefined): ProvidedServer | null =>
+  const running = (url: string | undefined): ProvidedServer | null =>
     url
       ? {
           url: `${url}/v1`,
@@ -49,8 +49,16 @@ export default async function setup(project: TestProject): Promise<() => Promise
     return describe(server);
   };
   try {
-    project.provide('vllm', running('0.32.0', process.env.ROLLGATE_REAL_VLLM_URL) ?? (await start('0.32.0')));
-    project.provide('vllmOld', running('0.29.0', process.env.ROLLGATE_REAL_VLLM_OLD_URL) ?? (await start('0.29.0')));
+    // Both start at once: most of a start is Python imports and waiting, so together they take less wall time.
+    // allSettled: a server that starts after the other failed is still stopped below.
+    const [current, old] = await Promise.allSettled([
+      running(process.env.ROLLGATE_REAL_VLLM_URL) ?? start('0.32.0'),
+      running(process.env.ROLLGATE_REAL_VLLM_OLD_URL) ?? start('0.29.0'),
+    ]);
+    if (current.status === 'rejected') throw current.reason;
+    if (old.status === 'rejected') throw old.reason;
+    project.provide('vllm', current.value);
+    project.provide('vllmOld', old.value);
   } catch (error) {
     await stop();
     throw error;
