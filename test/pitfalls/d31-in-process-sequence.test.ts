@@ -68,9 +68,11 @@ it('allocates sequence ids in process, with no HTTP request besides the agent ca
   const gatewayOrigin = new URL(gw.url).origin;
   const backendOrigin = new URL(mock.url).origin;
   const toGateway = seen.filter((r) => new URL(r.origin).origin === gatewayOrigin);
-  // The pool's periodic /health probe is not per call.
-  const probes = seen.filter((r) => new URL(r.origin).origin === backendOrigin && r.path === '/health');
-  const toBackend = seen.filter((r) => new URL(r.origin).origin === backendOrigin && r.path !== '/health');
+  // The pool's periodic /health probe and its one-time context-length lookup (GET /v1/models) are not per call.
+  const isProbe = (path: string) => path === '/health' || path === '/v1/models';
+  const probes = seen.filter((r) => new URL(r.origin).origin === backendOrigin && isProbe(r.path));
+  const toBackend = seen.filter((r) => new URL(r.origin).origin === backendOrigin && !isProbe(r.path));
+  expect(probes.filter((r) => r.path === '/v1/models').length).toBeLessThanOrEqual(1);
   // Sanity: the probe sees both legs, so an extra store round trip could not hide from it.
   expect(toGateway.length).toBe(CALLS);
   expect(toBackend.length).toBe(CALLS);
