@@ -22,26 +22,18 @@ export const SCENARIOS = [
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /**
- * Fields vLLM 0.32.0 writes on every chat and completions answer that the twin leaves out. rollgate relays unknown
- * members of an answer untouched and reads none of these, so the twin's agents see no difference that matters to
- * the gateway; they stay listed until the twin writes them too.
+ * What vLLM 0.32.0 writes on chat and completions answers that the twin does not. rollgate relays unknown members of
+ * an answer untouched and reads none of these.
  */
 const ANSWER_032: Record<string, string> = {
-  'choices[].routed_experts: only-vllm':
-    'null unless the server runs --enable-return-routed-experts (MoE routing replay); not read by the gateway yet',
-  'ec_transfer_params: only-vllm': 'null: encoder-cache transfer of disaggregated serving; nothing to relay',
-  'metrics: only-vllm': 'null: per-request engine metrics, only with request-level metrics on',
-  'system_fingerprint: vllm string, twin null': 'vLLM writes vllm-<version>-<build>; the twin writes null',
   'usage.completion_tokens_details: only-vllm':
-    '{reasoning_tokens}: vLLM counts the tokens its reasoning parser put in `reasoning`; relayed as is',
+    '{reasoning_tokens}: vLLM counts the tokens its reasoning parser put in `reasoning`; relayed as is by the gateway',
 };
-const CHAT_032: Record<string, string> = {
-  ...ANSWER_032,
-  'prompt_text: only-vllm': 'null unless the request sets return_prompt_text (a 0.3x request field)',
-};
+const CHAT_032: Record<string, string> = ANSWER_032;
+/** Streams: the twin writes the 0.32.0 members on non-stream answers only. */
 const STREAM_032: Record<string, string> = {
-  'first.prompt_text: only-vllm': CHAT_032['prompt_text: only-vllm'] as string,
-  'usage.system_fingerprint: only-vllm': 'vLLM repeats the fingerprint on the usage chunk',
+  'first.prompt_text: only-vllm': 'null unless the request sets return_prompt_text (a 0.3x request field)',
+  'usage.system_fingerprint: only-vllm': 'vLLM repeats its build name on the usage chunk; relayed as is',
   'usage.usage.completion_tokens_details: only-vllm': ANSWER_032[
     'usage.completion_tokens_details: only-vllm'
   ] as string,

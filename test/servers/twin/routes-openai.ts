@@ -35,6 +35,13 @@ import { createToolParser, toolCallId } from './tool-parser.js';
 import type { LogprobsFaultMode, TokenIdsFaultMode } from './types.js';
 import { isRecord } from './util.js';
 
+/**
+ * vLLM 0.32.0 names its build in every answer (`vllm-<version>-<commit>`); the twin names itself the same way. The
+ * members that follow it in the answers below (routed_experts, prompt_text, ec_transfer_params, metrics) are null
+ * there unless a server flag or request field turns them on, as in vLLM (docs/real-engine-suite.md).
+ */
+const SYSTEM_FINGERPRINT = 'vllm-0.32.0-twin';
+
 /** Token-id fields as a token-ids fault (if any) dictates. */
 export function idFields(common: CommonParams, fault: TokenIdsFaultMode | undefined) {
   return {
@@ -348,14 +355,18 @@ export async function handleChat(ctx: TwinContext, { ex, body }: RouteRequest): 
         finish_reason: answer.toolCalls.length > 0 ? 'tool_calls' : c.seq.finishReason,
         stop_reason: c.seq.stopReason,
         ...ids.generated(c.seq.ids),
+        routed_experts: null,
       };
     }),
     service_tier: null,
-    system_fingerprint: null,
+    system_fingerprint: SYSTEM_FINGERPRINT,
     usage: usage(),
     prompt_logprobs: wantPromptLogprobs ? promptLogprobs(ctx.tokenizer, promptIds) : null,
     ...ids.prompt(promptIds),
+    prompt_text: null,
     kv_transfer_params: null,
+    ec_transfer_params: null,
+    metrics: null,
   };
   sendNonStreamBody(ex, serialize(nonStreamBody));
 }
@@ -503,11 +514,14 @@ export async function handleCompletions(ctx: TwinContext, { ex, body }: RouteReq
       prompt_logprobs: wantPromptLogprobs ? promptLogprobs(ctx.tokenizer, c.promptIds) : null,
       ...ids.prompt(c.promptIds),
       ...ids.generated(c.seq.ids),
+      routed_experts: null,
     })),
     service_tier: null,
-    system_fingerprint: null,
+    system_fingerprint: SYSTEM_FINGERPRINT,
     usage: usage(),
     kv_transfer_params: null,
+    ec_transfer_params: null,
+    metrics: null,
   };
   sendNonStreamBody(ex, serialize(nonStreamBody));
 }
