@@ -4,6 +4,7 @@
 // forward pass over the same safetensors ("trainable exactly").
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { spansToTriplets } from '../../src/adapters/triplets.js';
@@ -43,6 +44,8 @@ describe.each(RELEASES)('data audit on real vLLM %s', (_release, vllm) => {
       logprobs: 'always' as const,
       logprobsMode: 'processed' as const,
       history,
+      // Responses agents (Codex's API) are served from the engine's chat route, where token ids come back.
+      responses: 'via-chat' as const,
     });
     gw = await startTestGateway({
       store: { kind: 'sqlite', path: tempFilePath('real-audit.db') },
@@ -78,6 +81,36 @@ describe.each(RELEASES)('data audit on real vLLM %s', (_release, vllm) => {
       messages.push({ role: 'user', content: `Turn ${turn + 1} noted. Continue.` });
     }
     return turns;
+  }
+
+  async function runAnthropicAgent(rolloutId: string, model: string, turns: number, stream: boolean): Promise<void> {
+    const client = new Anthropic({
+      baseURL: `${gw.url}/rollout/${rolloutId}/attempt/a1`,
+      apiKey: 'none',
+      maxRetries: 0,
+    });
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'List the files, then say done.' }];
+    for (let turn = 0; turn < turns; turn++) {
+      const params = { model, max_tokens: 24, system: 'You are a careful coding agent.', messages };
+      const message = stream
+        ? await client.messages.stream(params).finalMessage()
+        : await client.messages.create(params);
+      const text = message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
+      messages.push({ role: 'assistant', content: text || '.' });
+      messages.push({ role: 'user', content: `Turn ${turn + 1} noted. Continue.` });
+    }
+  }
+
+  async function runResponsesAgent(client: OpenAI, model: string, turns: number, stream: boolean): Promise<void> {
+    const input: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'List the files, then say done.' }];
+    for (let turn = 0; turn < turns; turn++) {
+      const params = { model, input, instructions: 'You are a careful coding agent.', max_output_tokens: 24 };
+      const response = stream
+        ? await client.responses.stream(params).finalResponse()
+        : await client.responses.create(params);
+      input.push({ role: 'assistant', content: response.output_text || '.' });
+      input.push({ role: 'user', content: `Turn ${turn + 1} noted. Continue.` });
+    }
   }
 
   interface Sample {
@@ -123,17 +156,26 @@ describe.each(RELEASES)('data audit on real vLLM %s', (_release, vllm) => {
   }
 
   {
-    const rollouts: { id: string; model: string; turns: number; stream: boolean }[] = [
+    const rollouts: { id: string; model: string; turns: number; stream: boolean; api?: 'anthropic' | 'responses' }[] = [
       { id: 'real-single', model: 'policy', turns: 1, stream: false },
       { id: 'real-single-stream', model: 'policy', turns: 1, stream: true },
       { id: 'real-multi', model: 'policy', turns: 3, stream: false },
       { id: 'real-faithful', model: 'faithful', turns: 3, stream: false },
       { id: 'real-faithful-stream', model: 'faithful', turns: 3, stream: true },
+      // The other APIs agents speak, translated to the engine's chat route (Claude Code's and Codex's path).
+      { id: 'real-anthropic', model: 'policy', turns: 2, stream: false, api: 'anthropic' },
+      { id: 'real-anthropic-stream', model: 'policy', turns: 2, stream: true, api: 'anthropic' },
+      { id: 'real-responses', model: 'policy', turns: 2, stream: false, api: 'responses' },
+      { id: 'real-responses-stream', model: 'policy', turns: 2, stream: true, api: 'responses' },
     ];
     const samples: Sample[] = [];
 
     it('records every call of SDK agents with the ids and logprobs vLLM returned', async () => {
-      for (const r of rollouts) await runAgent(agent(r.id), r.model, r.turns, r.stream);
+      for (const r of rollouts) {
+        if (r.api === 'anthropic') await runAnthropicAgent(r.id, r.model, r.turns, r.stream);
+        else if (r.api === 'responses') await runResponsesAgent(agent(r.id), r.model, r.turns, r.stream);
+        else await runAgent(agent(r.id), r.model, r.turns, r.stream);
+      }
       const store = gw.gateway.store;
       for (const r of rollouts) {
         const spans = (await store.querySpans(r.id)).items;
