@@ -1,4 +1,4 @@
-// The real opencode CLI (the pinned devDependency `opencode-ai`) trains through rollgate unchanged: `opencode run`
+// The real opencode CLI (`opencode-ai`, pinned and installed once by harness-process.ts) trains through rollgate unchanged: `opencode run`
 // with a custom provider in its config file whose base URL is a rollout's attribution prefix, in front of the
 // engine twin in Qwen3 mode with its agent policy. opencode reaches a model through one of its AI SDK provider
 // packages, and each speaks another API to rollgate: `@ai-sdk/openai-compatible` chat completions,

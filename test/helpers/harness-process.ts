@@ -10,7 +10,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
@@ -43,9 +43,30 @@ export interface HarnessBinary {
   readonly detail: string;
 }
 
-/** `node_modules/.bin/<name>`, checked by running `--version` once. */
+/**
+ * opencode is installed beside the project, not as a devDependency: its package lists one optional binary package per
+ * platform, and a registry that serves only some of them (as the project's CI mirror does) leaves a lock file that
+ * `npm ci` refuses as out of sync. The exact version is pinned here and installed once per version into a cache.
+ */
+export const OPENCODE_VERSION = '1.18.33';
+
+function installedOpencode(): string {
+  const home = process.env.ROLLGATE_TOOLS_HOME ?? join(homedir(), '.cache/rollgate/tools');
+  const prefix = join(home, `opencode-ai-${OPENCODE_VERSION}`);
+  const bin = join(prefix, 'node_modules/.bin/opencode');
+  if (!existsSync(bin)) {
+    spawnSync(
+      'npm',
+      ['install', '--prefix', prefix, '--no-save', '--no-audit', '--no-fund', `opencode-ai@${OPENCODE_VERSION}`],
+      { stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 },
+    );
+  }
+  return bin;
+}
+
+/** `node_modules/.bin/<name>` (opencode: its cached install), checked by running `--version` once. */
 export function harnessBinary(name: 'claude' | 'codex' | 'opencode' | 'pi'): HarnessBinary {
-  const path = join(ROOT, 'node_modules/.bin', name);
+  const path = name === 'opencode' ? installedOpencode() : join(ROOT, 'node_modules/.bin', name);
   if (!existsSync(path)) return { path, runnable: false, detail: `${path} is not installed (npm ci installs it)` };
   const run = spawnSync(path, ['--version'], {
     encoding: 'utf8',
