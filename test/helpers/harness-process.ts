@@ -19,6 +19,8 @@ import type { RowDrop } from '../../src/adapters/length-limits.js';
 import { readLlmCall } from '../../src/adapters/llm-call.js';
 import { sortSpansBySequence } from '../../src/adapters/span-order.js';
 import type { TrainingDrop } from '../../src/adapters/triplets.js';
+import { buildBatch } from '../../src/algorithms/rl/batch.js';
+import { rlOptionsSchema } from '../../src/algorithms/rl/options.js';
 import { type ExportRow, exportRows } from '../../src/commands/export.js';
 import * as A from '../../src/contracts/span-attributes.js';
 import type { LightningStore, Span } from '../../src/store/core/types.js';
@@ -296,4 +298,36 @@ export async function expectOneTrainableRow(options: {
   // Every generated token is trained on; the rest (tool output, template glue) is masked.
   const generated = calls.reduce((n, c) => n + (c?.responseIds.length ?? 0), 0);
   expect(row?.response_mask.filter((m) => m === 1)).toHaveLength(generated);
+
+  // The rl plugin builds the same row into a batch, on its default options but two: no length limits are declared
+  // (the engine's context holds), and one rollout alone is no GRPO group, so the test takes REINFORCE with the
+  // reward the runner would have posted (1). The runner also ends the attempt, as it does after the agent exits.
+  const defaults = rlOptionsSchema.parse({ model: 'harness' });
+  const started = await options.store.getRolloutById(options.rid);
+  const attemptId = started && 'attempt' in started ? started.attempt.attempt_id : undefined;
+  if (attemptId !== undefined) await options.store.updateAttempt(options.rid, attemptId, { status: 'succeeded' });
+  const rollout = await options.store.getRolloutById(options.rid);
+  expect(rollout?.status).toBe('succeeded');
+  const batch = await buildBatch({
+    store: options.store,
+    batchId: 'harness',
+    step: 0,
+    rollouts: [{ rolloutId: options.rid, groupId: options.rid }],
+    finished: new Map(rollout ? [[options.rid, rollout]] : []),
+    currentVersion: 0,
+    maxStaleness: defaults.maxStaleness,
+    staleTokens: defaults.staleTokens,
+    estimator: 'reinforce',
+    normalizeStd: defaults.normalizeStd,
+    level: defaults.level,
+    maxPromptLength: defaults.maxPromptLength,
+    maxResponseLength: defaults.maxResponseLength,
+    rewardFillna: 1,
+    infraFailures: defaults.infraFailures,
+    trainAuxiliary: defaults.trainAuxiliary,
+  });
+  expect(batch.samples.map((sample) => [sample.prompt_ids, sample.response_ids, sample.response_mask])).toEqual([
+    [row?.prompt_ids, row?.response_ids, row?.response_mask],
+  ]);
+  expect(batch.stats.dropped.auxiliary ?? 0).toBe(options.auxiliary.length);
 }
