@@ -412,3 +412,67 @@ describe('releases', () => {
     }
   });
 });
+
+describe('aborts', () => {
+  let slowTwin: MockVllm;
+  beforeAll(async () => {
+    // A twin that takes its time, so there is a generation in flight to abort (vLLM's tiny model is slow anyway).
+    slowTwin = await startEngineTwin({
+      model: MODEL,
+      tokenizer: 'qwen3',
+      interTokenMs: 5,
+      respond: () => 'step '.repeat(2000),
+    });
+  });
+  afterAll(async () => {
+    await slowTwin?.close();
+  });
+
+  /** Starts a long chat stream, aborts everything in flight once its first chunk is in, reads the stream's end. */
+  async function abortMidStream(
+    base: string,
+  ): Promise<{ status: number; body: unknown; finish: unknown; chunks: number }> {
+    const response = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: MODEL,
+        messages: MESSAGES,
+        max_tokens: 2000,
+        ignore_eos: true,
+        stream: true,
+        chat_template_kwargs: { enable_thinking: false },
+      }),
+    });
+    const reader = response.body?.getReader();
+    if (!reader) throw new Error('no body');
+    const decoder = new TextDecoder();
+    let text = '';
+    let abort: Answer | undefined;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      if (abort === undefined && text.includes('data: ')) abort = await send(base, '/abort_requests', {});
+    }
+    const events = text
+      .split('\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => JSON.parse(line.slice(6)) as { choices?: { finish_reason?: unknown }[] });
+    const finish = events.flatMap((e) => e.choices ?? []).find((c) => c.finish_reason)?.finish_reason;
+    return { status: abort?.status ?? 0, body: abort?.body, finish, chunks: events.length };
+  }
+
+  it('abort_requests with no ids ends every generation in flight with finish_reason abort', async () => {
+    const real = await abortMidStream(vllm.baseUrl);
+    const tw = await abortMidStream(slowTwin.baseUrl);
+    expect(real.status).toBe(200);
+    expect(tw.status).toBe(real.status);
+    expect(real.finish).toBe('abort');
+    expect(tw.finish).toBe(real.finish);
+    // Ended early: far fewer chunks than the 2000 tokens asked for.
+    expect(real.chunks).toBeLessThan(1000);
+    expect(tw.chunks).toBeLessThan(1000);
+    expectKnown('abort-requests', real.body, tw.body);
+  });
+});

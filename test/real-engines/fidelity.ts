@@ -18,6 +18,7 @@ export const SCENARIOS = [
   'error-context',
   'error-model',
   'error-json',
+  'abort-requests',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -88,4 +89,5 @@ export const KNOWN_DIFFERENCES: Record<ScenarioName, Record<string, string>> = {
   'error-context': ERROR_PARAM,
   'error-model': {},
   'error-json': ERROR_PARAM,
+  'abort-requests': {},
 };
