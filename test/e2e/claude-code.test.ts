@@ -3,12 +3,11 @@
 // policy. The model thinks, asks for a shell command twice (Claude Code's Bash tool, arguments made from the schema
 // Claude Code sent), and answers once both outputs came back as tool_results. Every call is a span with the engine's
 // token ids, tagged as the agent loop's by Claude Code's own request-class header.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import {
   AGENT_MODEL,
   AGENT_TASK,
-  AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
   expectOneTrainableRow,
@@ -16,27 +15,16 @@ import {
   HARNESS_TIMEOUT_S,
   harnessBinary,
   harnessDirs,
-  type ProxySink,
+  harnessRig,
   proxyEnv,
   runHarness,
-  startProxySink,
+  skipHarness,
 } from '../helpers/harness-process.js';
-import { type Harness, rolloutId, startHarness } from '../integration/gateway/harness.js';
+import { rolloutId } from '../integration/gateway/harness.js';
 
 const claude = harnessBinary('claude');
-if (!claude.runnable) console.warn(`Skipping the Claude Code end-to-end test: ${claude.detail}`);
-
-describe.skipIf(!claude.runnable)(`Claude Code through rollgate (${claude.detail})`, () => {
-  let h: Harness;
-  let sink: ProxySink;
-  beforeAll(async () => {
-    h = await startHarness(AGENT_TWIN);
-    sink = await startProxySink();
-  });
-  afterAll(async () => {
-    await sink?.close();
-    await h?.close();
-  });
+describe.skipIf(skipHarness(claude, 'Claude Code'))(`Claude Code through rollgate (${claude.detail})`, () => {
+  const rig = harnessRig();
 
   it(
     'runs a thinking, multi-step tool loop; every call a main-loop span with token ids, one training row',
@@ -49,7 +37,7 @@ describe.skipIf(!claude.runnable)(`Claude Code through rollgate (${claude.detail
         dirs,
         timeoutS: HARNESS_TIMEOUT_S,
         env: {
-          ANTHROPIC_BASE_URL: `${h.gw.url}/rollout/${rid}/attempt/a1`,
+          ANTHROPIC_BASE_URL: `${rig.h.gw.url}/rollout/${rid}/attempt/a1`,
           ANTHROPIC_API_KEY: 'agent-key',
           ANTHROPIC_MODEL: AGENT_MODEL,
           // An unknown model gets max_tokens 32000; prompt + output must fit the twin's 32768-token context.
@@ -60,22 +48,22 @@ describe.skipIf(!claude.runnable)(`Claude Code through rollgate (${claude.detail
           DISABLE_TELEMETRY: '1',
           DISABLE_AUTOUPDATER: '1',
           DISABLE_ERROR_REPORTING: '1',
-          ...proxyEnv(sink),
+          ...proxyEnv(rig.sink),
         },
       });
       expectAgentLoopFinished(run, dirs);
 
-      const spans = await h.spans(rid);
-      const { main, auxiliary } = expectEveryCallRecorded({ spans, mock: h.mock, rid });
+      const spans = await rig.h.spans(rid);
+      const { main, auxiliary } = expectEveryCallRecorded({ spans, mock: rig.h.mock, rid });
       expect(auxiliary).toEqual([]);
       for (const span of main) {
         expect(span.attributes[A.ATTR_API]).toBe(A.API_VALUE_ANTHROPIC_MESSAGES);
         expect(span.attributes[A.ATTR_CALL_ROLE_SOURCE]).toBe('header');
       }
       // The rollout exports as one trainable row: the whole loop, prompt whole, auxiliary calls counted out.
-      await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
-      // The quiet settings left nothing for the proxy sink to refuse.
-      expect(sink.attempts).toEqual([]);
+      await expectOneTrainableRow({ store: rig.h.gw.gateway.store, rid, main, auxiliary });
+      // The quiet settings left nothing for the proxy rig.sink to refuse.
+      expect(rig.sink.attempts).toEqual([]);
     },
     HARNESS_TEST_TIMEOUT_MS,
   );

@@ -7,12 +7,11 @@
 // streams do not give). Codex's built-in provider tries a WebSocket first; rollgate's 426 sends it straight to HTTP.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import {
   AGENT_MODEL,
   AGENT_TASK,
-  AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
   expectOneTrainableRow,
@@ -20,12 +19,12 @@ import {
   HARNESS_TIMEOUT_S,
   harnessBinary,
   harnessDirs,
-  type ProxySink,
+  harnessRig,
   proxyEnv,
   runHarness,
-  startProxySink,
+  skipHarness,
 } from '../helpers/harness-process.js';
-import { type Harness, rolloutId, startHarness } from '../integration/gateway/harness.js';
+import { rolloutId } from '../integration/gateway/harness.js';
 
 type Obj = Record<string, any>;
 
@@ -56,26 +55,15 @@ function codexConfig(options: { readonly baseUrl: string; readonly provider: 'cu
 }
 
 const codex = harnessBinary('codex');
-if (!codex.runnable) console.warn(`Skipping the Codex end-to-end test: ${codex.detail}`);
-
-describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () => {
-  let h: Harness;
-  let sink: ProxySink;
-  beforeAll(async () => {
-    h = await startHarness(AGENT_TWIN, {}, { responses: 'via-chat' });
-    sink = await startProxySink();
-  });
-  afterAll(async () => {
-    await sink?.close();
-    await h?.close();
-  });
+describe.skipIf(skipHarness(codex, 'Codex'))(`Codex through rollgate (${codex.detail})`, () => {
+  const rig = harnessRig({ responses: 'via-chat' });
 
   /** Runs `codex exec` on the task for rollout `rid`; the built-in provider reads its key from CODEX_API_KEY. */
   async function runCodex(rid: string, provider: 'custom' | 'builtin') {
     const dirs = harnessDirs('codex');
     const codexHome = join(dirs.home, '.codex');
     mkdirSync(codexHome);
-    const baseUrl = `${h.gw.url}/rollout/${rid}/attempt/a1/v1`;
+    const baseUrl = `${rig.h.gw.url}/rollout/${rid}/attempt/a1/v1`;
     writeFileSync(join(codexHome, 'config.toml'), codexConfig({ baseUrl, provider }));
     const run = await runHarness({
       binary: codex.path,
@@ -84,7 +72,7 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
       args: ['exec', '--skip-git-repo-check', '--sandbox', 'danger-full-access', AGENT_TASK.prompt],
       dirs,
       timeoutS: HARNESS_TIMEOUT_S,
-      env: { CODEX_HOME: codexHome, ROLLGATE_API_KEY: 'agent-key', CODEX_API_KEY: 'agent-key', ...proxyEnv(sink) },
+      env: { CODEX_HOME: codexHome, ROLLGATE_API_KEY: 'agent-key', CODEX_API_KEY: 'agent-key', ...proxyEnv(rig.sink) },
     });
     expectAgentLoopFinished(run, dirs);
     return run;
@@ -94,29 +82,31 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
     'runs a thinking, multi-step tool loop over streamed Responses; every call a span with token ids, one training row',
     async () => {
       const rid = rolloutId('codex');
-      const before = h.mock.requests.length;
+      const before = rig.h.mock.requests.length;
       await runCodex(rid, 'custom');
 
       // The tools the engine rendered (on /tokenize under faithful history): Codex's namespace tool flattened, its
       // hosted web search left out.
-      const first = h.mock.requests.slice(before).find((r) => Array.isArray((r.body as Obj | undefined)?.tools))?.body;
+      const first = rig.h.mock.requests
+        .slice(before)
+        .find((r) => Array.isArray((r.body as Obj | undefined)?.tools))?.body;
       const names = ((first as Obj).tools as Obj[]).map((t) => t.function.name);
       expect(names).toContain('exec_command');
       expect(names.some((n) => n.startsWith('multi_agent_v1.'))).toBe(true);
       expect(names).not.toContain('web_search');
       // Codex streams every call; so does the engine's generation for it.
-      const generations = h.mock.requests
+      const generations = rig.h.mock.requests
         .slice(before)
         .filter((r) => r.headers['x-rollout-id'] === rid && r.path.endsWith('completions'));
       expect(generations.length).toBeGreaterThan(0);
       expect(generations.every((r) => r.stream === true)).toBe(true);
 
-      const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+      const { main, auxiliary } = expectEveryCallRecorded({ spans: await rig.h.spans(rid), mock: rig.h.mock, rid });
       expect(auxiliary).toEqual([]);
       for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(A.API_VALUE_OPENAI_RESPONSES);
       // The rollout exports as one trainable row: the whole loop, prompt whole, auxiliary calls counted out.
-      await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
-      expect(sink.attempts).toEqual([]);
+      await expectOneTrainableRow({ store: rig.h.gw.gateway.store, rid, main, auxiliary });
+      expect(rig.sink.attempts).toEqual([]);
     },
     HARNESS_TEST_TIMEOUT_MS,
   );
@@ -128,8 +118,8 @@ describe.skipIf(!codex.runnable)(`Codex through rollgate (${codex.detail})`, () 
       const run = await runCodex(rid, 'builtin');
       // Any other refusal (a 405) makes Codex retry the WebSocket five times, over seconds, before it falls back.
       expect(run.stderr).not.toContain('Reconnecting');
-      const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
-      await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
+      const { main, auxiliary } = expectEveryCallRecorded({ spans: await rig.h.spans(rid), mock: rig.h.mock, rid });
+      await expectOneTrainableRow({ store: rig.h.gw.gateway.store, rid, main, auxiliary });
     },
     HARNESS_TEST_TIMEOUT_MS,
   );

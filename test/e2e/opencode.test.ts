@@ -7,12 +7,11 @@
 // and answers; opencode's session-title call beside the loop is recorded as auxiliary.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import {
   AGENT_MODEL,
   AGENT_TASK,
-  AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
   expectOneTrainableRow,
@@ -20,12 +19,12 @@ import {
   HARNESS_TIMEOUT_S,
   harnessBinary,
   harnessDirs,
-  type ProxySink,
+  harnessRig,
   proxyEnv,
   runHarness,
-  startProxySink,
+  skipHarness,
 } from '../helpers/harness-process.js';
-import { type Harness, rolloutId, startHarness } from '../integration/gateway/harness.js';
+import { rolloutId } from '../integration/gateway/harness.js';
 
 /** The provider packages opencode bundles, the API each speaks, and where its base URL points. */
 const PROVIDERS = [
@@ -55,19 +54,8 @@ function opencodeConfig(options: { readonly npm: string; readonly baseUrl: strin
 }
 
 const opencode = harnessBinary('opencode');
-if (!opencode.runnable) console.warn(`Skipping the opencode end-to-end test: ${opencode.detail}`);
-
-describe.skipIf(!opencode.runnable)(`opencode through rollgate (${opencode.detail})`, () => {
-  let h: Harness;
-  let sink: ProxySink;
-  beforeAll(async () => {
-    h = await startHarness(AGENT_TWIN, {}, { responses: 'via-chat' });
-    sink = await startProxySink();
-  });
-  afterAll(async () => {
-    await sink?.close();
-    await h?.close();
-  });
+describe.skipIf(skipHarness(opencode, 'opencode'))(`opencode through rollgate (${opencode.detail})`, () => {
+  const rig = harnessRig({ responses: 'via-chat' });
 
   for (const provider of PROVIDERS) {
     it(
@@ -77,7 +65,7 @@ describe.skipIf(!opencode.runnable)(`opencode through rollgate (${opencode.detai
         const dirs = harnessDirs('opencode');
         const configDir = join(dirs.home, '.config', 'opencode');
         mkdirSync(configDir, { recursive: true });
-        const baseUrl = `${h.gw.url}/rollout/${rid}/attempt/a1/v1`;
+        const baseUrl = `${rig.h.gw.url}/rollout/${rid}/attempt/a1/v1`;
         writeFileSync(join(configDir, 'opencode.json'), opencodeConfig({ npm: provider.npm, baseUrl }));
         const run = await runHarness({
           binary: opencode.path,
@@ -93,20 +81,20 @@ describe.skipIf(!opencode.runnable)(`opencode through rollgate (${opencode.detai
             OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
             // opencode installs its plugin package into the config dir at every start; offline, npm fails at once.
             npm_config_offline: 'true',
-            ...proxyEnv(sink),
+            ...proxyEnv(rig.sink),
           },
         });
         expectAgentLoopFinished(run, dirs);
 
-        const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+        const { main, auxiliary } = expectEveryCallRecorded({ spans: await rig.h.spans(rid), mock: rig.h.mock, rid });
         for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(provider.api);
         // The session title, asked for beside the first turn, by its known system prompt.
         expect(auxiliary).toHaveLength(1);
         expect(auxiliary[0]?.attributes[A.ATTR_CALL_ROLE]).toBe(A.CALL_ROLE_VALUE_AUXILIARY);
         expect(auxiliary[0]?.attributes[A.ATTR_CALL_ROLE_SOURCE]).toBe('prompt');
         // The rollout exports as one trainable row: the whole loop, prompt whole, auxiliary calls counted out.
-        await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
-        expect(sink.attempts).toEqual([]);
+        await expectOneTrainableRow({ store: rig.h.gw.gateway.store, rid, main, auxiliary });
+        expect(rig.sink.attempts).toEqual([]);
       },
       HARNESS_TEST_TIMEOUT_MS,
     );

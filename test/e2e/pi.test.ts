@@ -6,12 +6,11 @@
 // arguments made from its schema), and answers; pi sends no call besides its loop.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as A from '../../src/contracts/span-attributes.js';
 import {
   AGENT_MODEL,
   AGENT_TASK,
-  AGENT_TWIN,
   expectAgentLoopFinished,
   expectEveryCallRecorded,
   expectOneTrainableRow,
@@ -19,12 +18,12 @@ import {
   HARNESS_TIMEOUT_S,
   harnessBinary,
   harnessDirs,
-  type ProxySink,
+  harnessRig,
   proxyEnv,
   runHarness,
-  startProxySink,
+  skipHarness,
 } from '../helpers/harness-process.js';
-import { type Harness, rolloutId, startHarness } from '../integration/gateway/harness.js';
+import { rolloutId } from '../integration/gateway/harness.js';
 
 /** pi's provider APIs, what rollgate records them as, and whether the base URL keeps `/v1`. */
 const APIS = [
@@ -51,19 +50,8 @@ function piModels(options: { readonly api: string; readonly baseUrl: string }): 
 }
 
 const pi = harnessBinary('pi');
-if (!pi.runnable) console.warn(`Skipping the pi end-to-end test: ${pi.detail}`);
-
-describe.skipIf(!pi.runnable)(`pi through rollgate (${pi.detail})`, () => {
-  let h: Harness;
-  let sink: ProxySink;
-  beforeAll(async () => {
-    h = await startHarness(AGENT_TWIN, {}, { responses: 'via-chat' });
-    sink = await startProxySink();
-  });
-  afterAll(async () => {
-    await sink?.close();
-    await h?.close();
-  });
+describe.skipIf(skipHarness(pi, 'pi'))(`pi through rollgate (${pi.detail})`, () => {
+  const rig = harnessRig({ responses: 'via-chat' });
 
   for (const { api, recordedAs, v1 } of APIS) {
     it(
@@ -73,7 +61,7 @@ describe.skipIf(!pi.runnable)(`pi through rollgate (${pi.detail})`, () => {
         const dirs = harnessDirs('pi');
         const agentDir = join(dirs.home, '.pi', 'agent');
         mkdirSync(agentDir, { recursive: true });
-        const baseUrl = `${h.gw.url}/rollout/${rid}/attempt/a1${v1 ? '/v1' : ''}`;
+        const baseUrl = `${rig.h.gw.url}/rollout/${rid}/attempt/a1${v1 ? '/v1' : ''}`;
         writeFileSync(join(agentDir, 'models.json'), piModels({ api, baseUrl }));
         const run = await runHarness({
           binary: pi.path,
@@ -81,16 +69,16 @@ describe.skipIf(!pi.runnable)(`pi through rollgate (${pi.detail})`, () => {
           dirs,
           timeoutS: HARNESS_TIMEOUT_S,
           // PI_OFFLINE: no version check, package update check or install telemetry at start.
-          env: { ROLLGATE_API_KEY: 'agent-key', PI_OFFLINE: '1', ...proxyEnv(sink) },
+          env: { ROLLGATE_API_KEY: 'agent-key', PI_OFFLINE: '1', ...proxyEnv(rig.sink) },
         });
         expectAgentLoopFinished(run, dirs);
 
-        const { main, auxiliary } = expectEveryCallRecorded({ spans: await h.spans(rid), mock: h.mock, rid });
+        const { main, auxiliary } = expectEveryCallRecorded({ spans: await rig.h.spans(rid), mock: rig.h.mock, rid });
         expect(auxiliary).toEqual([]);
         for (const span of main) expect(span.attributes[A.ATTR_API]).toBe(recordedAs);
         // The rollout exports as one trainable row: the whole loop, prompt whole, auxiliary calls counted out.
-        await expectOneTrainableRow({ store: h.gw.gateway.store, rid, main, auxiliary });
-        expect(sink.attempts).toEqual([]);
+        await expectOneTrainableRow({ store: rig.h.gw.gateway.store, rid, main, auxiliary });
+        expect(rig.sink.attempts).toEqual([]);
       },
       HARNESS_TEST_TIMEOUT_MS,
     );

@@ -14,7 +14,7 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { RowDrop } from '../../src/adapters/length-limits.js';
 import { readLlmCall } from '../../src/adapters/llm-call.js';
 import { sortSpansBySequence } from '../../src/adapters/span-order.js';
@@ -24,6 +24,7 @@ import { rlOptionsSchema } from '../../src/algorithms/rl/options.js';
 import { type ExportRow, exportRows } from '../../src/commands/export.js';
 import * as A from '../../src/contracts/span-attributes.js';
 import type { LightningStore, Span } from '../../src/store/core/types.js';
+import { type Harness, startHarness } from '../integration/gateway/harness.js';
 import {
   agentFinalText,
   type MockVllm,
@@ -84,6 +85,47 @@ export function harnessBinary(name: 'claude' | 'codex' | 'opencode' | 'pi'): Har
 /** PATH with the running node first (Codex's launcher is a node script), then the system's; nothing inherited. */
 function cleanEnv(extra: Readonly<Record<string, string>>): Record<string, string> {
   return { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, TERM: 'dumb', LANG: 'C.UTF-8', ...extra };
+}
+
+/**
+ * Whether a harness's suite is skipped: only outside CI, and only when its binary does not run here (said once, with
+ * the reason). In CI a missing or broken harness runs its tests anyway, and they fail: it is never a silent skip.
+ */
+export function skipHarness(binary: HarnessBinary, label: string): boolean {
+  if (binary.runnable) return false;
+  if (process.env.CI) return false;
+  console.warn(`Skipping the ${label} end-to-end test: ${binary.detail}`);
+  return true;
+}
+
+export interface HarnessRig {
+  /** The gateway in front of the engine twin's agent policy (AGENT_TWIN). */
+  readonly h: Harness;
+  /** Where the harness's outbound traffic goes (and is refused). */
+  readonly sink: ProxySink;
+}
+
+/** A suite's gateway, twin and proxy sink, started before its tests and closed after them. */
+export function harnessRig(pool: Readonly<Record<string, unknown>> = {}): HarnessRig {
+  const rig: { h?: Harness; sink?: ProxySink } = {};
+  beforeAll(async () => {
+    rig.h = await startHarness(AGENT_TWIN, {}, pool);
+    rig.sink = await startProxySink();
+  });
+  afterAll(async () => {
+    await rig.sink?.close();
+    await rig.h?.close();
+  });
+  return {
+    get h() {
+      if (rig.h === undefined) throw new Error('harnessRig: used before beforeAll');
+      return rig.h;
+    },
+    get sink() {
+      if (rig.sink === undefined) throw new Error('harnessRig: used before beforeAll');
+      return rig.sink;
+    },
+  };
 }
 
 export interface HarnessDirs {
