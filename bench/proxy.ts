@@ -32,10 +32,10 @@
 // table gives its CPU per call as a multiple of the gateway's.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
+import { freePort } from '../test/helpers/free-port.js';
 import type { ChildStats } from './proxy-child-stats.js';
 import { type PortkeyPeer, portkeyPeer } from './proxy-peer-portkey.js';
 import {
@@ -122,18 +122,6 @@ interface Cell {
   loopDelayP99Ms: number | null;
   gcPauseMaxMs: number | null;
   errors: number;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function procCpuMs(pid: number): number {

