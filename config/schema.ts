@@ -260,10 +260,29 @@ const algorithmSchema = z
   })
   .strict();
 
+/** Per-rollout agent tokens: default and longest lifetime, seconds (docs/security.md). */
+export const DEFAULT_AGENT_TOKEN_TTL_SECONDS = 6 * 3600;
+export const MAX_AGENT_TOKEN_TTL_SECONDS = 7 * 24 * 3600;
+
 const authSchema = z
   .object({
     adminKeys: z.array(z.string().min(16)).default([]).describe('Keys with every scope'),
-    agentKeys: z.array(z.string().min(16)).default([]).describe('Keys for proxy routes and own-rollout writes'),
+    runnerKeys: z
+      .array(z.string().min(16))
+      .default([])
+      .describe(
+        'Keys for the runner, evaluators, algorithms and trainers: the store API, rewards, spans, status changes and queues of every rollout, the trainer batches, minting agent tokens; not pools, weight swaps, pause or models (docs/security.md)',
+      ),
+    agentKeys: z
+      .array(z.string().min(16))
+      .default([])
+      .describe('Shared keys for the model proxy routes only; no reward, span or status writes (docs/security.md)'),
+    agentTokenTtlSeconds: z
+      .int()
+      .min(1)
+      .max(MAX_AGENT_TOKEN_TTL_SECONDS)
+      .default(DEFAULT_AGENT_TOKEN_TTL_SECONDS)
+      .describe('Lifetime of a per-rollout agent token unless its mint asks for another; past it the token is refused'),
   })
   .strict();
 

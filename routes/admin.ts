@@ -13,11 +13,14 @@
 //   POST /admin/pools/:model/drain        {url, timeout_seconds?} -> waits until no call is in flight on that backend
 //   POST /admin/pools/:model/resubmit     -> {marked}: the pool's calls in flight are sent again if their answer comes
 //                                         back aborted (an abort-resubmit weight swap is about to abort them)
-//   POST /admin/agent-tokens              {rollout_id} -> {token} scoped to that rollout
-// Scopes are decided by middleware/auth.ts (everything under /admin needs an admin key; /ready is public).
+//   POST /admin/agent-tokens              {rollout_id, attempt_id?, ttl_seconds?} -> {token, expires_at, ...}: a
+//                                         short-lived token for that rollout (and attempt) only (docs/security.md)
+// Scopes are decided by middleware/auth.ts (everything under /admin needs an admin key, agent-tokens a runner or
+// admin key; /ready is public).
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../middleware/env.js';
+import { MAX_AGENT_TOKEN_TTL_SECONDS } from '../config/schema.js';
 import type { KeyRing } from '../src/auth/keys.js';
 import { isGatewayError } from '../src/errors.js';
 import type { PoolRegistry } from '../src/gateway/pools/model-pool.js';
@@ -72,7 +75,15 @@ const backendDrainBody = z
   .object({ url: z.string().min(1), timeout_seconds: z.number().min(0).max(3600).default(30) })
   .strict();
 
-const tokenBody = z.object({ rollout_id: z.string().min(1).max(1000) }).strict();
+const tokenBody = z
+  .object({
+    rollout_id: z.string().min(1).max(1000),
+    /** Binds the token to one attempt too; the runner mints one per attempt. */
+    attempt_id: z.string().min(1).max(1000).nullish(),
+    /** Defaults to `auth.agentTokenTtlSeconds`. */
+    ttl_seconds: z.int().min(1).max(MAX_AGENT_TOKEN_TTL_SECONDS).optional(),
+  })
+  .strict();
 
 export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   const { pools, gate, keys } = options;
@@ -190,7 +201,17 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
 
   app.post('/admin/agent-tokens', async (c) => {
     const body = parseRequest(tokenBody, await readJsonBody(c));
-    return c.json({ rollout_id: body.rollout_id, token: keys.mintAgentToken(body.rollout_id) });
+    const minted = keys.mintAgentToken({
+      rolloutId: body.rollout_id,
+      attemptId: body.attempt_id ?? null,
+      ...(body.ttl_seconds !== undefined ? { ttlSeconds: body.ttl_seconds } : {}),
+    });
+    return c.json({
+      rollout_id: minted.rolloutId,
+      attempt_id: minted.attemptId,
+      token: minted.token,
+      expires_at: minted.expiresAt,
+    });
   });
 
   return app;

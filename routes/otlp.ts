@@ -7,7 +7,8 @@ import { gunzip as gunzipCallback, gzip as gzipCallback } from 'node:zlib';
 import { Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../middleware/env.js';
-import { GatewayError } from '../src/errors.js';
+import { assertMayWriteRollouts } from '../src/auth/scopes.js';
+import { GatewayError, isGatewayError } from '../src/errors.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../src/json-depth.js';
 import { isStoreError } from '../src/store/core/errors.js';
 import { createOtlpCodec, type OtlpCodec } from '../src/tracing/otlp-codec.js';
@@ -21,6 +22,7 @@ const PROTOBUF = 'application/x-protobuf';
 const JSON_TYPE = 'application/json';
 // google.rpc.Code values; OTLP clients go by the HTTP status, the code is informational.
 const RPC_INVALID_ARGUMENT = 3;
+const RPC_PERMISSION_DENIED = 7;
 const RPC_UNAVAILABLE = 14;
 
 export interface OtlpRoutesOptions {
@@ -126,7 +128,15 @@ export function createOtlpRoutes(options: OtlpRoutesOptions): Hono<AppEnv> {
     try {
       const bytes = await readBody(await c.req.arrayBuffer(), c.req.header('content-encoding'), options.maxBodyBytes);
       const request = decode(bytes, encoding, codec);
-      const result = await ingester.ingest(request);
+      const principal = c.get('principal');
+      const result = await ingester.ingest(request, {
+        // Every rollout the batch names, before anything is registered or written: one foreign span refuses all.
+        authorize: (pairs) =>
+          assertMayWriteRollouts(
+            principal,
+            Array.from(pairs, ([rolloutId, attemptId]) => ({ rolloutId, attemptId })),
+          ),
+      });
       const partial =
         result.rejected > 0 ? { rejectedSpans: result.rejected, errorMessage: result.rejectedReason } : undefined;
       if (encoding === 'json') {
@@ -139,6 +149,8 @@ export function createOtlpRoutes(options: OtlpRoutesOptions): Hono<AppEnv> {
       return reply(200, codec.encodeTraceResponse(partial), 'protobuf');
     } catch (error) {
       if (error instanceof OtlpRequestError) return fail(error.status, error.message, RPC_INVALID_ARGUMENT);
+      if (isGatewayError(error) && error.code === 'permission_denied')
+        return fail(403, error.message, RPC_PERMISSION_DENIED);
       if (isStoreError(error) && error.code === 'invalid_argument')
         return fail(400, error.message, RPC_INVALID_ARGUMENT);
       // Anything else is on our side (e.g. the database is unreachable): 503 lets the exporter retry later.

@@ -3,6 +3,7 @@
 // middleware/openai-errors.ts; StoreError('not_found') becomes a 404 naming the id.
 import { type Context, Hono } from 'hono';
 import type { AppEnv } from '../middleware/env.js';
+import { assertMayWriteRollouts } from '../src/auth/scopes.js';
 import { GatewayError } from '../src/errors.js';
 import { HEADER_IDEMPOTENCY_KEY } from '../src/gateway/upstream/headers.js';
 import { COMPLETIONS_MAX_PAGE, STORE_API_MAX_PAGE } from '../src/store/core/page-limits.js';
@@ -224,10 +225,12 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   app.get(`${PREFIX}/spans`, (c) => querySpans(c, readQuery(c)));
   app.post(`${PREFIX}/spans/next`, async (c) => {
     const body = parseRequest(nextSequenceBodySchema, await readJson(c));
+    assertMayWriteRollouts(c.get('principal'), [{ rolloutId: body.rollout_id, attemptId: body.attempt_id ?? null }]);
     return c.json({ sequence_id: await store.nextSequenceId(body.rollout_id, body.attempt_id ?? null) });
   });
   app.post(`${PREFIX}/spans`, async (c) => {
     const span: SpanInput = parseRequest(spanBodySchema, await readJson(c));
+    assertMayWriteRollouts(c.get('principal'), [{ rolloutId: span.rollout_id, attemptId: span.attempt_id }]);
     return c.json(await store.addSpan(span), 201);
   });
 

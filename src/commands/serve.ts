@@ -135,10 +135,11 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
 
 /** Without any key every caller is admin, so such a gateway is only ever reachable from this machine. */
 function loopbackWithoutKeys(config: RollgateConfig): RollgateConfig {
-  if (config.auth.adminKeys.length + config.auth.agentKeys.length > 0) return config;
+  const { adminKeys, runnerKeys, agentKeys } = config.auth;
+  if (adminKeys.length + runnerKeys.length + agentKeys.length > 0) return config;
   if (!LOOPBACK_HOSTS.has(config.server.host)) {
     process.stderr.write(
-      `rollgate: no API keys configured (auth.adminKeys / auth.agentKeys): binding 127.0.0.1 instead of ${config.server.host}\n`,
+      `rollgate: no API keys configured (auth.adminKeys / auth.runnerKeys / auth.agentKeys): binding 127.0.0.1 instead of ${config.server.host}\n`,
     );
     return { ...config, server: { ...config.server, host: '127.0.0.1' } };
   }

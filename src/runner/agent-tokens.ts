@@ -1,7 +1,9 @@
-// Rollout-bound agent tokens from the gateway (`POST /admin/agent-tokens {rollout_id} -> {token}`, admin scope).
-// A token lets an agent call the model and post rewards for its own rollout only, so a runner holding the admin
-// key never hands that key, or a key valid for every rollout, to agent code.
+// Per-attempt agent tokens from the gateway (`POST /admin/agent-tokens {rollout_id, attempt_id, ttl_seconds?} ->
+// {token, expires_at}`, runner or admin scope; docs/security.md). A token lets an agent call the model and report
+// rewards, events and spans for its own attempt only, and expires, so a runner holding a runner or admin key never
+// hands that key, or a key valid for every rollout, to agent code, and a leaked token is worth one attempt.
 
+import { MAX_AGENT_TOKEN_TTL_SECONDS } from '../../config/schema.js';
 import { HEADER_AUTHORIZATION } from '../gateway/upstream/headers.js';
 import { HttpCallError } from '../http-call-error.js';
 import type { AttemptedRollout } from '../store/core/types.js';
@@ -10,13 +12,25 @@ import type { AgentKeyProvider } from './runner.js';
 
 export interface AgentTokenMinterOptions {
   readonly gatewayUrl: string;
-  /** Admin key for the gateway. */
+  /** Runner (or admin) key for the gateway. */
   readonly apiKey: string;
   readonly fetch?: typeof fetch;
 }
 
 export class AgentTokenError extends HttpCallError {
   override readonly name = 'AgentTokenError';
+}
+
+/** Slack after a rollout's timeout for the agent's last reward and spans to land before its token expires. */
+const TOKEN_SLACK_SECONDS = 600;
+
+/**
+ * A rollout with a timeout gets a token that lives just past it (the runner aborts the attempt then); without one,
+ * the gateway's `auth.agentTokenTtlSeconds` applies.
+ */
+function tokenLifetime(timeoutSeconds: number | null): { ttl_seconds?: number } {
+  if (timeoutSeconds === null || !(timeoutSeconds > 0)) return {};
+  return { ttl_seconds: Math.min(MAX_AGENT_TOKEN_TTL_SECONDS, Math.ceil(timeoutSeconds) + TOKEN_SLACK_SECONDS) };
 }
 
 export function createAgentTokenMinter(options: AgentTokenMinterOptions): AgentKeyProvider {
@@ -28,7 +42,11 @@ export function createAgentTokenMinter(options: AgentTokenMinterOptions): AgentK
       response = await doFetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', [HEADER_AUTHORIZATION]: `Bearer ${options.apiKey}` },
-        body: JSON.stringify({ rollout_id: rollout.rollout_id }),
+        body: JSON.stringify({
+          rollout_id: rollout.rollout_id,
+          attempt_id: rollout.attempt.attempt_id,
+          ...tokenLifetime(rollout.config.timeout_seconds),
+        }),
       });
     } catch (error: unknown) {
       throw new AgentTokenError('agent token endpoint unreachable', { status: null, cause: error });

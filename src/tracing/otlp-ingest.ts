@@ -39,8 +39,16 @@ export interface OtlpIngestStats {
   readonly skippedInvalid: number;
 }
 
+export interface OtlpIngestCall {
+  /**
+   * Sees every (rollout id, attempt id) the batch names before anything is registered or written; throwing refuses
+   * the whole batch (the route's credential check, docs/security.md).
+   */
+  readonly authorize?: (pairs: Iterable<readonly [rolloutId: string, attemptId: string]>) => void;
+}
+
 export interface OtlpIngester {
-  ingest(request: OtlpTraceRequest): Promise<OtlpIngestResult>;
+  ingest(request: OtlpTraceRequest, call?: OtlpIngestCall): Promise<OtlpIngestResult>;
   /** Cumulative counters, for /metrics. */
   stats(): OtlpIngestStats;
 }
@@ -57,7 +65,7 @@ export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
   };
 
   return {
-    async ingest(request) {
+    async ingest(request, call) {
       const mapped = mapOtlpSpans(request);
       const received = mapped.spans.length + mapped.unattributed + mapped.invalid;
       counters.received += received;
@@ -75,6 +83,7 @@ export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
       const pairs = new Map<string, [string, string]>();
       for (const span of mapped.spans)
         pairs.set(`${span.rollout_id}\u0000${span.attempt_id}`, [span.rollout_id, span.attempt_id]);
+      call?.authorize?.(pairs.values());
       const present = new Set<string>();
       await Promise.all(
         [...pairs].map(async ([key, [rolloutId, attemptId]]) => {

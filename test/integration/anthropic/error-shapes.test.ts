@@ -120,7 +120,7 @@ describe('the gateway`s own refusals', () => {
   });
 
   it('403 permission_error for a rollout token used on another rollout', async () => {
-    const token = createKeyRing(AUTH).mintAgentToken('some-other-rollout');
+    const token = createKeyRing(AUTH).mintAgentToken({ rolloutId: 'some-other-rollout' }).token;
     const error = await failure(agents.client(rolloutId(), { apiKey: token }).messages.create(request));
     expect(error).toBeInstanceOf(PermissionDeniedError);
     expectShape(error, 403, 'permission_error');

@@ -10,10 +10,12 @@ import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-tra
 import { Hono } from 'hono';
 import { Root } from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auth } from '../../../middleware/auth.js';
 import type { AppEnv } from '../../../middleware/env.js';
 import { notFound, onError } from '../../../middleware/openai-errors.js';
 import { requestId } from '../../../middleware/request-id.js';
 import { createOtlpRoutes } from '../../../routes/otlp.js';
+import { createKeyRing } from '../../../src/auth/keys.js';
 import { RolloutAttribution } from '../../../src/attribution/rollout-attribution.js';
 import { type LogFields, type Logger, silentLogger } from '../../../src/logger.js';
 import { type ListeningServer, listen } from '../../../src/server.js';
@@ -48,6 +50,8 @@ async function startServer(options: { autoCreate: boolean }): Promise<Server> {
   app.onError(onError);
   app.notFound(notFound);
   app.use(requestId());
+  // No keys: every caller is admin, as in the gateway (the route refuses writes no credential check ran for).
+  app.use(auth({ keys: createKeyRing({ adminKeys: [], agentKeys: [] }) }));
   app.route('/', createOtlpRoutes({ ingester, maxBodyBytes: 1 << 20 }));
   const server: ListeningServer = await listen({
     fetch: app.fetch,
