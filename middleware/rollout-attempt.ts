@@ -11,6 +11,7 @@ import type { RolloutAttribution } from '../src/attribution/rollout-attribution.
 import { GatewayError } from '../src/errors.js';
 import type { RolloutModeHint } from '../src/gateway/request/body-rewrite.js';
 import { HEADER_ATTEMPT_ID, HEADER_ROLLOUT_ID } from '../src/gateway/upstream/headers.js';
+import { ID_RULE, isValidId } from '../src/store/core/ids.js';
 import type { LightningStore } from '../src/store/core/types.js';
 import type { RolloutEnv } from './env.js';
 
@@ -30,11 +31,10 @@ export interface RolloutAttemptOptions {
   readonly attribution: RolloutAttribution;
 }
 
-/** Ids end up in headers, logs and spans: keep them printable and short. */
-const SAFE_ID = /^[\w.:@+-]{1,256}$/;
-
+/** The store's one id rule (src/store/core/ids.ts): ids end up in headers, logs and spans. */
 function checkId(value: string, name: string): string {
-  if (!SAFE_ID.test(value)) throw new GatewayError('invalid_request', `Invalid ${name}`, { param: name });
+  if (!isValidId(value))
+    throw new GatewayError('invalid_request', `Invalid ${name}: expected ${ID_RULE}`, { param: name });
   return value;
 }
 

@@ -2,9 +2,8 @@
 import { z } from 'zod';
 import { V1_STATES } from '../src/agl-v1/rollout-map.js';
 import { V1_LIST_DEFAULT_PAGE } from '../src/store/core/page-limits.js';
+import { idSchema } from './request-body.js';
 import { jsonObjectSchema, jsonValueSchema } from './store-api-schemas.js';
-
-const idSchema = z.string().regex(/^[\w.:@+-]{1,256}$/, 'expected 1-256 characters of [A-Za-z0-9_.:@+-]');
 
 export const rolloutCreateSchema = z.array(
   z.object({

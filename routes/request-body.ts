@@ -1,8 +1,12 @@
 // Request bodies and query strings for the JSON control routes: one JSON reading and one zod error mapping,
 // so every route names the offending field the same way.
-import type { z } from 'zod';
+import { z } from 'zod';
 import { assertJsonDepth } from '../middleware/body-json.js';
 import { GatewayError } from '../src/errors.js';
+import { ID_RULE, isValidId } from '../src/store/core/ids.js';
+
+/** A rollout or attempt id a client chooses: the store's one rule (src/store/core/ids.ts), as a schema. */
+export const idSchema = z.string().refine(isValidId, `expected ${ID_RULE}`);
 
 /**
  * Reads the body as JSON; an empty body is `{}` (every field optional) unless `required`, malformed JSON a 400.

@@ -19,6 +19,8 @@ import {
   ROLLOUT_STATUSES,
   WORKER_STATUSES,
 } from '../src/store/core/types.js';
+import { isRewardValue, REWARD_VALUE_RULE } from '../src/store-api/reward.js';
+import { idSchema } from './request-body.js';
 
 /** Every value inside a parsed JSON body is JSON by construction; only presence is checked. */
 export const jsonValueSchema = z.custom<JsonValue>((value) => value !== undefined, { message: 'Required' });
@@ -51,8 +53,6 @@ export const rolloutConfigSchema = z
   })
   .strict();
 
-const rolloutIdSchema = z.string().min(1).max(256);
-
 export const enqueueRequestSchema = z
   .object({
     input: jsonValueSchema,
@@ -60,7 +60,7 @@ export const enqueueRequestSchema = z
     resources_id: z.string().nullish(),
     config: rolloutConfigSchema.nullish(),
     metadata: jsonObjectSchema.nullish(),
-    rollout_id: rolloutIdSchema.nullish(),
+    rollout_id: idSchema.nullish(),
   })
   .strict();
 
@@ -257,7 +257,7 @@ export const waitBodySchema = z.object({
 
 export const rewardBodySchema = z
   .object({
-    value: z.number().refine(Number.isFinite, 'expected a finite number'),
+    value: z.custom<number>(isRewardValue, REWARD_VALUE_RULE),
     name: z.string().min(1).max(256).optional(),
   })
   .strict();

@@ -7,7 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { callDropReason } from '../adapters/call-trainability.js';
 import { getRewardValue, rewardAttributes } from '../adapters/reward.js';
 import * as A from '../contracts/span-attributes.js';
+import { GatewayError } from '../errors.js';
+import { nonFinitePath } from '../json-finite.js';
 import type { Attributes, AttributeValue, JsonObject, JsonValue, Span, SpanInput } from '../store/core/types.js';
+import { isRewardValue, REWARD_VALUE_RULE } from '../store-api/reward.js';
 
 export interface V1Event {
   event_type: string;
@@ -56,7 +59,21 @@ function isoOf(epochSeconds: number): string {
   return new Date(epochSeconds * 1000).toISOString();
 }
 
-/** A span for a posted v1 event; the store issues its sequence id, so it sorts after the calls it follows. */
+/**
+ * Refuses (422, naming the field) an event whose data would not be stored as sent: a number JSON cannot carry,
+ * or a reward event whose `value` is not a reward (the store API's rule, src/store-api/reward.ts).
+ */
+export function validateEventData(eventType: string, data: JsonObject): void {
+  const lossy = nonFinitePath(data, 'data');
+  if (lossy !== null) {
+    throw new GatewayError('validation_error', `${lossy}: expected a finite number`, { param: lossy });
+  }
+  if (eventType === REWARD_EVENT && !isRewardValue(data.value)) {
+    throw new GatewayError('validation_error', `data.value: ${REWARD_VALUE_RULE}`, { param: 'data.value' });
+  }
+}
+
+/** A span for a posted v1 event (validateEventData first); the store issues its sequence id. */
 export function eventSpan(options: {
   rolloutId: string;
   attemptId: string;
@@ -65,11 +82,12 @@ export function eventSpan(options: {
   now: number;
 }): SpanInput {
   const { eventType, data } = options;
+  validateEventData(eventType, data);
   const attributes: Attributes = {
     [A.ATTR_AGL_V1_EVENT_TYPE]: eventType,
     [A.ATTR_AGL_V1_EVENT_DATA]: JSON.stringify(data),
   };
-  const reward = eventType === REWARD_EVENT ? rewardValueOf(data) : null;
+  const reward = eventType === REWARD_EVENT && isRewardValue(data.value) ? data.value : null;
   if (reward !== null) Object.assign(attributes, rewardAttributes(reward));
   const traceId = randomBytes(16).toString('hex');
   const spanId = randomBytes(8).toString('hex');
@@ -91,12 +109,6 @@ export function eventSpan(options: {
     parent: null,
     resource: { attributes: {}, schema_url: '' },
   };
-}
-
-/** A finite number; booleans and anything else are not rewards (docs/agl-v1.md trainer side). */
-function rewardValueOf(data: JsonObject): number | null {
-  const value = data.value;
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
 function isLlmCallSpan(span: Span): boolean {

@@ -6,7 +6,7 @@ import type { RolloutAttribution } from '../attribution/rollout-attribution.js';
 import { GatewayError } from '../errors.js';
 import { StoreError } from '../store/core/errors.js';
 import type { AttemptedRollout, JsonObject, JsonValue, LightningStore, Rollout } from '../store/core/types.js';
-import { eventSpan, spanToEvent, type V1Event } from './events.js';
+import { eventSpan, spanToEvent, type V1Event, validateEventData } from './events.js';
 import { KeyedLock } from './keyed-lock.js';
 import {
   canTransition,
@@ -180,6 +180,8 @@ export class V1Rollouts {
     aid: string,
     event: { readonly eventType: string; readonly data: JsonObject },
   ): Promise<V1Event> {
+    // Before the attempt is ensured: a refused event registers nothing.
+    validateEventData(event.eventType, event.data);
     const attemptId = await this.ensureAttempt(rid, aid);
     const span = eventSpan({
       rolloutId: rid,

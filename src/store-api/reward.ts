@@ -1,15 +1,39 @@
 // A reward posted over the v0.3 store API (`POST /v1/agl/rollouts/{rid}/attempts/{aid}/reward`) becomes a reward
 // span, the form every reader of rewards already knows (src/adapters/reward.ts). It carries no sequence id: the
 // store issues one at arrival, so the reward sorts after the calls it judges.
+//
+// What a reward value may be is decided here once, for every path that writes one (this route, v1 reward events,
+// reward attributes of spans sent over OTLP): a finite number. JSON's `1e999` parses to Infinity and would be
+// stored as null; a string or a boolean is not a reward either.
 import { randomBytes } from 'node:crypto';
 import {
   PRIMARY_REWARD_NAME,
+  REWARD_ATTR_PREFIX,
   REWARD_SPAN_NAME,
   rewardNameAttr,
   rewardValueAttr,
 } from '../contracts/span-attributes.js';
 import { StoreError } from '../store/core/errors.js';
-import type { LightningStore, Span } from '../store/core/types.js';
+import type { Attributes, LightningStore, Span } from '../store/core/types.js';
+
+export const REWARD_VALUE_RULE = 'expected a finite number';
+
+export function isRewardValue(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}
+
+const REWARD_VALUE_KEY = /^agentlightning\.reward\.\d+\.value$/;
+
+/**
+ * The first reward attribute of a span (v0.3 `agentlightning.reward.<i>.value`, or a bare `agentlightning.reward`)
+ * whose value is not a reward, or null. Other reward formats (AgentOps outputs) are free text and read leniently.
+ */
+export function badRewardAttribute(attributes: Attributes): string | null {
+  for (const [key, value] of Object.entries(attributes)) {
+    if ((key === REWARD_ATTR_PREFIX || REWARD_VALUE_KEY.test(key)) && !isRewardValue(value)) return key;
+  }
+  return null;
+}
 
 export interface RewardPost {
   readonly rolloutId: string;

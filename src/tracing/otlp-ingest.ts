@@ -1,9 +1,15 @@
 // Agent-side spans into the store: map, keep the spans whose rollout and attempt exist (or register them when
 // `rollouts.autoCreate` is on, as the proxy does: the gateway's one attribution service decides both), allocate
-// the missing sequence ids in one call, then one addManySpans. What is skipped is counted; each kind of skip is
+// every span's sequence id in one call, then one addManySpans. What is skipped is counted; each kind of skip is
 // logged once, not per span.
+//
+// The gateway issues sequence ids (docs/observability.md): a sender's `agentlightning.span_sequence_id` is replaced,
+// never stored, so no two spans of a rollout share one and no span carries a second id in its attributes.
+import { ATTR_SPAN_SEQUENCE_ID } from '../contracts/span-attributes.js';
 import type { Logger } from '../logger.js';
+import { isValidId } from '../store/core/ids.js';
 import type { LightningStore, SpanInput } from '../store/core/types.js';
+import { badRewardAttribute } from '../store-api/reward.js';
 import { mapOtlpSpans, type OtlpTraceRequest } from './otlp-spans.js';
 
 export type OtlpIngestStore = Pick<LightningStore, 'nextSequenceIds' | 'addManySpans'>;
@@ -25,7 +31,7 @@ export interface OtlpIngestOptions {
 export interface OtlpIngestResult {
   /** Spans written (duplicates of already stored spans are not counted). */
   readonly stored: number;
-  /** Spans not written: no rollout/attempt ids, unknown rollout/attempt, or no usable trace/span id. */
+  /** Spans not written: no rollout/attempt ids, unknown rollout/attempt, or no usable trace, span, rollout or attempt id. */
   readonly rejected: number;
   /** Why spans were rejected, for the OTLP partial-success message; empty when none were. */
   readonly rejectedReason: string;
@@ -68,9 +74,15 @@ export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
     async ingest(request, call) {
       const mapped = mapOtlpSpans(request);
       const received = mapped.spans.length + mapped.unattributed + mapped.invalid;
+      // The store's one id rule: a rollout id with a NUL or a slash is never registered from a trace.
+      const named = mapped.spans.filter((span) => isValidId(span.rollout_id) && isValidId(span.attempt_id));
+      const badIds = mapped.spans.length - named.length;
+      // The one reward rule: a reward attribute of Infinity or "lots" is not stored as a reward of null.
+      const rewarded = named.filter((span) => badRewardAttribute(span.attributes) === null);
+      const badRewards = named.length - rewarded.length;
       counters.received += received;
       counters.skippedUnattributed += mapped.unattributed;
-      counters.skippedInvalid += mapped.invalid;
+      counters.skippedInvalid += mapped.invalid + badIds + badRewards;
       if (mapped.unattributed > 0) {
         warnOnce('unattributed', 'otlp spans without agentlightning.rollout_id/attempt_id skipped', {
           count: mapped.unattributed,
@@ -79,9 +91,15 @@ export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
       if (mapped.invalid > 0) {
         warnOnce('invalid', 'otlp spans without a valid trace or span id skipped', { count: mapped.invalid });
       }
+      if (badIds > 0) {
+        warnOnce('bad-ids', 'otlp spans whose rollout or attempt id breaks the id rule skipped', { count: badIds });
+      }
+      if (badRewards > 0) {
+        warnOnce('bad-rewards', 'otlp spans with a reward that is not a finite number skipped', { count: badRewards });
+      }
 
       const pairs = new Map<string, [string, string]>();
-      for (const span of mapped.spans)
+      for (const span of rewarded)
         pairs.set(`${span.rollout_id}\u0000${span.attempt_id}`, [span.rollout_id, span.attempt_id]);
       call?.authorize?.(pairs.values());
       const present = new Set<string>();
@@ -92,7 +110,7 @@ export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
       );
       const accepted: SpanInput[] = [];
       let unknown = 0;
-      for (const span of mapped.spans) {
+      for (const span of rewarded) {
         if (present.has(`${span.rollout_id}\u0000${span.attempt_id}`)) accepted.push(span);
         else unknown++;
       }
@@ -103,11 +121,12 @@ export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
         });
       }
 
-      const needIds = accepted.filter((span) => span.sequence_id === undefined || span.sequence_id === null);
-      if (needIds.length > 0) {
-        const ids = await store.nextSequenceIds(needIds.map((span) => [span.rollout_id, span.attempt_id] as const));
-        needIds.forEach((span, i) => {
+      if (accepted.length > 0) {
+        const ids = await store.nextSequenceIds(accepted.map((span) => [span.rollout_id, span.attempt_id] as const));
+        accepted.forEach((span, i) => {
           span.sequence_id = ids[i]!;
+          delete span.attributes[ATTR_SPAN_SEQUENCE_ID];
+          delete span.resource.attributes[ATTR_SPAN_SEQUENCE_ID];
         });
       }
       const stored = accepted.length > 0 ? (await store.addManySpans(accepted)).length : 0;
@@ -117,9 +136,11 @@ export function createOtlpIngester(options: OtlpIngestOptions): OtlpIngester {
       if (mapped.unattributed > 0) reasons.push(`${mapped.unattributed} without agentlightning.rollout_id/attempt_id`);
       if (unknown > 0) reasons.push(`${unknown} for unknown rollouts or attempts`);
       if (mapped.invalid > 0) reasons.push(`${mapped.invalid} without a valid trace or span id`);
+      if (badIds > 0) reasons.push(`${badIds} with a rollout or attempt id outside [A-Za-z0-9_.:@+-]{1,256}`);
+      if (badRewards > 0) reasons.push(`${badRewards} with a reward value that is not a finite number`);
       return {
         stored,
-        rejected: mapped.unattributed + unknown + mapped.invalid,
+        rejected: mapped.unattributed + unknown + mapped.invalid + badIds + badRewards,
         rejectedReason: reasons.length > 0 ? `spans skipped: ${reasons.join(', ')}` : '',
       };
     },

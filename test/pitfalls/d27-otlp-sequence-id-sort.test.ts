@@ -1,6 +1,7 @@
 // docs/failure-classes.md#27 (microsoft/agent-lightning#371): sequence ids sort as numbers, never as strings. Spans arrive over
-// OTLP/JSON with sequence ids given as decimal strings ("100", "2", "10"), as integers, and through the proxy; every
-// read path (store query, REST GET and search, both directions) orders them 2 < 10 < 100.
+// OTLP/JSON with sender sequence ids given as decimal strings ("100", "2", "10") and as integers, which the gateway
+// replaces with its own (docs/observability.md), and through the proxy; every read path (store query, REST GET and
+// search, both directions) orders the twelve ids 2 < 10 < 12.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type GatewayWithMock, startGatewayWithMock } from '../helpers/gateway.js';
@@ -50,6 +51,7 @@ it('orders decimal-string, integer and allocated sequence ids numerically on eve
                 otlpSpan(3, { stringValue: '10' }),
                 otlpSpan(4, { intValue: '21' }),
                 otlpSpan(5, { intValue: 3 }),
+                ...Array.from({ length: 6 }, (_, i) => otlpSpan(6 + i, { stringValue: '1' })),
               ],
             },
           ],
@@ -58,14 +60,15 @@ it('orders decimal-string, integer and allocated sequence ids numerically on eve
     }),
   });
   expect(response.status).toBe(200);
-  // The counter moved past the largest explicit id numerically ("100" > "21" as numbers, not as strings).
   const agent = new OpenAI({ baseURL: `${gw.url}/rollout/${rid}/attempt/${aid}/v1`, apiKey: 'k', maxRetries: 0 });
   await agent.chat.completions.create({ model: 'mock-model', messages: [{ role: 'user', content: 'after' }] });
 
-  const ascending = [2, 3, 10, 21, 100, 101];
+  const ascending = Array.from({ length: 12 }, (_, i) => i + 1);
   const stored = await gw.gateway.store.querySpans(rid, { sort_by: 'sequence_id', sort_order: 'asc' });
   expect(stored.items.map((s) => s.sequence_id)).toEqual(ascending);
   for (const span of stored.items) expect(typeof span.sequence_id).toBe('number');
+  // The proxied call came last and got the last id.
+  expect(stored.items.at(-1)?.name).not.toMatch(/^agent-step/);
 
   const rest = async (query: string) => {
     const res = await fetch(`${gw.url}/v1/agl/spans?rollout_id=${rid}&${query}`);
@@ -80,5 +83,5 @@ it('orders decimal-string, integer and allocated sequence ids numerically on eve
     body: JSON.stringify({ rollout_id: rid, sort_by: 'sequence_id', sort_order: 'desc', limit: 3 }),
   });
   const searched = (await search.json()) as { items: Array<{ sequence_id: number }> };
-  expect(searched.items.map((s) => s.sequence_id)).toEqual([101, 100, 21]);
+  expect(searched.items.map((s) => s.sequence_id)).toEqual([12, 11, 10]);
 });

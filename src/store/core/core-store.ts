@@ -27,6 +27,7 @@ import {
   validateJsonDepth,
   validateResources,
   validateWorkerStatusIn,
+  validOptionalId,
 } from './input-validation.js';
 import {
   ATTEMPT_FIELDS,
@@ -217,6 +218,7 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     rolloutId: string,
     options: { worker_id?: string | null; attempt_id?: string | null } = {},
   ): Promise<AttemptedRollout> {
+    validOptionalId(options.attempt_id, 'attempt_id');
     this.#settle({ rolloutIds: [rolloutId], workerId: options.worker_id ?? null });
     const rollout = this.#requireRollout(rolloutId);
     const result = this.#startAttempt(rollout, options.worker_id ?? null, options.attempt_id ?? null);

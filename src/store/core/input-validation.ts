@@ -2,6 +2,7 @@
 // with the same StoreError; status rules are not here (they are the shared machines in *-status.ts).
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../../json-depth.js';
 import { StoreError } from './errors.js';
+import { ID_RULE, isValidId } from './ids.js';
 import { normaliseRolloutConfig } from './rollout-config.js';
 import {
   ATTEMPT_STATUSES,
@@ -82,9 +83,15 @@ export function validateEnqueueRequest(request: EnqueueRolloutRequest): void {
   validMode(request.mode);
   validMetadata(request.metadata, 'metadata');
   normaliseRolloutConfig(request.config);
-  if (request.rollout_id != null && (typeof request.rollout_id !== 'string' || request.rollout_id.length === 0)) {
-    throw new StoreError('invalid_argument', 'rollout_id must be a non-empty string', { param: 'rollout_id' });
-  }
+  validOptionalId(request.rollout_id, 'rollout_id');
+  // start_rollout may name its first attempt (the attribution service registers an agent's own ids).
+  if ('attempt_id' in request) validOptionalId(request.attempt_id, 'attempt_id');
+}
+
+/** A caller-chosen rollout or attempt id: absent or null lets the store issue one; anything else follows ID_RULE. */
+export function validOptionalId(value: unknown, param: string): void {
+  if (value === null || value === undefined || isValidId(value)) return;
+  throw new StoreError('invalid_argument', `${param} must be ${ID_RULE}`, { param });
 }
 
 /** `config` may be updated field by field but never cleared. */

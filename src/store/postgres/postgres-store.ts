@@ -24,6 +24,7 @@ import {
   validateEnqueueRequest,
   validateResources,
   validateWorkerStatusIn,
+  validOptionalId,
 } from '../core/input-validation.js';
 import {
   ATTEMPT_FIELDS,
@@ -445,6 +446,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     rolloutId: string,
     options: { worker_id?: string | null; attempt_id?: string | null } = {},
   ): Promise<AttemptedRollout> {
+    validOptionalId(options.attempt_id, 'attempt_id');
     await this.#beforeCall();
     const attemptId = options.attempt_id ?? null;
     return this.#tx(async (c, effects) => {
