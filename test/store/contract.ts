@@ -759,13 +759,76 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
         expect(beat.last_heartbeat_time).toBe(123);
       });
 
-      it('leaving a terminal status by update clears end_time; entering one sets it', async () => {
+      it('entering a terminal status sets end_time; a new attempt (the retry) clears it', async () => {
         const rollout = await started();
         const done = await store.updateRollout(rollout.rollout_id, { status: 'failed' });
         expect(done.end_time).not.toBeNull();
-        const again = await store.updateRollout(rollout.rollout_id, { status: 'queuing' });
-        expect(again.end_time).toBeNull();
+        const retried = await store.startAttempt(rollout.rollout_id);
+        expect(retried).toMatchObject({ status: 'preparing', end_time: null });
+        expect(retried.attempt.sequence_id).toBe(2);
+      });
+    });
+
+    describe('status transitions (docs/store.md "Status transitions")', () => {
+      const FINISHED = ['succeeded', 'failed', 'cancelled'] as const;
+      const ALL = ['queuing', 'requeuing', 'preparing', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+
+      for (const from of FINISHED) {
+        it(`a ${from} rollout stays ${from}: every other status write is a conflict and changes nothing`, async () => {
+          const rollout = await started();
+          const rid = rollout.rollout_id;
+          const done = await store.updateRollout(rid, { status: from });
+          for (const to of ALL) {
+            if (to === from) continue;
+            await expectStoreError(store.updateRollout(rid, { status: to }), 'conflict', {
+              param: 'status',
+              message: new RegExp(`${from}.*${to}`),
+            });
+          }
+          // Its latest attempt cannot bring it back either.
+          for (const status of ['running', 'preparing'] as const) {
+            await expectStoreError(store.updateAttempt(rid, 'latest', { status }), 'conflict', { param: 'status' });
+          }
+          const after = await store.getRolloutById(rid);
+          expect(after).toMatchObject({ status: from, end_time: done.end_time });
+          expect(attemptOf(after)?.status).toBe(rollout.attempt.status);
+          expect(await store.dequeueRollout()).toBeNull();
+          // Writing the status it has is allowed (a repeated write, or a reason stated late).
+          expect((await store.updateRollout(rid, { status: from })).end_time).toBe(done.end_time);
+        });
+      }
+
+      it('an unfinished rollout may be written to any status', async () => {
+        for (const from of ['queuing', 'preparing', 'running'] as const) {
+          for (const to of ALL) {
+            const rollout = await started();
+            if (from !== 'preparing') await store.updateRollout(rollout.rollout_id, { status: from });
+            expect((await store.updateRollout(rollout.rollout_id, { status: to })).status).toBe(to);
+          }
+        }
+      });
+
+      it('the retries keep working: retry_condition requeues, start_attempt re-runs a finished rollout', async () => {
+        const rollout = await started({ max_attempts: 2, retry_condition: ['failed'] });
+        const rid = rollout.rollout_id;
+        await store.updateAttempt(rid, 'latest', { status: 'failed' });
+        expect((await store.getRolloutById(rid))?.status).toBe('requeuing');
         expect((await store.dequeueRollout())?.attempt.sequence_id).toBe(2);
+        await store.updateAttempt(rid, 'latest', { status: 'failed' });
+        expect((await store.getRolloutById(rid))?.status).toBe('failed');
+        const rerun = await store.startAttempt(rid);
+        expect(rerun).toMatchObject({ status: 'preparing', end_time: null });
+        await store.updateAttempt(rid, 'latest', { status: 'succeeded' });
+        expect((await store.getRolloutById(rid))?.status).toBe('succeeded');
+      });
+
+      it('the latest attempt may still settle a finished outcome (a timed-out attempt that succeeds late)', async () => {
+        const rollout = await started();
+        const rid = rollout.rollout_id;
+        await store.updateAttempt(rid, 'latest', { status: 'timeout' });
+        expect((await store.getRolloutById(rid))?.status).toBe('failed');
+        await store.updateAttempt(rid, 'latest', { status: 'succeeded' });
+        expect((await store.getRolloutById(rid))?.status).toBe('succeeded');
       });
     });
 
@@ -881,7 +944,8 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
       });
 
       it('timeout/unresponsive make the worker unknown; other statuses busy', async () => {
-        const rollout = await started();
+        // With a retry left the rollout waits (requeuing), so the attempt may still report itself running.
+        const rollout = await started({ max_attempts: 2, retry_condition: ['unresponsive'] });
         await store.updateAttempt(rollout.rollout_id, 'latest', { worker_id: 'w-2' });
         expect((await store.getWorkerById('w-2'))?.status).toBe('busy');
         await store.updateAttempt(rollout.rollout_id, 'latest', { status: 'unresponsive' });

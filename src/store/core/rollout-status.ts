@@ -1,8 +1,9 @@
 // docs/architecture.md: the rollout state machine as a pure function (no I/O, no clock reads).
 // Backends feed it the rollout's current state, an event and `now`, and apply what comes out.
 import { assertNever } from './assert-never.js';
+import { StoreError } from './errors.js';
 import type { Attempt, AttemptStatus, FailureReason, Rollout, RolloutConfig, RolloutStatus } from './types.js';
-import { QUEUING_STATUSES, TERMINAL_STATUSES } from './types.js';
+import { QUEUING_STATUSES, ROLLOUT_STATUSES, TERMINAL_STATUSES } from './types.js';
 
 const QUEUING: RolloutStatus = 'queuing';
 const REQUEUING: RolloutStatus = 'requeuing';
@@ -31,6 +32,46 @@ export function rolloutStateOf(
 /** `rollout` with the fields the machine decides taken from `next` (a new object). */
 export function withRolloutState(rollout: Rollout, next: RolloutState): Rollout {
   return { ...rollout, status: next.status, end_time: next.end_time, failure_reason: next.failure_reason };
+}
+
+/**
+ * Where an explicit status write (update_rollout, the v1 PATCH) may take a rollout, from each status: anywhere
+ * while it is not finished; a finished rollout only to the status it has (a repeated write, or a new failure
+ * reason). A finished rollout is run again only by an explicit retry, a new attempt (start_attempt), never by a
+ * status write: moving it back would reset its end time and put it in the completion log twice (docs/store.md
+ * "Status transitions").
+ */
+export const ROLLOUT_STATUS_WRITES: Readonly<Record<RolloutStatus, readonly RolloutStatus[]>> = {
+  queuing: ROLLOUT_STATUSES,
+  requeuing: ROLLOUT_STATUSES,
+  preparing: ROLLOUT_STATUSES,
+  running: ROLLOUT_STATUSES,
+  succeeded: ['succeeded'],
+  failed: ['failed'],
+  cancelled: ['cancelled'],
+};
+
+/** Refuses (conflict) a status write the table does not allow; a refused write changes nothing. */
+export function assertStatusWrite(rolloutId: string, from: RolloutStatus, to: RolloutStatus): void {
+  if (ROLLOUT_STATUS_WRITES[from].includes(to)) return;
+  throw new StoreError(
+    'conflict',
+    `Rollout ${rolloutId} is ${from}: it cannot move to ${to} (start a new attempt to run it again)`,
+    { param: 'status' },
+  );
+}
+
+/**
+ * A status write on the latest attempt of a finished rollout may settle its outcome (a timed-out attempt that
+ * succeeds late), never bring the rollout back to queuing or running: that takes a new attempt too.
+ */
+export function assertAttemptStatusWrite(rolloutId: string, from: RolloutStatus, to: RolloutStatus): void {
+  if (!isTerminalStatus(from) || isTerminalStatus(to)) return;
+  throw new StoreError(
+    'conflict',
+    `Rollout ${rolloutId} is ${from}: its latest attempt cannot move it back to ${to} (start a new attempt)`,
+    { param: 'status' },
+  );
 }
 
 export function isQueuingStatus(status: RolloutStatus): boolean {

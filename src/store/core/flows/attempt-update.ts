@@ -3,7 +3,7 @@
 // SQLite, PostgreSQL) applies the result; none restates the rules.
 import { nextAttemptState } from '../attempt-status.js';
 import { notFound, validAttemptStatus, validFailureReason, validMetadata } from '../input-validation.js';
-import type { RolloutEvent } from '../rollout-status.js';
+import { assertAttemptStatusWrite, type RolloutEvent, rolloutStatusFromAttempt } from '../rollout-status.js';
 import type { Attempt, AttemptStatus, AttemptUpdate, Rollout } from '../types.js';
 import { attemptWorkerEffect, type WorkerEffect } from './worker-effect.js';
 
@@ -30,7 +30,10 @@ function has<T extends object>(update: T, key: keyof T): boolean {
   return Object.hasOwn(update, key) && update[key] !== undefined;
 }
 
-/** Throws StoreError (not found, invalid argument) before anything is decided, so a refused update writes nothing. */
+/**
+ * Throws StoreError (not found, invalid argument, a write that would revive a finished rollout: conflict) before
+ * anything is decided, so a refused update writes nothing.
+ */
 export function decideAttemptUpdate(
   state: AttemptUpdateState,
   update: AttemptUpdate,
@@ -52,6 +55,9 @@ export function decideAttemptUpdate(
     next = { ...next, status: moved.status, end_time: moved.end_time };
   }
   const isLatest = next.sequence_id === state.latestSequenceId;
+  if (status !== undefined && isLatest) {
+    assertAttemptStatusWrite(state.rolloutId, rollout.status, rolloutStatusFromAttempt(next, rollout.config));
+  }
   const rolloutEvent: RolloutEvent | null =
     status !== undefined && isLatest
       ? { kind: 'latest_attempt_changed', attempt: next, config: rollout.config, reason }

@@ -9,7 +9,7 @@ import {
   validMode,
   validRolloutStatus,
 } from '../input-validation.js';
-import type { RolloutEvent } from '../rollout-status.js';
+import { assertStatusWrite, type RolloutEvent } from '../rollout-status.js';
 import type { Rollout, RolloutUpdate } from '../types.js';
 
 export interface RolloutUpdateDecision {
@@ -19,7 +19,10 @@ export interface RolloutUpdateDecision {
   readonly event: RolloutEvent | null;
 }
 
-/** Throws StoreError (not found, invalid argument) before anything is decided, so a refused update writes nothing. */
+/**
+ * Throws StoreError (not found, invalid argument, a status the transition table refuses: conflict) before anything
+ * is decided, so a refused update writes nothing.
+ */
 export function decideRolloutUpdate(
   state: { readonly rolloutId: string; readonly rollout: Rollout | undefined },
   update: RolloutUpdate,
@@ -38,5 +41,6 @@ export function decideRolloutUpdate(
   if (!Object.hasOwn(update, 'status')) return { rollout: next, event: null };
   const status = validRolloutStatus(update.status);
   const reason = validFailureReason(update.failure_reason);
+  assertStatusWrite(state.rolloutId, state.rollout.status, status);
   return { rollout: next, event: { kind: 'status_updated', status, reason } };
 }
