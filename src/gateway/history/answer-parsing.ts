@@ -1,8 +1,8 @@
 // What vLLM's chat route makes of generated text, composed from a family's reasoning and tool parsers: the whole
 // message of a non-stream answer, and the delta of each stream chunk. The gateway applies it to a token-in
 // generation so the agent gets the chat answer the engine would have given for the same tokens.
-import type { ParsedToolCall, ToolParser, ToolStreamer } from './hermes-tool-parser.js';
-import type { AnswerDelta, ReasoningParser } from './reasoning-parser.js';
+import type { ParsedToolCall, ToolParser, ToolStreamer } from './parsers/hermes-tool-parser.js';
+import type { AnswerDelta, ReasoningParser } from './parsers/think-reasoning-parser.js';
 
 export interface AnswerParsing {
   /** Null when the engine parses no reasoning (or the prompt already closed the think block). */

@@ -5,7 +5,7 @@ import type { HistoryConfig } from '../../../config/history-schema.js';
 import type { ParsedAnswer } from './answer-parsing.js';
 import type { AssistantTurn } from './assistant-turn.js';
 import { isObj, type Obj } from './narrow.js';
-import type { AnswerDelta } from './reasoning-parser.js';
+import type { AnswerDelta } from './parsers/think-reasoning-parser.js';
 export type ReasoningField = HistoryConfig['reasoningField'];
 
 /** vLLM's chat logprob when a step has no value (completions send null there). */

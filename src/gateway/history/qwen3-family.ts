@@ -3,8 +3,8 @@
 // (`--tool-call-parser hermes`). The ids are the tokenizer's, the same for every Qwen3 size.
 import type { AnswerParsing } from './answer-parsing.js';
 import type { AnswerParsingOptions, ChatFamily, PromptBlock } from './chat-family.js';
-import { createHermesToolParser } from './hermes-tool-parser.js';
-import { createThinkReasoningParser } from './reasoning-parser.js';
+import { createHermesToolParser } from './parsers/hermes-tool-parser.js';
+import { createThinkReasoningParser } from './parsers/think-reasoning-parser.js';
 
 const IM_START = 151644;
 const IM_END = 151645;

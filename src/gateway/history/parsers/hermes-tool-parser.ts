@@ -7,9 +7,9 @@
 // could start the tag), then a call's name once `"name": "..."` is complete (with a fresh `chatcmpl-tool-` id), then
 // its raw argument text as it grows, brace-matched so the closing `}` and `</tool_call>` add nothing.
 import { randomUUID } from 'node:crypto';
-import { isObj } from './narrow.js';
-import { pythonJson } from './py-json.js';
-import type { AnswerDelta } from './reasoning-parser.js';
+import { isObj } from '../narrow.js';
+import { pythonJson } from '../py-json.js';
+import type { AnswerDelta } from './think-reasoning-parser.js';
 
 export interface ParsedToolCall {
   readonly id: string;
