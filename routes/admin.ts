@@ -19,8 +19,8 @@
 // admin key; /ready is public).
 import { Hono } from 'hono';
 import { z } from 'zod';
-import type { AppEnv } from '../middleware/env.js';
 import { MAX_AGENT_TOKEN_TTL_SECONDS } from '../config/schema.js';
+import type { AppEnv } from '../middleware/env.js';
 import type { KeyRing } from '../src/auth/keys.js';
 import { isGatewayError } from '../src/errors.js';
 import type { PoolRegistry } from '../src/gateway/pools/model-pool.js';

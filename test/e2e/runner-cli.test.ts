@@ -14,6 +14,8 @@ import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 const E2E_TIMEOUT_MS = 90_000;
 
 const ADMIN_KEY = 'admin-key-for-runner-tests';
+/** The runner holds a runner key (not the admin key); its agents get per-attempt tokens minted with it. */
+const RUNNER_KEY = 'runner-key-for-runner-tests';
 const AGENT_KEY = 'agent-key-for-runner-tests';
 
 interface RunnerProcess {
@@ -29,7 +31,7 @@ let dir: string;
 let runners: RunnerProcess[];
 
 beforeEach(async () => {
-  gw = await startTestGateway({ auth: { adminKeys: [ADMIN_KEY], agentKeys: [AGENT_KEY] } });
+  gw = await startTestGateway({ auth: { adminKeys: [ADMIN_KEY], runnerKeys: [RUNNER_KEY], agentKeys: [AGENT_KEY] } });
   store = gw.gateway.store;
   dir = mkdtempSync(join(tmpdir(), 'rollgate-runner-e2e-'));
   runners = [];
@@ -47,7 +49,7 @@ afterEach(async () => {
 function startRunner(args: readonly string[], agent: readonly string[]): RunnerProcess {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', 'runner', '--gateway', gw.url, '--api-key', ADMIN_KEY, ...args, '--', ...agent],
+    ['--import', 'tsx', 'src/cli.ts', 'runner', '--gateway', gw.url, '--api-key', RUNNER_KEY, ...args, '--', ...agent],
     { env: { ...process.env, AGENT_DIR: dir }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const runner: RunnerProcess = {
@@ -133,7 +135,7 @@ describe('rollgate runner (CLI)', () => {
         Array.from({ length: 6 }, (_, i) => ({ input: { i, reward: i / 10, fail: i === 5 } })),
       );
       const runner = startRunner(
-        ['--concurrency', '2', '--agent-key', AGENT_KEY, '--heartbeat-ms', '200', '--worker-id', 'e2e'],
+        ['--concurrency', '2', '--heartbeat-ms', '200', '--worker-id', 'e2e'],
         [process.execPath, '-e', REWARD_AGENT],
       );
       await waitForFinished(rollouts);
@@ -153,7 +155,7 @@ describe('rollgate runner (CLI)', () => {
         const env = JSON.parse(readFileSync(join(dir, `${rollout.rollout_id}.json`), 'utf8'));
         expect(env).toEqual({
           base: `${gw.url}/rollout/${rollout.rollout_id}/attempt/${attempt.attempt_id}/v1`,
-          key: AGENT_KEY,
+          key: expect.stringMatching(/^rga2_/),
           rid: rollout.rollout_id,
           aid: attempt.attempt_id,
           task,
@@ -183,8 +185,8 @@ describe('rollgate runner (CLI)', () => {
       const hung = await store.enqueueRollout({ input: 'hung', config: { timeout_seconds: 1 } });
       const runner = startRunner(['--kill-grace-ms', '1000', '--shutdown-grace-ms', '300'], agent);
       await waitForFinished([hung]);
-      // No --agent-key: the agent got a token minted for its own rollout, not the runner's admin key.
-      expect(readFileSync(join(dir, `${hung.rollout_id}.key`), 'utf8')).toMatch(/^rga_/);
+      // No --agent-key: the agent got a token minted for its own attempt, not the runner's key.
+      expect(readFileSync(join(dir, `${hung.rollout_id}.key`), 'utf8')).toMatch(/^rga2_/);
       const timedOut = await onlyAttempt(hung.rollout_id);
       expect(timedOut.status).toBe('timeout');
       expect((await store.getRolloutById(hung.rollout_id))?.status).toBe('failed');

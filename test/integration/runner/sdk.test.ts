@@ -56,7 +56,7 @@ describe('runAgent (in-process SDK)', () => {
         if (explode) throw new Error('agent blew up');
         return x;
       },
-      { gatewayUrl: gw.url, apiKey: ADMIN_KEY, agentKey: AGENT_KEY, concurrency: 2, exitWhenIdle: true },
+      { gatewayUrl: gw.url, apiKey: ADMIN_KEY, concurrency: 2, exitWhenIdle: true },
     );
     expect(stats).toMatchObject({ started: 3, succeeded: 2, failed: 1, running: 0 });
 
@@ -67,7 +67,9 @@ describe('runAgent (in-process SDK)', () => {
       expect(await rewardsOf(rollout.rollout_id)).toEqual(explode ? [x / 100] : [x / 100, x]);
       expect((await store.getRolloutById(rollout.rollout_id))?.status).toBe(explode ? 'failed' : 'succeeded');
     }
-    expect(contexts.every((ctx) => ctx.apiKey === AGENT_KEY)).toBe(true);
+    // Each attempt reported with its own token, never the runner's key.
+    expect(contexts.every((ctx) => ctx.apiKey.startsWith('rga2_'))).toBe(true);
+    expect(new Set(contexts.map((ctx) => ctx.apiKey)).size).toBe(3);
     const failed = (await store.queryAttempts(rollouts[2]!.rollout_id)).items[0];
     expect(failed?.metadata).toMatchObject({ runner: { error: 'Error: agent blew up' } });
   });
@@ -91,7 +93,7 @@ describe('runAgent (in-process SDK)', () => {
       { gatewayUrl: gw.url, apiKey: ADMIN_KEY, model: MODEL, concurrency: 2, exitWhenIdle: true },
     );
     expect(stats).toMatchObject({ started: 2, succeeded: 2 });
-    expect([...keys.values()].every((key) => key.startsWith('rga_'))).toBe(true);
+    expect([...keys.values()].every((key) => key.startsWith('rga2_'))).toBe(true);
     expect(new Set(keys.values()).size).toBe(2);
     for (const rollout of rollouts) {
       expect(answers.get(rollout.rollout_id)).toContain(String(rollout.input));
@@ -121,7 +123,7 @@ describe('runAgent (in-process SDK)', () => {
     });
 
     const missing = attemptRewardUrl(gw.url, { rolloutId: 'ro-missing', attemptId: 'at-missing' });
-    const refused = await postReward({ rewardUrl: missing, apiKey: AGENT_KEY, value: 1 }).catch((e: unknown) => e);
+    const refused = await postReward({ rewardUrl: missing, apiKey: ADMIN_KEY, value: 1 }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(RewardPostError);
     expect((refused as RewardPostError).status).toBe(404);
   });
@@ -138,6 +140,20 @@ describe('runAgent (in-process SDK)', () => {
     const [attempt] = (await store.queryAttempts(rollout.rollout_id)).items;
     expect(attempt?.status).toBe('failed');
     expect(JSON.stringify(attempt?.metadata)).toContain('401');
+  });
+
+  it('fails the attempt when its agent reports with a shared agent key: those reach the model routes only', async () => {
+    const rollout = await store.enqueueRollout({ input: 1 });
+    const stats = await runAgent(async () => 1, {
+      gatewayUrl: gw.url,
+      apiKey: ADMIN_KEY,
+      agentKey: AGENT_KEY,
+      exitWhenIdle: true,
+    });
+    expect(stats).toMatchObject({ started: 1, failed: 1 });
+    const [attempt] = (await store.queryAttempts(rollout.rollout_id)).items;
+    expect(JSON.stringify(attempt?.metadata)).toContain('403');
+    expect((await store.querySpans(rollout.rollout_id)).items).toEqual([]);
   });
 
   it('stops on abort and resolves with its counters', async () => {
