@@ -102,13 +102,14 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
   const minters = [...adminKeys, ...runnerKeys];
   const enabled = minters.length + agentKeys.length > 0;
   // Only the keys that may mint sign: an agent key is in the sandbox, so a signing key it fed could be rebuilt
-  // there and tokens forged. Rotating the admin and runner keys revokes every token. Without them nobody can mint
+  // there and tokens forged. Replicas that list the same keys, in any order, verify each other's tokens; changing
+  // the admin or runner keys revokes every token. Without them nobody can mint
   // (or, with no keys at all, nobody needs a token): a random key then signs what is minted, valid in this process.
   const signingKey =
     minters.length === 0
       ? randomBytes(32)
       : createHash('sha256')
-          .update(['rollgate-agent-token-v2', ...minters].join('\n'))
+          .update(['rollgate-agent-token-v2', ...[...new Set(minters)].sort()].join('\n'))
           .digest();
   const sign = (payload: string): string =>
     createHmac('sha256', signingKey).update(`${TOKEN_PREFIX}${payload}`, 'utf8').digest('base64url');

@@ -32,7 +32,7 @@ export function registerAlgorithmCommand(program: Command): void {
     .description("Run the config's algorithms (apo, evaluate, rl, or your module) against a running gateway")
     .requiredOption('-g, --gateway <url>', 'gateway root, e.g. http://127.0.0.1:8080', parseGatewayUrl)
     .requiredOption('-c, --config <file>', 'config file whose "algorithms" to run')
-    .option('--api-key <key>', 'admin key for the gateway store API (default: ROLLGATE_API_KEY)')
+    .option('--api-key <key>', 'runner (or admin) key for the gateway store API (default: ROLLGATE_API_KEY)')
     .option('--report-dir <dir>', 'where reports go (default: <config folder>/data/reports)')
     .addOption(
       new Option('--log-level <level>', 'log level')

@@ -321,7 +321,7 @@ export function registerExportCommand(program: Command): void {
     )
     .option('--store <spec>', 'read this store directly: sqlite:PATH or postgres://URL')
     .option('-g, --gateway <url>', "read a running gateway's store API instead")
-    .option('--api-key <key>', 'admin key for --gateway (default: ROLLGATE_API_KEY)')
+    .option('--api-key <key>', 'runner or admin key for --gateway (default: ROLLGATE_API_KEY)')
     .option('--rollouts <ids>', 'only these rollout ids (comma-separated, repeatable)', parseList)
     .option('--since <time>', 'only rollouts started at or after this time (epoch seconds or ISO date)', parseSince)
     .option(

@@ -59,14 +59,15 @@ export function registerRunnerCommand(program: Command): void {
       new Option('--worker-id <id>', 'worker id prefix; slots are <id>-0, <id>-1, ... (default runner-<host>-<pid>)'),
     )
     .addOption(
-      new Option('--api-key <key>', 'key for the store API (admin scope); never passed to agents').env(
-        'ROLLGATE_API_KEY',
-      ),
+      new Option(
+        '--api-key <key>',
+        'runner (or admin) key for the store API and for minting agent tokens; never passed to agents',
+      ).env('ROLLGATE_API_KEY'),
     )
     .addOption(
       new Option(
         '--agent-key <key>',
-        'key agents get as OPENAI_API_KEY (default: with --api-key a token bound to each rollout, else "rollgate")',
+        'key agents get as OPENAI_API_KEY (default: with --api-key a short-lived token bound to each attempt, else "rollgate"); a shared agent key reaches the model routes only, so agents cannot post rewards with it',
       ).env('ROLLGATE_AGENT_KEY'),
     )
     .addOption(

@@ -155,6 +155,22 @@ describe('auth scopes', () => {
     expect(((await old.json()) as { error: { message: string } }).error.message).toMatch(/old format/);
   });
 
+  it('verifies tokens across replicas that list the same admin and runner keys in another order', () => {
+    const a = createKeyRing({ adminKeys: [ADMIN, 'second-admin-key-0123456'], runnerKeys: [RUNNER], agentKeys: [] });
+    const b = createKeyRing({
+      adminKeys: ['second-admin-key-0123456', ADMIN],
+      runnerKeys: [RUNNER],
+      agentKeys: [AGENT],
+    });
+    const minted = a.mintAgentToken({ rolloutId: 'r1', attemptId: 'a1' });
+    expect(b.authenticate(minted.token)).toEqual({
+      ok: true,
+      principal: { scope: 'rollout', rolloutId: 'r1', attemptId: 'a1' },
+    });
+    const rotated = createKeyRing({ adminKeys: [ADMIN], runnerKeys: ['new-runner-key-0123456789'], agentKeys: [] });
+    expect(rotated.authenticate(minted.token)).toEqual({ ok: false, reason: 'unknown' });
+  });
+
   it('refuses tokens when only shared agent keys are configured: nothing can sign them', async () => {
     const agentOnly = createKeyRing({ adminKeys: [], agentKeys: [AGENT] });
     const { token } = agentOnly.mintAgentToken({ rolloutId: 'r1' });

@@ -102,11 +102,11 @@ class BadRequestError(APIError):
 
 
 class AuthenticationError(APIError):
-    """401: missing or wrong API key (``/v1/rl/*`` and the store API need an admin key when auth is on)."""
+    """401: missing, wrong or expired API key (the store API and ``/v1/rl/*`` need a runner or admin key)."""
 
 
 class PermissionDeniedError(APIError):
-    """403: the key is valid but lacks the scope (e.g. an agent token on an admin route)."""
+    """403: the key is valid but lacks the scope (e.g. an agent token on another rollout, a runner key on weights)."""
 
 
 class NotFoundError(APIError):

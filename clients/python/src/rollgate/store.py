@@ -84,7 +84,7 @@ class StoreClient:
 
     Args:
         base_url: the gateway root (default ``$ROLLGATE_GATEWAY_URL``).
-        api_key: admin key when auth is on (default ``$ROLLGATE_API_KEY``).
+        api_key: runner or admin key when auth is on (default ``$ROLLGATE_API_KEY``).
         timeout_s: client-side timeout of one call (long polls add their wait on top).
         retry: retry policy for transport errors and retryable statuses.
     """

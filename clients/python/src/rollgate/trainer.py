@@ -1,4 +1,5 @@
-"""Client for rollgate's trainer protocol (``/v1/rl/*``, admin key required when auth is on).
+"""Client for rollgate's trainer protocol (``/v1/rl/*``; with auth on, batches need a runner or admin key and
+weight updates, which swap the served model, an admin key).
 
 Delivery is at-least-once: the gateway hands out the oldest batch nobody acknowledged, so a trainer that
 crashes or disconnects gets the same batch again (:attr:`Delivery.delivery` 2, 3, ...). A batch leaves the
@@ -89,7 +90,8 @@ class TrainerClient:
 
     Args:
         base_url: the gateway root, e.g. ``http://gw:8080`` (default ``$ROLLGATE_GATEWAY_URL``).
-        api_key: admin key (default ``$ROLLGATE_API_KEY``); not needed when the gateway runs without auth.
+        api_key: admin key, or a runner key for a trainer that only reads batches (default ``$ROLLGATE_API_KEY``);
+            not needed when the gateway runs without auth.
         binary: ask for the binary layout (compact, decoded without copies); False asks for JSON.
         use_numpy: decode into NumPy arrays (default: when NumPy is installed) or plain lists.
         timeout_s: client-side timeout of one call; a long poll waits its poll time on top of it.
