@@ -3,7 +3,7 @@
 // gateway's code is measured as it ships, with no timers on its hot path. The steps are synchronous (an async
 // method's share is its part up to its first await), so on a process pinned to one core their wall time is the
 // loop's time in them, garbage collection they trigger included.
-import { StoreSpanProcessor } from '../exporters/store-span-exporter.js';
+import { StoreWriter } from '../src/gateway/recording/store-writer.js';
 import { SpanEncoder } from '../src/store/codec/span-codec.js';
 import { CoreStore } from '../src/store/core/core-store.js';
 import { SqliteBackend } from '../src/store/sqlite/sqlite-backend.js';
@@ -13,8 +13,8 @@ export type StepTimes = Record<string, { readonly ms: number; readonly calls: nu
 
 /** The steps, by the name the report gives them; nested steps are also counted in the step that runs them. */
 export const STEPS = {
-  /** The span processor's onEnd: the ended span turned into the store's and handed to the store (all below). */
-  exporter: [StoreSpanProcessor, 'onEnd'],
+  /** The store writer: the call's stored span handed to the store (all below). */
+  exporter: [StoreWriter, 'write'],
   /** The store taking the span: validation, the attempt's heartbeat, the backend's insert. */
   addSpan: [CoreStore, 'addSpan'],
   /** SQLite's insert before the commit: the span encoded against its base (the codec, next). */

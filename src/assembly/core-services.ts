@@ -1,14 +1,14 @@
 // The recording path's long-lived services: the store, readiness, rollout attribution, the model pools and the
-// forward stack (engine, tracer provider, span writer) that records every call into the store.
+// forward stack (engine, store writer, tracer provider for export) that records every call into the store.
 import { setMaxListeners } from 'node:events';
 import type { RollgateConfig } from '../../config/schema.js';
 import { createOtlpSpanProcessor } from '../../exporters/otlp-exporter.js';
-import { StoreSpanProcessor } from '../../exporters/store-span-exporter.js';
 import { RolloutAttribution } from '../attribution/rollout-attribution.js';
 import { CallObserver } from '../gateway/engine/call-observer.js';
 import { createForwardStack, type ForwardStack } from '../gateway/engine/forward-stack.js';
 import { createPoolRegistry } from '../gateway/pools/model-pool.js';
 import type { PoolRegistry } from '../gateway/pools/pool-types.js';
+import { StoreWriter } from '../gateway/recording/store-writer.js';
 import type { Logger } from '../logger.js';
 import { GatewayMetrics } from '../metrics.js';
 import { Readiness } from '../readiness.js';
@@ -59,7 +59,7 @@ export async function buildCoreServices(options: {
   for (const pool of pools.snapshot()) logger.info('history mode', { model: pool.model, ...pool.history });
   const forwardStack = createForwardStack({
     config,
-    spanWriter: new StoreSpanProcessor({
+    storeWriter: new StoreWriter({
       store,
       logger,
       // The rollout was deleted while the call was in flight (docs/failure-classes.md#50): the agent keeps its answer, the
@@ -72,7 +72,8 @@ export async function buildCoreServices(options: {
       // The store may have stopped taking writes: readiness asks it again instead of reusing its last answer.
       onWriteFailed: () => readiness.invalidate(),
     }),
-    extraSpanProcessors: [new CallObserver({ metrics, logger }), ...(otlpExport === null ? [] : [otlpExport])],
+    observeCall: new CallObserver({ metrics, logger }).observe,
+    spanProcessors: otlpExport === null ? [] : [otlpExport],
     logger,
     registry: pools,
     // Spans of calls without a rollout only leave the process through OTLP.

@@ -1,6 +1,7 @@
-// The record of one call as the gateway captured it (content, tool calls, token ids and logprobs per choice) and
-// its canonical token-level form (what trainers read): shared by the capture code, the span writer in tracing/
-// and the store's readers, so it sits below all of them and imports nothing but the span attribute names.
+// The record of one call as the gateway captured it (content, tool calls, token ids and logprobs per choice), its
+// canonical token-level form (what trainers read) and the values a call record holds under the span attribute
+// names: shared by the capture code, the call record (src/gateway/recording/), the OpenTelemetry export and the
+// store's readers, so it sits below all of them and imports nothing but the span attribute names.
 import type { LogprobsDropReason, TokenIdsReason, TokenIdsStatus } from './span-attributes.js';
 
 export type Endpoint = 'chat' | 'completions' | 'responses';
@@ -80,3 +81,11 @@ export interface CanonicalRecord {
   readonly aborted: boolean;
   readonly usage: CanonicalUsage | null;
 }
+
+/**
+ * A value a call record holds under a span attribute name: what the store format can keep (finite numbers,
+ * homogeneous arrays without holes). Both the stored span and an exported OpenTelemetry span take it as it is.
+ */
+export type RecordedValue = string | number | boolean | string[] | number[] | boolean[];
+
+export type RecordedAttributes = Record<string, RecordedValue>;

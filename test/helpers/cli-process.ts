@@ -28,6 +28,8 @@ export interface SpawnCliOptions {
    * blocks): a write past it fails with EFBIG, the way a full disk fails it. Node ignores SIGXFSZ, so it lives on.
    */
   readonly fileSizeLimitBytes?: number;
+  /** Variables set in the process's environment on top of this one's. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export function spawnCli(args: readonly string[], options: SpawnCliOptions): CliProcess {
@@ -39,7 +41,7 @@ export function spawnCli(args: readonly string[], options: SpawnCliOptions): Cli
       : ['/bin/sh', ['-c', `ulimit -f ${Math.ceil(limit / 512)} && exec "$0" "$@"`, process.execPath, ...argv]];
   const child = spawn(command, commandArgs, {
     cwd: options.cwd,
-    env: { ...process.env, ROLLGATE_LOGGING_LEVEL: 'info' },
+    env: { ...process.env, ROLLGATE_LOGGING_LEVEL: 'info', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -13,9 +13,10 @@ import {
 } from '../request/response-cache.js';
 import { agentHeaders, answerUnrecorded, sendWhole } from './agent-answer.js';
 import type { CallRun } from './call-run.js';
-import { endCallSpan, NO_TOKEN_IDS, recordCapture, refusesUnrecorded } from './call-span.js';
 import type { ForwardCall } from './forward-call.js';
 import type { ForwardContext } from './forward-context.js';
+import { NO_TOKEN_IDS, recordCapture } from './record-answer.js';
+import { type CallEnding, endingWith } from './record-call.js';
 import { rewriteFor, stripFor } from './request-plan.js';
 import { UPSTREAM_PATHS } from './upstream-paths.js';
 
@@ -87,8 +88,8 @@ export async function lookupCache(context: ForwardContext, call: ForwardCall): P
 }
 
 /** A cache hit is a call like any other for the store: same span, same token ids, marked `hit`. */
-export async function answerFromCache(run: CallRun, cached: CacheHit): Promise<void> {
-  const { call, span } = run;
+export function answerFromCache(run: CallRun, cached: CacheHit): CallEnding {
+  const { call, record } = run;
   const { hit, version, strip } = cached;
   run.model = cached.route.model.name;
   run.onRecordingFailure = cached.route.model.recordingOnFailure ?? run.context.recording.onFailure;
@@ -101,19 +102,23 @@ export async function answerFromCache(run: CallRun, cached: CacheHit): Promise<v
     // Only parsed bodies are stored; a foreign store's value is still answered as it is.
   }
   recordCapture(run, { capture, complete: true });
-  if (!capture.sawChunk) span.setAttributes(NO_TOKEN_IDS);
-  span.setAttribute(A.ATTR_CACHE_STATUS, A.CACHE_STATUS_VALUE_HIT);
-  span.setAttribute(A.ATTR_MODEL_VERSION, version);
-  if (call.mode !== null) span.setAttribute(A.ATTR_MODE, call.mode);
-  const written = await endCallSpan(run, { outcome: A.STREAM_STATUS_VALUE_OK });
-  if (run.clientGone) return;
-  if (hit.status < 400 && refusesUnrecorded(run, written)) {
-    answerUnrecorded(run);
-    return;
-  }
-  const stored = Buffer.from(hit.body);
-  const body = strip === null || parsed === null ? stored : viewJsonBody(stored, parsed, strip);
-  sendWhole(run, { status: hit.status, headers: agentHeaders(call, hit.contentType), body });
+  if (!capture.sawChunk) record.setAll(NO_TOKEN_IDS);
+  record.set(A.ATTR_CACHE_STATUS, A.CACHE_STATUS_VALUE_HIT);
+  record.set(A.ATTR_MODEL_VERSION, version);
+  if (call.mode !== null) record.set(A.ATTR_MODE, call.mode);
+  return {
+    ...endingWith({ outcome: A.STREAM_STATUS_VALUE_OK }),
+    refusable: hit.status < 400,
+    deliver(refused) {
+      if (refused) {
+        answerUnrecorded(run);
+        return;
+      }
+      const stored = Buffer.from(hit.body);
+      const body = strip === null || parsed === null ? stored : viewJsonBody(stored, parsed, strip);
+      sendWhole(run, { status: hit.status, headers: agentHeaders(call, hit.contentType), body });
+    },
+  };
 }
 
 /** Stores a miss's answer; awaited before the answer goes out, so the agent's next identical call finds it. */

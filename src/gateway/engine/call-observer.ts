@@ -1,13 +1,12 @@
-// Per-call metrics and the one info log line per call, taken from the call span when it ends:
-// every number the forward path knows is already on the span, so the hot path does no extra work. The span
-// ends before the answer's last byte is written, so the log line is written on the next turn of the
-// event loop, after the response has finished.
-import type { Context } from '@opentelemetry/api';
-import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+// Per-call metrics and the one info log line per call, taken from the call record when the call is recorded
+// (record-call.ts): every number the forward path knows is already on the record, so the hot path does no extra
+// work. The call is recorded before the answer's last byte is written, so the log line is written on the next turn
+// of the event loop, after the response has finished.
 import * as A from '../../contracts/span-attributes.js';
 import { ERROR_SPECS } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { GatewayMetrics } from '../../metrics.js';
+import type { CallRecord } from '../recording/call-record.js';
 
 function text(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
@@ -21,18 +20,13 @@ function num(value: unknown): number | null {
  * The route family a call is counted under. The span's operation name follows the GenAI conventions, where a
  * Responses call is a `chat` like any other; the metric keeps the API the agent spoke apart.
  */
-function routeOf(span: ReadableSpan): string {
-  const attributes = span.attributes;
+function routeOf(record: CallRecord): string {
+  const attributes = record.attributes;
   const api = attributes[A.ATTR_API];
   if (api === A.API_VALUE_OPENAI_RESPONSES) return 'responses';
   if (api === A.API_VALUE_ANTHROPIC_MESSAGES) return 'messages';
   if (text(attributes[A.ATTR_UPSTREAM_URL])?.endsWith('/responses') === true) return 'responses';
-  return text(attributes[A.ATTR_GEN_AI_OPERATION_NAME]) ?? span.name;
-}
-
-function durationS(span: ReadableSpan): number {
-  const [seconds, nanos] = span.duration;
-  return seconds + nanos / 1e9;
+  return text(attributes[A.ATTR_GEN_AI_OPERATION_NAME]) ?? record.name;
 }
 
 export interface CallObserverOptions {
@@ -55,7 +49,7 @@ function httpStatusLabel(upstreamStatus: number | null, errorType: string | null
   return CLIENT_CLOSED_STATUS;
 }
 
-export class CallObserver implements SpanProcessor {
+export class CallObserver {
   readonly #metrics: GatewayMetrics;
   readonly #logger: Logger;
 
@@ -64,23 +58,20 @@ export class CallObserver implements SpanProcessor {
     this.#logger = options.logger;
   }
 
-  onStart(_span: Span, _context: Context): void {}
-
-  onEnd(span: ReadableSpan): void {
-    const attributes = span.attributes;
-    // Upstream tries are children of the call span; the call span carries their count.
-    if (attributes[A.ATTR_UPSTREAM_TRY] !== undefined) return;
+  /** Counts the recorded call and logs its line. */
+  readonly observe = (record: CallRecord): void => {
+    const attributes = record.attributes;
     const model = text(attributes[A.ATTR_GEN_AI_REQUEST_MODEL]) ?? '';
     const backend = text(attributes[A.ATTR_BACKEND]) ?? '';
     const upstreamStatus = num(attributes[A.ATTR_UPSTREAM_STATUS_CODE]);
-    const streamStatus = text(attributes[A.ATTR_STREAM_STATUS]);
-    const errorType = text(attributes[A.ATTR_ERROR_TYPE]);
+    const streamStatus = record.outcome;
+    const errorType = record.errorType;
     const status = httpStatusLabel(upstreamStatus, errorType ?? streamStatus);
     const outcome = errorType ?? streamStatus ?? 'ok';
     // Retries keep their historical reason: the backend's status, else what ended the call.
     const retryReason = upstreamStatus !== null ? String(upstreamStatus) : outcome;
-    const route = routeOf(span);
-    const latencyS = durationS(span);
+    const route = routeOf(record);
+    const latencyS = record.durationS();
     const stream = attributes[A.ATTR_GEN_AI_REQUEST_STREAM] === true;
     const metrics = this.#metrics;
     metrics.requestTally.inc({ route, status, model, outcome });
@@ -113,9 +104,9 @@ export class CallObserver implements SpanProcessor {
     if (logger.infoEnabled?.() === false) return;
     const line = {
       requestId: text(attributes[A.ATTR_REQUEST_ID]),
-      rollout: text(attributes[A.ATTR_ROLLOUT_ID]),
-      attempt: text(attributes[A.ATTR_ATTEMPT_ID]),
-      sequence: num(attributes[A.ATTR_SPAN_SEQUENCE_ID]),
+      rollout: record.attribution?.rid ?? null,
+      attempt: record.attribution?.aid ?? null,
+      sequence: record.attribution?.seq ?? null,
       model,
       version: num(attributes[A.ATTR_MODEL_VERSION]),
       backend,
@@ -125,13 +116,5 @@ export class CallObserver implements SpanProcessor {
       latencyMs: Math.round(latencyS * 1000),
     };
     setImmediate(() => logger.info('call', line));
-  }
-
-  forceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-
-  shutdown(): Promise<void> {
-    return Promise.resolve();
-  }
+  };
 }

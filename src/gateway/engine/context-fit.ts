@@ -61,7 +61,7 @@ async function promptFit(
  * (undefined: as the agent sent them). A call whose model resolves to no pool goes on untouched: the tries report it.
  */
 export async function fitToContext(run: CallRun, faithful: FaithfulPlan | null): Promise<number | undefined> {
-  const { call, context, span } = run;
+  const { call, context, record } = run;
   let route: ResolvedRoute;
   try {
     route = context.registry.resolve(call.poolModel ?? call.body.model, { rolloutId: call.attribution?.rid ?? null });
@@ -69,7 +69,7 @@ export async function fitToContext(run: CallRun, faithful: FaithfulPlan | null):
     return undefined;
   }
   const contextLength = await context.contextLengths.of(route);
-  if (contextLength !== null) span.setAttribute(A.ATTR_ENGINE_MAX_MODEL_LEN, contextLength);
+  if (contextLength !== null) record.set(A.ATTR_ENGINE_MAX_MODEL_LEN, contextLength);
   const clamp = route.model.clampMaxTokens;
   const requested = requestedMaxTokens(run);
   if (requested === null || (clamp.atMost === undefined && !clamp.toContext)) return undefined;
@@ -85,6 +85,6 @@ export async function fitToContext(run: CallRun, faithful: FaithfulPlan | null):
     }
   }
   if (requested <= limit) return undefined;
-  span.setAttribute(A.ATTR_REQUEST_MAX_TOKENS_CLAMP, reason);
+  record.set(A.ATTR_REQUEST_MAX_TOKENS_CLAMP, reason);
   return limit;
 }

@@ -1,13 +1,15 @@
 // The forward stack: the forward engine built from config with what it owns, the model registry (one keep-alive
-// pool per backend) and the gateway's own tracer provider with the given span writer; one close() for all.
+// pool per backend), the store writer that records its calls and the gateway's own tracer provider for the
+// OpenTelemetry export; one close() for all.
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Keyv } from 'keyv';
 import type { RollgateConfig } from '../../../config/schema.js';
 import type { Logger } from '../../logger.js';
-import type { PendingSpanWrites } from '../../tracing/pending-writes.js';
 import { createTracing, type Tracing } from '../../tracing/provider.js';
 import { callRoleRulesLookup } from '../capture/call-role-rules.js';
 import { createStaticModelRegistry, type ModelRegistry } from '../pools/model-registry.js';
+import type { CallRecord } from '../recording/call-record.js';
+import type { StoreWriter } from '../recording/store-writer.js';
 import { BoundedMemoryMap } from '../request/bounded-memory-map.js';
 import { createResponseCache, type ResponseCache } from '../request/response-cache.js';
 import { createForwardEngine, type ForwardEngine } from './forward-engine.js';
@@ -20,25 +22,27 @@ const RESPONSE_CACHE_TTL_MS = 60 * 60 * 1000;
 
 export interface ForwardStackOptions {
   readonly config: Pick<RollgateConfig, 'models' | 'tracing'>;
-  /** Writes attributed spans to the store and lets the gateway await each write (docs/durability.md). */
-  readonly spanWriter: SpanProcessor & PendingSpanWrites;
-  /** More processors, e.g. a batch OTLP exporter that must never delay a call. */
-  readonly extraSpanProcessors?: readonly SpanProcessor[];
+  /** Writes attributed calls' stored spans; each call awaits its write (docs/durability.md). */
+  readonly storeWriter: StoreWriter;
+  /** Told of every recorded call: the metrics and the access log (call-observer.ts). */
+  readonly observeCall?: (record: CallRecord) => void;
+  /** Where exported spans go, e.g. a batch OTLP exporter that must never delay a call; none: nothing is exported. */
+  readonly spanProcessors?: readonly SpanProcessor[];
   readonly logger: Logger;
   /** Replaces the config's round-robin registry (health, sticky routing). */
   readonly registry?: ModelRegistry;
-  /** Record messages on spans of calls without a rollout (default true; see forward-engine.ts). */
+  /** Record messages of calls without a rollout (default true; see forward-engine.ts). */
   readonly captureUnattributedContent?: boolean;
   /** Answers opted-in temperature-0 calls (response-cache.ts); default: bounded, in memory. Closed with the stack. */
   readonly responseCache?: ResponseCache;
-  /** What a call whose span could not be stored gets (recording-policy.ts); default: it fails, retryably. */
+  /** What a call that could not be stored gets (recording-policy.ts); default: it fails, retryably. */
   readonly recording?: RecordingOptions;
 }
 
 export interface ForwardStack {
   readonly engine: ForwardEngine;
   readonly tracing: Tracing;
-  /** Idempotent: closes the upstream pools, then flushes and shuts the tracer provider down. */
+  /** Idempotent: closes the upstream pools, waits for the store writes, then shuts the tracer provider down. */
   close(): Promise<void>;
 }
 
@@ -53,11 +57,12 @@ export function createForwardStack(options: ForwardStackOptions): ForwardStack {
       }),
       ttlMs: RESPONSE_CACHE_TTL_MS,
     });
-  const tracing = createTracing({ spanProcessors: [options.spanWriter, ...(options.extraSpanProcessors ?? [])] });
+  const tracing = createTracing({ spanProcessors: options.spanProcessors ?? [] });
   const engine = createForwardEngine({
     registry,
-    tracer: tracing.tracer,
-    pendingWrites: options.spanWriter,
+    storeWriter: options.storeWriter,
+    tracing,
+    ...(options.observeCall === undefined ? {} : { observeCall: options.observeCall }),
     logger: options.logger,
     captureContent: options.config.tracing.captureContent,
     captureUnattributedContent: options.captureUnattributedContent ?? true,
@@ -73,6 +78,7 @@ export function createForwardStack(options: ForwardStackOptions): ForwardStack {
       closing ??= (async () => {
         await engine.close();
         await responseCache.close();
+        await options.storeWriter.flush();
         await tracing.close();
       })();
       return closing;

@@ -6,7 +6,6 @@ import type { ResolvedRoute } from '../pools/model-registry.js';
 import { type AgentViewStrip, agentViewStrip } from '../request/agent-view.js';
 import { type RewrittenBody, rewriteBody } from '../request/body-rewrite.js';
 import type { CallRun } from './call-run.js';
-import { endCallSpan } from './call-span.js';
 import type { ForwardCall } from './forward-call.js';
 
 /** The body the route's backend gets: the agent's keys plus token ids, logprobs and usage (body-rewrite.ts). */
@@ -65,15 +64,13 @@ export async function planHistory(run: CallRun): Promise<FaithfulPlan | null> {
       requestId: call.requestId,
       err: String(error),
     });
-    run.span.setAttribute(A.ATTR_HISTORY_STATUS, A.HISTORY_STATUS_VALUE_BYPASSED);
-    run.span.setAttribute(A.ATTR_HISTORY_BYPASS_REASON, 'internal_error');
+    run.record.set(A.ATTR_HISTORY_STATUS, A.HISTORY_STATUS_VALUE_BYPASSED);
+    run.record.set(A.ATTR_HISTORY_BYPASS_REASON, 'internal_error');
     return null;
   }
   if (decision === null) return null;
-  run.span.setAttributes(decision.attributes);
-  if (decision.kind === 'refuse') {
-    await endCallSpan(run, { outcome: A.STREAM_STATUS_VALUE_ERROR, errorType: decision.error.code });
-    throw decision.error;
-  }
+  run.record.setAll(decision.attributes);
+  // The call is recorded as failed with the refusal's code where every failure is (forward-engine.ts).
+  if (decision.kind === 'refuse') throw decision.error;
   return decision.kind === 'faithful' ? decision.plan : null;
 }

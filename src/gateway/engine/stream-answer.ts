@@ -1,5 +1,5 @@
 // The stream answer path: relay the engine's SSE events to the agent as they arrive while the capture tees them,
-// then end and store the span before the last event (or an error event in its place) goes out.
+// and hold the last event (or an error event in its place) until the call is recorded (forward-engine.ts).
 import * as A from '../../contracts/span-attributes.js';
 import { CallCapture } from '../capture/call-capture.js';
 import type { UpstreamAnswer } from '../history/faithful-call.js';
@@ -8,7 +8,8 @@ import { StreamRelay, sseErrorEvent } from '../stream/stream-relay.js';
 import { errorTypeOf } from '../upstream/upstream-error.js';
 import { agentHeaders, headerString } from './agent-answer.js';
 import type { CallRun, Outcome } from './call-run.js';
-import { endCallSpan, recordCapture, refusesUnrecorded } from './call-span.js';
+import { recordCapture } from './record-answer.js';
+import type { CallEnding } from './record-call.js';
 import { recordingFailedBody } from './recording-policy.js';
 
 export interface StreamAnswerOptions {
@@ -18,9 +19,9 @@ export interface StreamAnswerOptions {
   readonly strip: AgentViewStrip | null;
 }
 
-/** Resolves once the stream ended for the agent, whichever way; never rejects. */
-export function relayStream(run: CallRun, options: StreamAnswerOptions): Promise<void> {
-  const { call, context } = run;
+/** Resolves once the upstream stream ended, whichever way, with the last event still to send; never rejects. */
+export function relayStream(run: CallRun, options: StreamAnswerOptions): Promise<CallEnding> {
+  const { call } = run;
   const sink = call.sink;
   const { response } = options;
   const body = response.body;
@@ -30,36 +31,26 @@ export function relayStream(run: CallRun, options: StreamAnswerOptions): Promise
   const headers = agentHeaders(call, headerString(response.headers['content-type']));
   headers['cache-control'] = 'no-cache';
   sink.writeHead(response.statusCode, headers);
-  run.span.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, response.statusCode);
+  run.record.set(A.ATTR_UPSTREAM_STATUS_CODE, response.statusCode);
 
-  return new Promise<void>((resolve) => {
+  return new Promise<CallEnding>((resolve) => {
     let settled = false;
-    const settle = (): void => {
+    const finishWith = (outcome: Outcome, last: Buffer | null, errorType?: string): void => {
       if (settled) return;
       settled = true;
-      resolve();
-    };
-    const finishWith = (outcome: Outcome, last: Buffer | null, errorType?: string): void => {
       recordCapture(run, { capture, complete: outcome === A.STREAM_STATUS_VALUE_OK });
-      endCallSpan(run, { outcome, errorType }).then(
-        (written) => {
-          if (!run.clientGone) {
-            run.finished = true;
-            // An error event instead of the end makes the SDK raise: the agent must not take the call as done.
-            const end =
-              outcome === A.STREAM_STATUS_VALUE_OK && refusesUnrecorded(run, written)
-                ? sseErrorEvent(recordingFailedBody(), call.endpoint)
-                : last;
-            if (end !== null) sink.end(end);
-            else sink.end();
-          }
-          settle();
+      resolve({
+        outcome,
+        ...(errorType === undefined ? {} : { errorType }),
+        refusable: outcome === A.STREAM_STATUS_VALUE_OK,
+        deliver(refused) {
+          run.finished = true;
+          // An error event instead of the end makes the SDK raise: the agent must not take the call as done.
+          const end = refused ? sseErrorEvent(recordingFailedBody(), call.endpoint) : last;
+          if (end !== null) sink.end(end);
+          else sink.end();
         },
-        (error: unknown) => {
-          context.logger.error('span end failed', { requestId: call.requestId, err: String(error) });
-          settle();
-        },
-      );
+      });
     };
     const relay = new StreamRelay({
       sink,
@@ -68,7 +59,7 @@ export function relayStream(run: CallRun, options: StreamAnswerOptions): Promise
       strip: options.strip,
       hooks: {
         onFirstEvent: () => {
-          run.span.setAttribute(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, run.elapsedSeconds());
+          run.record.set(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, run.elapsedSeconds());
         },
         onDone: (doneEvent) => {
           // The body is left to drain (the relay ignores what follows) so the socket stays pooled.

@@ -4,6 +4,7 @@ import * as A from '../../contracts/span-attributes.js';
 import { GatewayError, isGatewayError } from '../../errors.js';
 import { FAITHFUL_UPSTREAM_PATH, type FaithfulPlan } from '../history/faithful-call.js';
 import type { ResolvedRoute } from '../pools/model-registry.js';
+import { exportParent } from '../recording/call-export.js';
 import type { RewrittenBody } from '../request/body-rewrite.js';
 import {
   HEADER_ATTEMPT_ID,
@@ -17,7 +18,6 @@ import { upstreamPayload } from '../upstream/upstream-payload.js';
 import { type SentUpstream, sendUpstream, UpstreamTriesFailed } from '../upstream/upstream-tries.js';
 import { EVENT_STREAM, JSON_CONTENT_TYPE } from './agent-answer.js';
 import type { CallRun } from './call-run.js';
-import { endCallSpan } from './call-span.js';
 import type { ForwardCall } from './forward-call.js';
 import { rewriteFor } from './request-plan.js';
 import { UPSTREAM_PATHS } from './upstream-paths.js';
@@ -64,11 +64,11 @@ export interface UpstreamPlan {
 }
 
 /**
- * Sends the call, retrying on other backends (upstream-tries.ts). Null when the agent left meanwhile (the span is
- * ended, the call is over); a failure of every try ends the span and is thrown as the agent's GatewayError.
+ * Sends the call, retrying on other backends (upstream-tries.ts). Null when the agent left meanwhile (the call is
+ * over); a failure of every try is thrown as the agent's GatewayError, our own failure as it is.
  */
 export async function sendToPool(run: CallRun, plan: UpstreamPlan): Promise<SentUpstream<RewrittenBody> | null> {
-  const { call, context, span } = run;
+  const { call, context, record } = run;
   const { faithful } = plan;
   try {
     return await sendUpstream({
@@ -91,24 +91,17 @@ export async function sendToPool(run: CallRun, plan: UpstreamPlan): Promise<Sent
       },
       signal: run.abort,
       aborted: () => run.clientGone,
-      tracer: context.tracer,
-      parent: span,
+      tracer: context.tracing.tracer,
+      parent: exportParent(record),
     });
   } catch (error) {
-    if (run.clientGone) {
-      await endCallSpan(run, { outcome: A.STREAM_STATUS_VALUE_CLIENT_DISCONNECTED });
-      return null;
-    }
+    if (run.clientGone) return null;
     const failed = error instanceof UpstreamTriesFailed ? error : null;
-    if (failed === null && !isGatewayError(error)) {
-      // Building the request failed before any backend was contacted: our fault, never `upstream_unreachable`.
-      await endCallSpan(run, { outcome: A.STREAM_STATUS_VALUE_ERROR, errorType: 'internal_error' });
-      throw error;
-    }
-    if (failed !== null) span.setAttribute(A.ATTR_UPSTREAM_RETRY_COUNT, failed.retries);
+    // Building the request failed before any backend was contacted: our fault, never `upstream_unreachable`.
+    if (failed === null && !isGatewayError(error)) throw error;
+    if (failed !== null) record.set(A.ATTR_UPSTREAM_RETRY_COUNT, failed.retries);
     const gatewayError = transportError(failed?.lastError ?? error);
     context.logger.debug('upstream request failed', { requestId: call.requestId, code: gatewayError.code });
-    await endCallSpan(run, { outcome: A.STREAM_STATUS_VALUE_ERROR, errorType: gatewayError.code });
     throw gatewayError;
   }
 }

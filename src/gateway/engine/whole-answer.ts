@@ -1,5 +1,5 @@
 // The non-stream answer path (and an upstream error answering a stream request): read the whole body, record it,
-// store the span, then answer the agent in one write. An upstream error keeps its status, its body normalised.
+// then (once the call is recorded, forward-engine.ts) answer the agent in one write. An upstream error keeps its status, its body normalised.
 import * as A from '../../contracts/span-attributes.js';
 import type { OpenAIErrorBody } from '../../errors.js';
 import { CallCapture } from '../capture/call-capture.js';
@@ -17,7 +17,8 @@ import {
 } from './agent-answer.js';
 import { type CacheMiss, fillCache } from './cached-answer.js';
 import type { CallRun, Outcome } from './call-run.js';
-import { endCallSpan, NO_TOKEN_IDS, recordCapture, refusesUnrecorded } from './call-span.js';
+import { NO_TOKEN_IDS, recordCapture } from './record-answer.js';
+import type { CallEnding } from './record-call.js';
 
 export interface WholeAnswerOptions {
   readonly response: UpstreamAnswer;
@@ -27,7 +28,7 @@ export interface WholeAnswerOptions {
   readonly strip: AgentViewStrip | null;
 }
 
-export async function answerWhole(run: CallRun, options: WholeAnswerOptions): Promise<void> {
+export async function answerWhole(run: CallRun, options: WholeAnswerOptions): Promise<CallEnding> {
   const { call } = run;
   const { response, isStream, miss, strip } = options;
   const status = response.statusCode;
@@ -70,21 +71,23 @@ export async function answerWhole(run: CallRun, options: WholeAnswerOptions): Pr
       // Not our JSON to judge: the agent gets the bytes; the span says ids are missing.
     }
     recordCapture(run, { capture, complete: true });
-    if (!capture.sawChunk) run.span.setAttributes(NO_TOKEN_IDS);
+    if (!capture.sawChunk) run.record.setAll(NO_TOKEN_IDS);
     else if (miss !== null && status < 300 && !run.clientGone) {
       await fillCache(run, { miss, value: { status, contentType: contentType ?? JSON_CONTENT_TYPE, body: text } });
     }
     // After the capture and the cache, which keep the full answer; Content-Length follows the new body below.
     if (strip !== null && parsed !== null) body = viewJsonBody(body, parsed, strip);
   }
-  run.span.setAttribute(A.ATTR_UPSTREAM_STATUS_CODE, status);
-  if (isStream && status < 400) run.span.setAttribute(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, run.elapsedSeconds());
-  const written = await endCallSpan(run, { outcome, errorType });
-  if (run.clientGone) return;
-  // An upstream error keeps its own answer: it is no success to take back, and retrying it would not help.
-  if (status < 400 && refusesUnrecorded(run, written)) {
-    answerUnrecorded(run);
-    return;
-  }
-  sendWhole(run, { status, headers, body });
+  run.record.set(A.ATTR_UPSTREAM_STATUS_CODE, status);
+  if (isStream && status < 400) run.record.set(A.ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, run.elapsedSeconds());
+  return {
+    outcome,
+    ...(errorType === undefined ? {} : { errorType }),
+    // An upstream error keeps its own answer: it is no success to take back, and retrying it would not help.
+    refusable: status < 400,
+    deliver(refused) {
+      if (refused) answerUnrecorded(run);
+      else sendWhole(run, { status, headers, body });
+    },
+  };
 }

@@ -1,22 +1,29 @@
 // rollgate_requests_total: `status` is always an HTTP status and `outcome` says what ended the call, so a
 // dashboard summing by status never meets a label value like "upstream_timeout".
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
 import { CallObserver } from '../../../src/gateway/engine/call-observer.js';
+import { CallRecord, type Outcome } from '../../../src/gateway/recording/call-record.js';
 import { silentLogger } from '../../../src/logger.js';
 import { GatewayMetrics } from '../../../src/metrics.js';
 
-function callSpan(attributes: Record<string, unknown>): ReadableSpan {
-  return {
+/** An ended call's record; its outcome and error type are those the attributes name, as record-call.ts sets both. */
+function callRecord(attributes: Record<string, unknown>): CallRecord {
+  const record = new CallRecord({
     name: 'chat m',
+    attribution: null,
     attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'm', ...attributes },
-    duration: [0, 1_000_000],
-  } as unknown as ReadableSpan;
+  });
+  const errorType = attributes['error.type'];
+  record.outcome =
+    (attributes['rollgate.stream.status'] as Outcome | undefined) ?? (errorType === undefined ? null : 'error');
+  record.errorType = typeof errorType === 'string' ? errorType : null;
+  record.endMs = record.startMs + 1;
+  return record;
 }
 
 async function countedLines(attributes: Record<string, unknown>): Promise<string[]> {
   const metrics = new GatewayMetrics({ defaultMetrics: false });
-  new CallObserver({ metrics, logger: silentLogger }).onEnd(callSpan(attributes));
+  new CallObserver({ metrics, logger: silentLogger }).observe(callRecord(attributes));
   return (await metrics.render()).split('\n').filter((line) => line.startsWith('rollgate_requests_total{'));
 }
 

@@ -4,10 +4,10 @@
 // ours, not an `upstream_unreachable` of a backend that was never contacted.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
-import { StoreSpanProcessor } from '../../../exporters/store-span-exporter.js';
 import { isGatewayError } from '../../../src/errors.js';
 import { createForwardStack, type ForwardStack } from '../../../src/gateway/engine/forward-stack.js';
 import { createPoolRegistry, type PoolRegistry } from '../../../src/gateway/pools/model-pool.js';
+import { StoreWriter } from '../../../src/gateway/recording/store-writer.js';
 import { WebResponseSink } from '../../../src/gateway/stream/web-sink.js';
 import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory/memory.js';
@@ -29,7 +29,7 @@ beforeAll(async () => {
   pools = createPoolRegistry({ models: config.models, logger: silentLogger });
   proxy = createForwardStack({
     config,
-    spanWriter: new StoreSpanProcessor({ store, logger: silentLogger }),
+    storeWriter: new StoreWriter({ store, logger: silentLogger }),
     logger: silentLogger,
     registry: pools,
   });

@@ -4,10 +4,10 @@
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configSchema } from '../../../config/schema.js';
-import { StoreSpanProcessor } from '../../../exporters/store-span-exporter.js';
 import * as A from '../../../src/contracts/span-attributes.js';
 import type { CallAttribution } from '../../../src/gateway/engine/forward-call.js';
 import { createForwardStack, type ForwardStack } from '../../../src/gateway/engine/forward-stack.js';
+import { StoreWriter } from '../../../src/gateway/recording/store-writer.js';
 import { WebResponseSink } from '../../../src/gateway/stream/web-sink.js';
 import { silentLogger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory/memory.js';
@@ -40,8 +40,8 @@ function startProxy(captureUnattributedContent?: boolean): { proxy: ForwardStack
   const config = configSchema.parse({ models: [{ name: 'mock-model', backends: [{ url: mock.url }] }] });
   const proxy = createForwardStack({
     config,
-    spanWriter: new StoreSpanProcessor({ store, logger: silentLogger }),
-    extraSpanProcessors: [collector],
+    storeWriter: new StoreWriter({ store, logger: silentLogger }),
+    spanProcessors: [collector],
     logger: silentLogger,
     ...(captureUnattributedContent === undefined ? {} : { captureUnattributedContent }),
   });
