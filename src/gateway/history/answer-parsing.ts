@@ -1,20 +1,17 @@
 // What vLLM's chat route makes of generated text, composed from a family's reasoning and tool parsers: the whole
 // message of a non-stream answer, and the delta of each stream chunk. The gateway applies it to a token-in
 // generation so the agent gets the chat answer the engine would have given for the same tokens.
-import type { ParsedToolCall, ToolParser, ToolStreamer } from './parsers/hermes-tool-parser.js';
+import type { ToolParser, ToolStreamer } from './parsers/hermes-tool-parser.js';
+import type { OutputParser, ParsedAnswer, ParsedToolCall } from './parsers/output-parser.js';
 import type { AnswerDelta, ReasoningParser } from './parsers/think-reasoning-parser.js';
+
+export type { ParsedAnswer } from './parsers/output-parser.js';
 
 export interface AnswerParsing {
   /** Null when the engine parses no reasoning (or the prompt already closed the think block). */
   readonly reasoning: ReasoningParser | null;
   /** Null when the request has no tools (or `tool_choice: "none"`). */
   readonly tools: ToolParser | null;
-}
-
-export interface ParsedAnswer {
-  readonly reasoning: string | null;
-  readonly content: string | null;
-  readonly toolCalls: readonly ParsedToolCall[];
 }
 
 /** The non-stream answer: reasoning split off first, then tool calls taken out of the content. */
@@ -87,4 +84,20 @@ export class AnswerDeltas {
     this.#previousIds = currentIds;
     return delta;
   }
+}
+
+/** A reasoning parser and a tool parser composed into one output parser (vLLM's legacy parser pair). */
+export function composedOutputParser(parsing: AnswerParsing): OutputParser {
+  return {
+    parse: (text) => parseAnswer(text, parsing),
+    stream() {
+      const deltas = new AnswerDeltas(parsing);
+      return {
+        next: (deltaText, deltaIds) => deltas.next(deltaText, deltaIds),
+        get toolsCalled() {
+          return deltas.toolsCalled;
+        },
+      };
+    },
+  };
 }

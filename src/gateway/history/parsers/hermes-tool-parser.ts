@@ -6,16 +6,12 @@
 // Stream: the whole text so far is re-read on every chunk: content up to `<tool_call>` (holding back a suffix that
 // could start the tag), then a call's name once `"name": "..."` is complete (with a fresh `chatcmpl-tool-` id), then
 // its raw argument text as it grows, brace-matched so the closing `}` and `</tool_call>` add nothing.
-import { randomUUID } from 'node:crypto';
 import { isObj } from '../narrow.js';
 import { pythonJson } from '../py-json.js';
+import { type ParsedToolCall, randomToolCallId } from './output-parser.js';
 import type { AnswerDelta } from './think-reasoning-parser.js';
 
-export interface ParsedToolCall {
-  readonly id: string;
-  readonly name: string;
-  readonly arguments: string;
-}
+export type { ParsedToolCall } from './output-parser.js';
 
 export interface ToolStreamer {
   /** The delta for the content so far (reasoning excluded); null when nothing new can be sent. */
@@ -35,11 +31,6 @@ const CLOSE = '</tool_call>';
 const BLOCKS = /<tool_call>(.*?)<\/tool_call>|<tool_call>(.*)/gs;
 const NAME = /"name"\s*:\s*"([^"]+)"/;
 const ARGUMENTS = /"arguments"\s*:\s*/;
-
-/** vLLM's tool-call id: `chatcmpl-tool-` and a random 32-hex uuid. */
-function toolCallId(): string {
-  return `chatcmpl-tool-${randomUUID().replaceAll('-', '')}`;
-}
 
 /** Length of the longest suffix of `text` that is a proper prefix of `tag`. */
 function partialTagLength(text: string, tag: string): number {
@@ -143,7 +134,7 @@ class HermesStreamer implements ToolStreamer {
         if (name === undefined) break;
         this.#names[i] = name;
         this.#sentArguments[i] = '';
-        calls.push({ id: toolCallId(), type: 'function', index: i, function: { name } });
+        calls.push({ id: randomToolCallId(), type: 'function', index: i, function: { name } });
       }
       const args = argumentsText(call);
       const sent = this.#sentArguments[i] ?? '';
@@ -179,7 +170,7 @@ export function createHermesToolParser(): ToolParser {
           return null;
         }
         if (!isObj(parsed) || typeof parsed.name !== 'string' || !('arguments' in parsed)) return null;
-        toolCalls.push({ id: toolCallId(), name: parsed.name, arguments: pythonJson(parsed.arguments) });
+        toolCalls.push({ id: randomToolCallId(), name: parsed.name, arguments: pythonJson(parsed.arguments) });
       }
       const content = text.slice(0, text.indexOf(OPEN));
       return { toolCalls, content: content === '' ? null : content };

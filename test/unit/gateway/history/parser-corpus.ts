@@ -1,0 +1,100 @@
+// The parser corpus and vLLM's answers to it (test/fixtures/parser-corpus, written by
+// test/real-engines/parsers/run_vllm_parsers.py), and the gateway's parser for each family in it, replayed the way
+// vLLM was: the whole text, and every recorded stream chunk by chunk.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { composedOutputParser } from '../../../../src/gateway/history/answer-parsing.js';
+import type { OutputParserFactory, ToolSchema } from '../../../../src/gateway/history/parsers/output-parser.js';
+import { createQwen3CoderParser } from '../../../../src/gateway/history/parsers/qwen3-coder-parser.js';
+import { qwen3Family } from '../../../../src/gateway/history/qwen3-family.js';
+
+const DIR = join(import.meta.dirname, '../../../fixtures/parser-corpus');
+
+export interface Message {
+  readonly reasoning: string | null;
+  readonly content: string | null;
+  readonly tool_calls: readonly { id: string | null; name: string; arguments: string }[];
+}
+
+export interface Options {
+  readonly tools: boolean;
+  readonly thinking: boolean;
+}
+
+export interface Stream {
+  readonly tokens_per_chunk: number;
+  readonly chunks: readonly { text: string; ids: number[] }[];
+  readonly message: Message;
+}
+
+export interface Entry {
+  readonly options: Options;
+  readonly text: string;
+  readonly whole: Message;
+  readonly streams: readonly Stream[];
+}
+
+interface Expected {
+  readonly vllm: string;
+  readonly families: Record<string, { cases: Record<string, Entry[]> }>;
+}
+
+interface Corpus {
+  readonly tools: readonly { function: { name: string; parameters?: unknown } }[];
+}
+
+export const expected: Expected = JSON.parse(readFileSync(join(DIR, 'expected.json'), 'utf8'));
+const corpus: Corpus = JSON.parse(readFileSync(join(DIR, 'corpus.json'), 'utf8'));
+export const TOOLS: readonly ToolSchema[] = corpus.tools.map((t) => t.function);
+
+/** The gateway's parser for each family of the corpus. */
+export const PARSERS: Readonly<Record<string, OutputParserFactory>> = {
+  qwen3: (options) =>
+    composedOutputParser(qwen3Family.answerParsing({ tools: options.tools !== null, thinkingOff: !options.thinking })),
+  qwen3_coder: createQwen3CoderParser,
+};
+
+/** Random tool-call ids compare equal; a family's own ids are compared. */
+function callId(id: string | null | undefined): string | null {
+  if (id === null || id === undefined) return null;
+  return id.startsWith('chatcmpl-tool-') ? 'RANDOM' : id;
+}
+
+export function parseWhole(factory: OutputParserFactory, entry: Entry): Message {
+  const parser = factory({ tools: entry.options.tools ? TOOLS : null, thinking: entry.options.thinking });
+  const answer = parser.parse(entry.text);
+  return {
+    reasoning: answer.reasoning,
+    content: answer.content,
+    tool_calls: answer.toolCalls.map((c) => ({ id: callId(c.id), name: c.name, arguments: c.arguments })),
+  };
+}
+
+/** The message a client assembles from the stream: text joined, calls joined by index. */
+export function parseStream(factory: OutputParserFactory, entry: Entry, stream: Stream): Message {
+  const parser = factory({ tools: entry.options.tools ? TOOLS : null, thinking: entry.options.thinking });
+  const s = parser.stream();
+  let reasoning: string | null = null;
+  let content: string | null = null;
+  const calls = new Map<number, { id: string | null; name: string; arguments: string }>();
+  stream.chunks.forEach((chunk, i) => {
+    const delta = s.next(chunk.text, chunk.ids, i === stream.chunks.length - 1);
+    if (delta === null) return;
+    if (delta.reasoning) reasoning = (reasoning ?? '') + delta.reasoning;
+    if (delta.content) content = (content ?? '') + delta.content;
+    for (const tc of delta.tool_calls ?? []) {
+      const index = Number(tc.index);
+      const call = calls.get(index) ?? { id: null, name: '', arguments: '' };
+      const fn = (tc.function ?? {}) as { name?: string; arguments?: string };
+      call.id = call.id ?? callId(typeof tc.id === 'string' ? tc.id : null);
+      call.name += fn.name ?? '';
+      call.arguments += fn.arguments ?? '';
+      calls.set(index, call);
+    }
+  });
+  return { reasoning, content, tool_calls: [...calls.keys()].sort((a, b) => a - b).map((k) => calls.get(k)!) };
+}
+
+export function optionsTag(options: Options): string {
+  return `${options.tools ? 'tools' : 'no tools'}, thinking ${options.thinking ? 'on' : 'off'}`;
+}
