@@ -27,7 +27,7 @@ import type { PoolRegistry } from '../src/gateway/pools/model-pool.js';
 import type { PauseGate } from '../src/gateway/swap/pause-gate.js';
 import type { ResubmitBook } from '../src/gateway/swap/swap-resubmit.js';
 import type { Readiness } from '../src/readiness.js';
-import { parseRequest, readJsonBody } from './request-body.js';
+import { idSchema, parseRequest, readJsonBody } from './request-body.js';
 
 export interface AdminRoutesOptions {
   readonly pools: PoolRegistry;
@@ -77,9 +77,9 @@ const backendDrainBody = z
 
 const tokenBody = z
   .object({
-    rollout_id: z.string().min(1).max(1000),
+    rollout_id: idSchema,
     /** Binds the token to one attempt too; the runner mints one per attempt. */
-    attempt_id: z.string().min(1).max(1000).nullish(),
+    attempt_id: idSchema.nullish(),
     /** Defaults to `auth.agentTokenTtlSeconds`. */
     ttl_seconds: z.int().min(1).max(MAX_AGENT_TOKEN_TTL_SECONDS).optional(),
   })

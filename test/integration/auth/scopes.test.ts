@@ -427,6 +427,9 @@ describe('per-rollout tokens', () => {
     expect(defaulted.expires_at - Date.now() / 1000).toBeGreaterThan(6 * 3600 - 5);
     const tooLong = await post('/admin/agent-tokens', RUNNER, { rollout_id: victim.rid, ttl_seconds: 8 * 24 * 3600 });
     expect(tooLong.status).toBe(422);
+    // The one id rule of every route: a token is never minted for an id no route would accept.
+    const badId = await post('/admin/agent-tokens', RUNNER, { rollout_id: 'ro\u0000x' });
+    expect(badId.status).toBe(422);
   });
 });
 
