@@ -14,8 +14,8 @@ export interface RunAgentOptions extends Omit<RunnerOptions, 'agent' | 'executor
   /** Defaults to a store API client for `gatewayUrl`. */
   readonly store?: LightningStore;
   /**
-   * Admin key for the gateway: used by the store API client the runner builds, and (unless `agentKey` is given)
-   * to mint each agent a token bound to its rollout. Never given to the agent.
+   * Runner (or admin) key for the gateway: used by the store API client the runner builds, and (unless `agentKey`
+   * is given) to mint each attempt a short-lived token bound to it (docs/security.md). Never given to the agent.
    */
   readonly apiKey?: string;
 }

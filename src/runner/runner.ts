@@ -63,8 +63,9 @@ export interface RunnerOptions {
   /** Base worker id; slots are `<workerId>-0` ... (default `runner-<host>-<pid>`). */
   readonly workerId?: string;
   /**
-   * What agents get as OPENAI_API_KEY: a fixed agent key, or a function giving a key per rollout (e.g. a
-   * rollout-bound token from the gateway's key ring); null/empty => a placeholder (no-auth gateway).
+   * What agents get as OPENAI_API_KEY: a fixed key (a shared agent key reaches model calls only: no rewards), or a
+   * function giving a key per attempt (e.g. a token minted for it, src/runner/agent-tokens.ts); null/empty => a
+   * placeholder (no-auth gateway).
    */
   readonly agentKey?: string | null | AgentKeyProvider;
   /** Model name handed to agents; null => the rollout's first LLM resource's model, if any. */
