@@ -19,6 +19,7 @@ import type { RolloutAttribution } from '../src/attribution/rollout-attribution.
 import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
 import type { ForwardEngine } from '../src/gateway/engine/forward-engine.js';
+import { validateRequestNumbers } from '../src/gateway/request/sampling-numbers.js';
 import type { PauseGate } from '../src/gateway/swap/pause-gate.js';
 import { HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/upstream/headers.js';
 import { COMPLETIONS_MAX_PAGE, V1_LIST_MAX_PAGE } from '../src/store/core/page-limits.js';
@@ -83,8 +84,9 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
     }
     const sink = c.env.outgoing;
     if (sink === undefined) throw new GatewayError('internal_error', 'The proxy needs a node HTTP server');
-    const { aid: attemptId, seq } = await rollouts.attributeCall(rid, aid);
     const body = raw as Record<string, unknown>;
+    validateRequestNumbers(body, endpoint);
+    const { aid: attemptId, seq } = await rollouts.attributeCall(rid, aid);
     // v1 sends every call to its one pool whatever the agent names ("auto"): a name that is not a served
     // model goes to the first pool; the rewrite records the client's value in rollgate.request.overrides.
     const served = engine.listModels().map((m) => m.id);

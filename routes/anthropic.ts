@@ -7,6 +7,7 @@
 // Mounted before the OpenAI routes, whose catch-all refuses unknown paths under the prefix.
 import { type Context, Hono, type Next } from 'hono';
 import { bodyJson } from '../middleware/body-json.js';
+import { requestNumbers } from '../middleware/request-numbers.js';
 import { rolloutAttempt, type SequenceStore } from '../middleware/rollout-attempt.js';
 import type { RolloutAttribution } from '../src/attribution/rollout-attribution.js';
 import * as A from '../src/contracts/span-attributes.js';
@@ -41,6 +42,7 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<Ant
   const app = new Hono<AnthropicEnv>();
   const attribution = rolloutAttempt({ store: options.store, attribution: options.attribution });
   const json = bodyJson();
+  const numbers = requestNumbers('messages');
   // Each call's translation, from the step before attribution to the handler after it (keyed by the request, so
   // nothing outlives it).
   const translations = new WeakMap<Request, TranslatedRequest>();
@@ -88,7 +90,7 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): Hono<Ant
 
   for (const prefix of PROXY_PREFIXES) {
     // Body first: a malformed body is refused before a sequence id is spent on it.
-    app.post(`${prefix}/messages`, json, translate, attribution, messages);
+    app.post(`${prefix}/messages`, json, numbers, translate, attribution, messages);
     app.all(`${prefix}/messages`, methodNotAllowed);
     app.post(`${prefix}/messages/count_tokens`, json, tokens);
     app.all(`${prefix}/messages/count_tokens`, methodNotAllowed);

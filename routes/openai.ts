@@ -3,6 +3,7 @@
 // or without /v1. Thin: attribution and body parsing are middleware, forwarding is src/gateway.
 import { type Context, Hono } from 'hono';
 import { bodyJson } from '../middleware/body-json.js';
+import { requestNumbers } from '../middleware/request-numbers.js';
 import { rolloutAttempt, type SequenceStore } from '../middleware/rollout-attempt.js';
 import type { RolloutAttribution } from '../src/attribution/rollout-attribution.js';
 import type { Endpoint } from '../src/contracts/call-record.js';
@@ -36,6 +37,11 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
   const app = new Hono<OpenAiEnv>();
   const attribution = rolloutAttempt({ store: options.store, attribution: options.attribution });
   const json = bodyJson();
+  const numbers = {
+    chat: requestNumbers('chat'),
+    completions: requestNumbers('completions'),
+    responses: requestNumbers('responses'),
+  } as const satisfies Record<Endpoint, unknown>;
 
   const call = (endpoint: Endpoint) =>
     function forwardCall(c: Context<OpenAiEnv>): Promise<Response> {
@@ -55,10 +61,17 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<OpenAiEnv
       // Body first: a malformed body is refused before a sequence id is spent on it.
       if (endpoint === 'responses') {
         // A via-chat pool's call is translated before attribution, for the same reason.
-        app.post(prefix + path, json, responses.translate, attribution, responses.forward(call(endpoint)));
+        app.post(
+          prefix + path,
+          json,
+          numbers[endpoint],
+          responses.translate,
+          attribution,
+          responses.forward(call(endpoint)),
+        );
         app.get(prefix + path, refuseResponsesUpgrade);
       } else {
-        app.post(prefix + path, json, attribution, call(endpoint));
+        app.post(prefix + path, json, numbers[endpoint], attribution, call(endpoint));
       }
       app.all(prefix + path, methodNotAllowed);
     }
