@@ -2,6 +2,7 @@
 // Binary protobuf and JSON encodings, gzip request bodies, gzip responses when accepted. Unlike every other route,
 // failures here answer with a google.rpc.Status body in the request's encoding, because that is what OTLP
 // exporters parse (OTLP specification, "Failures"); an OpenAI-shaped error would be noise to them.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCallback, gzip as gzipCallback } from 'node:zlib';
 import { Hono } from 'hono';
@@ -11,8 +12,16 @@ import { assertMayWriteRollouts } from '../src/auth/scopes.js';
 import { GatewayError, isGatewayError } from '../src/errors.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../src/json-depth.js';
 import { isStoreError } from '../src/store/core/errors.js';
+import { REQUEST_LIMITS } from '../src/store/core/request-limits.js';
 import { createOtlpCodec, type OtlpCodec } from '../src/tracing/otlp-codec.js';
-import type { OtlpIngester } from '../src/tracing/otlp-ingest.js';
+import type { OtlpIngester, OtlpIngestResult } from '../src/tracing/otlp-ingest.js';
+import {
+  OTLP_SPANS_PER_SLICE,
+  type OtlpSlices,
+  rolloutPairsOf,
+  sliceJsonExport,
+  sliceProtobufExport,
+} from '../src/tracing/otlp-slices.js';
 import { type OtlpTraceRequest, otlpTraceRequestSchema } from '../src/tracing/otlp-spans.js';
 
 const gunzip = promisify(gunzipCallback);
@@ -75,14 +84,50 @@ async function readBody(body: ArrayBuffer, contentEncoding: string | undefined, 
   }
 }
 
-function decode(bytes: Uint8Array, encoding: Encoding, codec: OtlpCodec): OtlpTraceRequest {
-  let raw: unknown;
+function parseBody(bytes: Uint8Array, encoding: Encoding, codec: OtlpCodec): unknown {
   try {
-    raw = encoding === 'protobuf' ? codec.decodeTraceRequest(bytes) : JSON.parse(Buffer.from(bytes).toString('utf8'));
+    return encoding === 'protobuf' ? codec.decodeTraceRequest(bytes) : JSON.parse(Buffer.from(bytes).toString('utf8'));
   } catch (error) {
     const what = encoding === 'protobuf' ? 'protobuf ExportTraceServiceRequest' : 'JSON';
     throw new OtlpRequestError(400, `Body is not a valid ${what}: ${error instanceof Error ? error.message : ''}`);
   }
+}
+
+/**
+ * The export as requests of a few hundred spans (src/tracing/otlp-slices.ts), each decoded and validated in a turn
+ * of its own; all of them before any is stored, so an export with one bad span stores nothing. One over the span
+ * limit is refused before it is decoded (protobuf) or validated (JSON).
+ */
+async function decodeInSlices(bytes: Uint8Array, encoding: Encoding, codec: OtlpCodec): Promise<OtlpTraceRequest[]> {
+  const cut: OtlpSlices<unknown> =
+    encoding === 'protobuf'
+      ? sliceProtobufExport(bytes, OTLP_SPANS_PER_SLICE)
+      : sliceJsonExport(parseBody(bytes, encoding, codec), OTLP_SPANS_PER_SLICE);
+  if (cut.spans > REQUEST_LIMITS.otlpSpans) {
+    throw new OtlpRequestError(
+      413,
+      `The export has ${cut.spans} spans; one export may carry at most ${REQUEST_LIMITS.otlpSpans}: send smaller batches`,
+    );
+  }
+  const requests: OtlpTraceRequest[] = [];
+  for (const slice of cut.slices) {
+    if (requests.length > 0) await nextTurn();
+    requests.push(validate(encoding === 'protobuf' ? parseBody(slice as Uint8Array, encoding, codec) : slice));
+  }
+  return requests;
+}
+
+/** The answers of an export's slices as one. */
+function mergeResults(results: readonly OtlpIngestResult[]): OtlpIngestResult {
+  const reasons = [...new Set(results.map((r) => r.rejectedReason).filter((reason) => reason !== ''))];
+  return {
+    stored: results.reduce((sum, r) => sum + r.stored, 0),
+    rejected: results.reduce((sum, r) => sum + r.rejected, 0),
+    rejectedReason: reasons.join('; '),
+  };
+}
+
+function validate(raw: unknown): OtlpTraceRequest {
   // A 400, never the 503 "retry later" that a store choking on it would give: the batch can never succeed.
   if (exceedsJsonDepth(raw)) throw new OtlpRequestError(400, `Body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const parsed = otlpTraceRequestSchema.safeParse(raw);
@@ -127,16 +172,27 @@ export function createOtlpRoutes(options: OtlpRoutesOptions): Hono<AppEnv> {
     }
     try {
       const bytes = await readBody(await c.req.arrayBuffer(), c.req.header('content-encoding'), options.maxBodyBytes);
-      const request = decode(bytes, encoding, codec);
+      const requests = await decodeInSlices(bytes, encoding, codec);
       const principal = c.get('principal');
-      const result = await ingester.ingest(request, {
-        // Every rollout the batch names, before anything is registered or written: one foreign span refuses all.
-        authorize: (pairs) =>
-          assertMayWriteRollouts(
-            principal,
-            Array.from(pairs, ([rolloutId, attemptId]) => ({ rolloutId, attemptId })),
-          ),
-      });
+      // Every rollout the batch names, before anything is registered or written: one foreign span refuses all.
+      const authorize = (pairs: Iterable<readonly [string, string]>) =>
+        assertMayWriteRollouts(
+          principal,
+          Array.from(pairs, ([rolloutId, attemptId]) => ({ rolloutId, attemptId })),
+        );
+      // An export cut into slices is checked whole first; the ingest of each slice checks its own again.
+      if (requests.length > 1) {
+        for (const [i, request] of requests.entries()) {
+          if (i > 0) await nextTurn();
+          authorize(rolloutPairsOf(request));
+        }
+      }
+      const results: OtlpIngestResult[] = [];
+      for (const request of requests) {
+        if (results.length > 0) await nextTurn();
+        results.push(await ingester.ingest(request, { authorize }));
+      }
+      const result = mergeResults(results);
       const partial =
         result.rejected > 0 ? { rejectedSpans: result.rejected, errorMessage: result.rejectedReason } : undefined;
       if (encoding === 'json') {

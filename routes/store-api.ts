@@ -7,6 +7,7 @@ import { assertMayWriteRollouts } from '../src/auth/scopes.js';
 import { GatewayError } from '../src/errors.js';
 import { HEADER_IDEMPOTENCY_KEY } from '../src/gateway/upstream/headers.js';
 import { COMPLETIONS_MAX_PAGE, STORE_API_MAX_PAGE } from '../src/store/core/page-limits.js';
+import { REQUEST_LIMITS } from '../src/store/core/request-limits.js';
 import type {
   EnqueueRolloutRequest,
   LightningStore,
@@ -17,6 +18,7 @@ import type {
 } from '../src/store/core/types.js';
 import { withKeyedId } from '../src/store-api/idempotency.js';
 import { addReward } from '../src/store-api/reward.js';
+import { jsonInSlices } from './json-in-slices.js';
 import { parseRequest, readJsonBody } from './request-body.js';
 import {
   ATTEMPT_UPDATE_KEYS,
@@ -66,11 +68,13 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
 
   // --- queue ---
   app.post(`${PREFIX}/queues/rollouts/enqueue`, async (c) => {
-    const body = parseRequest(enqueueBodySchema, await readJson(c));
+    const raw = await readJson(c);
+    assertAtMost(raw, 'rollouts', REQUEST_LIMITS.enqueueRollouts);
+    const body = parseRequest(enqueueBodySchema, raw);
     const key = idempotencyKey(c);
     const requests: EnqueueRolloutRequest[] =
       key === null ? body.rollouts : body.rollouts.map((request, i) => withKeyedId('enqueue', key, request, i));
-    return c.json(await store.enqueueManyRollouts(requests), 201);
+    return jsonInSlices(c, await store.enqueueManyRollouts(requests), { status: 201 });
   });
 
   app.post(`${PREFIX}/queues/rollouts/dequeue`, async (c) => {
@@ -99,8 +103,10 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
   });
 
   const queryRollouts = async (c: Context<AppEnv>, raw: unknown) => {
+    for (const field of ['rollout_id_in', 'rollout_ids']) assertAtMost(raw, field, REQUEST_LIMITS.rolloutIdsPerQuery);
     const q = parseRequest(rolloutQuerySchema, raw);
-    return c.json(
+    return pageInSlices(
+      c,
       await store.queryRollouts({
         ...page(q, 'rollouts'),
         status_in: q.status_in ?? q.status ?? null,
@@ -238,12 +244,17 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
     const q = parseRequest(spanQuerySchema, raw);
     const { rollout_id, limit, offset, sort_by, sort_order, ...filters } = q;
     const paging = definedOnly(page({ limit, offset, sort_by, sort_order }, 'spans'));
-    return c.json(await store.querySpans(rollout_id, { sort_by: 'sequence_id', ...paging, ...definedOnly(filters) }));
+    return pageInSlices(
+      c,
+      await store.querySpans(rollout_id, { sort_by: 'sequence_id', ...paging, ...definedOnly(filters) }),
+    );
   };
 
   // --- waits: a server-side long poll, cancelled when the client goes away ---
   app.post(`${PREFIX}/waits/rollouts`, async (c) => {
-    const body = parseRequest(waitBodySchema, await readJson(c));
+    const raw = await readJson(c);
+    assertAtMost(raw, 'rollout_ids', REQUEST_LIMITS.waitRolloutIds);
+    const body = parseRequest(waitBodySchema, raw);
     const client = c.req.raw.signal;
     const signal = clientOrShutdown(client);
     let finished: Rollout[];
@@ -256,7 +267,7 @@ export function createStoreApiRoutes(deps: StoreApiDeps): Hono<AppEnv> {
       if (deps.shutdown?.aborted) finished = await store.waitForRollouts(body.rollout_ids, { timeout: 0 });
       else throw error;
     }
-    return c.json(finished);
+    return jsonInSlices(c, finished);
   });
 
   // OTLP signals other than traces are not stored (docs/store.md).
@@ -291,6 +302,23 @@ function readQuery(c: Context<AppEnv>): Record<string, string | string[]> {
     }
   }
   return out;
+}
+
+/** A page of many items, written in slices (routes/json-in-slices.ts). */
+function pageInSlices(c: Context<AppEnv>, result: { readonly items: readonly unknown[] }): Response {
+  const { items, ...rest } = result;
+  return jsonInSlices(c, items, { rest });
+}
+
+/** More items in one request than its family allows (docs/input-limits.md): refused before any is looked at. */
+function assertAtMost(raw: unknown, field: string, limit: number): void {
+  const items = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>)[field] : undefined;
+  if (!Array.isArray(items) || items.length <= limit) return;
+  throw new GatewayError(
+    'request_too_large',
+    `${field} has ${items.length} items; one request may carry at most ${limit}: send them in several requests`,
+    { param: field },
+  );
 }
 
 /** Explicit null on a key that can only be omitted is a 400 (docs/failure-classes.md#37), distinct from schema errors. */

@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'invalid_request'
   | 'json_too_deep'
   | 'body_too_large'
+  | 'request_too_large'
   | 'unsupported_media_type'
   | 'unsupported_path'
   | 'method_not_allowed'
@@ -52,6 +53,8 @@ export const ERROR_SPECS = {
   invalid_request: { status: 400, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   json_too_deep: { status: 400, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   body_too_large: { status: 413, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  // More items in one request than its family allows (docs/input-limits.md): split it, the answer names the limit.
+  request_too_large: { status: 413, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   unsupported_path: { status: 404, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   method_not_allowed: { status: 405, type: 'invalid_request_error', shouldRetry: false, level: 'info' },

@@ -10,6 +10,7 @@ import { DeletionListeners, type RolloutDeletedListener } from '../core/deletion
 import { StoreError, type StoreErrorCode } from '../core/errors.js';
 import { validWaitMs } from '../core/input-validation.js';
 import { STORE_API_MAX_PAGE } from '../core/page-limits.js';
+import { REQUEST_LIMITS } from '../core/request-limits.js';
 import type {
   Attempt,
   AttemptedRollout,
@@ -134,14 +135,22 @@ export class HttpStore implements LightningStore {
     return rollout;
   }
 
-  enqueueManyRollouts(requests: EnqueueRolloutRequest[]): Promise<Rollout[]> {
-    return this.#call({
-      method: 'POST',
-      path: '/queues/rollouts/enqueue',
-      body: { rollouts: requests },
-      headers: idempotent(),
-      paramPrefix: /^rollouts\.\d+\./,
-    });
+  async enqueueManyRollouts(requests: EnqueueRolloutRequest[]): Promise<Rollout[]> {
+    // The server takes at most REQUEST_LIMITS.enqueueRollouts per request (docs/input-limits.md): more go as several
+    // requests, in order, each under its own Idempotency-Key.
+    const rollouts: Rollout[] = [];
+    for (let at = 0; at === 0 || at < requests.length; at += REQUEST_LIMITS.enqueueRollouts) {
+      const slice = requests.slice(at, at + REQUEST_LIMITS.enqueueRollouts);
+      const stored = await this.#call<Rollout[]>({
+        method: 'POST',
+        path: '/queues/rollouts/enqueue',
+        body: { rollouts: slice },
+        headers: idempotent(),
+        paramPrefix: /^rollouts\.\d+\./,
+      });
+      rollouts.push(...stored);
+    }
+    return rollouts;
   }
 
   async dequeueRollout(options: Omit<DequeueOptions, 'limit'> = {}): Promise<AttemptedRollout | null> {
@@ -346,7 +355,24 @@ export class HttpStore implements LightningStore {
 
   // ---- waits, statistics, lifecycle ----
 
-  waitForRollouts(rolloutIds: readonly string[], options: WaitOptions = {}): Promise<Rollout[]> {
+  async waitForRollouts(rolloutIds: readonly string[], options: WaitOptions = {}): Promise<Rollout[]> {
+    // The server takes at most REQUEST_LIMITS.waitRolloutIds per wait (docs/input-limits.md): more are waited on a
+    // slice after another under one deadline. A rollout never leaves a finished status, so what an earlier slice
+    // found finished still is when the last one answers.
+    const ids = [...new Set(rolloutIds)];
+    if (ids.length <= REQUEST_LIMITS.waitRolloutIds) return this.#waitOnce(ids, options);
+    const timeout = options.timeout ?? null;
+    const deadline = timeout === null ? null : Date.now() + timeout * 1000;
+    const finished: Rollout[] = [];
+    for (let at = 0; at < ids.length; at += REQUEST_LIMITS.waitRolloutIds) {
+      const left = deadline === null ? null : Math.max(0, (deadline - Date.now()) / 1000);
+      const slice = ids.slice(at, at + REQUEST_LIMITS.waitRolloutIds);
+      finished.push(...(await this.#waitOnce(slice, { ...options, timeout: left })));
+    }
+    return finished;
+  }
+
+  #waitOnce(rolloutIds: readonly string[], options: WaitOptions): Promise<Rollout[]> {
     const timeout = options.timeout ?? null;
     return this.#call({
       method: 'POST',

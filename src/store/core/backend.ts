@@ -87,6 +87,15 @@ export interface StoreBackend {
   insertSpan(span: Span): void;
   /** Insertion order; null attemptId = all attempts; EVICTED when the rollout's spans were evicted. */
   listSpans(rolloutId: string, attemptId: string | null): Span[] | typeof EVICTED;
+  /**
+   * listSpans for a backend that decodes its rows (SQLite): in chunks, calling `pace` between them, so a rollout
+   * with tens of thousands of spans does not hold the event loop while a page of it is built.
+   */
+  listSpansPaced?(
+    rolloutId: string,
+    attemptId: string | null,
+    pace: () => Promise<void>,
+  ): Promise<Span[] | typeof EVICTED>;
   spanCount(): number;
   spanBytes(): number;
   spanThresholds(): { eviction: number | null; safe: number | null; capacity: number | null };

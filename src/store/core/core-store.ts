@@ -53,6 +53,7 @@ import {
   withRolloutState,
 } from './rollout-status.js';
 import { explicitSequenceId, normaliseSpan } from './span-normalize.js';
+import { REQUEST_SLICE_MS, TimeSlice } from './time-slice.js';
 import type {
   Attempt,
   AttemptedRollout,
@@ -167,13 +168,29 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
   }
 
   async enqueueManyRollouts(requests: EnqueueRolloutRequest[]): Promise<Rollout[]> {
-    this.#settle(requestKeys(requests, null));
+    // Validated, then stored, in time slices, each slice of writes committed before the next, so thousands of
+    // rollouts never hold the event loop (docs/input-limits.md). Everything is validated before anything is stored,
+    // so a bad request leaves nothing half-enqueued. A slice whose commit fails leaves the ones before it stored: a
+    // retry under the same ids (an Idempotency-Key) finds them and stores only the rest.
+    const slice = new TimeSlice(REQUEST_SLICE_MS);
+    for (const request of requests) {
+      validateEnqueueRequest(request);
+      await slice.pace();
+    }
+    const keys = requestKeys(requests, null);
+    this.#settle(keys);
     const now = nowSeconds();
-    // Validate everything first so a bad request leaves nothing half-enqueued.
-    for (const request of requests) validateEnqueueRequest(request);
-    const rollouts = requests.map((request) => this.#enqueueOne(request, now));
+    const rollouts: Rollout[] = [];
+    for (const request of requests) {
+      rollouts.push(clone(this.#enqueueOne(request, now)));
+      if (slice.due()) {
+        await this.backend.durable();
+        await slice.yield();
+        this.#settle(keys);
+      }
+    }
     await this.backend.durable();
-    return clone(rollouts);
+    return rollouts;
   }
 
   async dequeueRollout(options: Omit<DequeueOptions, 'limit'> = {}): Promise<AttemptedRollout | null> {
@@ -269,9 +286,20 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     this.#validateSpanTargets(spans);
     const now = nowSeconds();
     const inserted: Span[] = [];
+    // In time slices, each committed before the next (docs/input-limits.md). A span is stored once by its ids, so
+    // an exporter's retry after a failed slice stores only what is missing. A rollout deleted between two slices
+    // takes the rest of its spans with it, as if they had come just before the delete.
+    const slice = new TimeSlice(REQUEST_SLICE_MS);
+    let resumed = false;
     for (const span of spans) {
+      if (resumed && this.backend.getAttempt(span.rollout_id, span.attempt_id) === undefined) continue;
       const stored = this.#insertSpan(span, now);
       if (stored !== null) inserted.push(stored);
+      if (slice.due()) {
+        await this.backend.durable();
+        await slice.yield();
+        resumed = true;
+      }
     }
     await this.backend.durable();
     return inserted;
@@ -359,7 +387,11 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
       if (latest === undefined) return { items: [], limit: page.limit, offset: page.offset, total: 0 };
       attemptId = latest.attempt_id;
     }
-    const spans = this.backend.listSpans(rolloutId, attemptId);
+    const slice = new TimeSlice(REQUEST_SLICE_MS);
+    const spans =
+      this.backend.listSpansPaced === undefined
+        ? this.backend.listSpans(rolloutId, attemptId)
+        : await this.backend.listSpansPaced(rolloutId, attemptId, () => slice.pace());
     if (spans === EVICTED) {
       throw new StoreError('evicted', `Spans for rollout ${rolloutId} have been evicted`, { param: 'rollout_id' });
     }
@@ -534,9 +566,14 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     this.#settle();
     const timeout = options.timeout ?? null;
     const pending = new Set<string>();
-    for (const id of new Set(rolloutIds)) {
+    const ids = new Set(rolloutIds);
+    // Looking up thousands of ids is sliced (docs/input-limits.md). A rollout that finishes meanwhile is still
+    // found: a waiter is registered only for ids seen unfinished, and the answer reads every id again.
+    const slice = new TimeSlice(REQUEST_SLICE_MS);
+    for (const id of ids) {
       const rollout = this.backend.getRollout(id);
       if (rollout !== undefined && !isTerminalStatus(rollout.status)) pending.add(id);
+      await slice.pace();
     }
     if (pending.size > 0 && (timeout === null || timeout > 0) && !this.#closed) {
       await this.#waiters.wait(pending, {
@@ -550,11 +587,15 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     // Woken by a transition that may still be committing: answer with what is durable.
     this.backend.commitPending();
     const finished: Rollout[] = [];
-    for (const id of new Set(rolloutIds)) {
+    for (const id of ids) {
       const rollout = this.backend.getRollout(id);
-      if (rollout !== undefined && isTerminalStatus(rollout.status)) finished.push(rollout);
+      if (rollout !== undefined && isTerminalStatus(rollout.status)) finished.push(clone(rollout));
+      if (slice.due()) {
+        await slice.yield();
+        this.backend.commitPending();
+      }
     }
-    return clone(finished);
+    return finished;
   }
 
   async statistics(): Promise<StoreStatistics> {

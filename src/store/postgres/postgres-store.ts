@@ -155,6 +155,8 @@ const DEFAULT_POOL_SIZE = 10;
 const DEFAULT_SPAN_BATCH_MAX = 256;
 /** Span batches (and sequence-id batches) written at once; later calls join the next batch (postgres-write-queue.ts). */
 const WRITES_IN_FLIGHT = 2;
+/** Rows per INSERT of a bulk enqueue: a few milliseconds of the event loop to build and to read back. */
+const ROWS_PER_STATEMENT = 250;
 
 function nowSeconds(): number {
   return Date.now() / 1000;
@@ -382,8 +384,15 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     await this.#beforeCall();
     for (const request of requests) validateEnqueueRequest(request);
     if (requests.length === 0) return [];
+    const now = nowSeconds();
     return this.#tx(async (c) => {
-      const rows = await this.#insertRollouts(c, { requests, kind: 'enqueued', now: nowSeconds() });
+      // Statements of a few hundred rows in the one transaction (all or nothing): building and reading one statement
+      // of thousands of rows held the event loop for hundreds of milliseconds (docs/input-limits.md).
+      const rows: Array<{ locked: LockedRollout; isNew: boolean }> = [];
+      for (let at = 0; at < requests.length; at += ROWS_PER_STATEMENT) {
+        const slice = requests.slice(at, at + ROWS_PER_STATEMENT);
+        rows.push(...(await this.#insertRollouts(c, { requests: slice, kind: 'enqueued', now })));
+      }
       // Delivered on commit: long-poll dequeues on every replica look at the queue again.
       if (rows.some((row) => row.isNew)) {
         await c.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, queuedPayload(this.schema)]);

@@ -178,6 +178,8 @@ const RESOLVED: Promise<void> = Promise.resolve();
 const PAGE_SIZE_BYTES = 2_048;
 const SEQUENCE_BLOCK = 1_000;
 const KNOWN_SPAN_ROLLOUTS_MAX = 10_000;
+/** Span rows read at once by listSpansPaced: a few milliseconds of decoding. */
+const SPAN_READ_CHUNK = 200;
 const KEY_SEPARATOR = '\u0000';
 const LATEST_RESOURCES_KEY = 'latest_resources_id';
 /** Finished rollouts (with their attempts) kept from reads: about 1-2 KB each. */
@@ -417,6 +419,13 @@ export class SqliteBackend implements StoreBackend {
       ),
       spansOfAttempt: db.prepare<[string, string], SpanRow>(
         'SELECT id, data, packed, packing, base_id FROM spans WHERE rollout_id = ? AND attempt_id = ? ORDER BY id',
+      ),
+      spanRowIdsOfRollout: db.prepare<[string], number>('SELECT id FROM spans WHERE rollout_id = ?').pluck(),
+      spanRowIdsOfAttempt: db
+        .prepare<[string, string], number>('SELECT id FROM spans WHERE rollout_id = ? AND attempt_id = ?')
+        .pluck(),
+      spansByIds: db.prepare<[string], SpanRow>(
+        'SELECT id, data, packed, packing, base_id FROM spans WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id',
       ),
       spanById: db.prepare<[number], SpanRow>('SELECT id, data, packed, packing, base_id FROM spans WHERE id = ?'),
       insertDictionary: db.prepare<[Buffer]>('INSERT INTO span_dictionaries (data) VALUES (?)'),
@@ -898,6 +907,34 @@ export class SqliteBackend implements StoreBackend {
       shared: (id) => this.#sharedDictionary(id),
     });
     return rows.map((row) => reader.read(row));
+  }
+
+  async listSpansPaced(
+    rolloutId: string,
+    attemptId: string | null,
+    pace: () => Promise<void>,
+  ): Promise<Span[] | typeof EVICTED> {
+    this.flushNow();
+    const reader = new SpanRowReader({
+      rowById: (id) => this.#stmt.spanById.get(id),
+      shared: (id) => this.#sharedDictionary(id),
+    });
+    // The row ids first (from the (rollout, attempt, span) index alone), then the rows in chunks in id order, bases
+    // first as in listSpans. No statement stays open across a yield, so writes go on meanwhile.
+    const ids =
+      attemptId === null
+        ? this.#stmt.spanRowIdsOfRollout.all(rolloutId)
+        : this.#stmt.spanRowIdsOfAttempt.all(rolloutId, attemptId);
+    ids.sort((a, b) => a - b);
+    const spans: Span[] = [];
+    for (let start = 0; start < ids.length; start += SPAN_READ_CHUNK) {
+      const rows = this.#stmt.spansByIds.all(JSON.stringify(ids.slice(start, start + SPAN_READ_CHUNK)));
+      for (const row of rows) {
+        spans.push(reader.read(row));
+        await pace();
+      }
+    }
+    return spans;
   }
 
   // Totals are committed state, maintained in the same transactions as the rows: never a scan of the spans.
