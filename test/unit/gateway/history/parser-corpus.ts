@@ -4,6 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { composedOutputParser } from '../../../../src/gateway/history/answer-parsing.js';
+import { createGlm47Parser } from '../../../../src/gateway/history/parsers/glm47-parser.js';
+import { createKimiK2Parser } from '../../../../src/gateway/history/parsers/kimi-k2-parser.js';
+import { createMiniMaxM2Parser } from '../../../../src/gateway/history/parsers/minimax-m2-parser.js';
 import type { OutputParserFactory, ToolSchema } from '../../../../src/gateway/history/parsers/output-parser.js';
 import { createQwen3CoderParser } from '../../../../src/gateway/history/parsers/qwen3-coder-parser.js';
 import { qwen3Family } from '../../../../src/gateway/history/qwen3-family.js';
@@ -52,6 +55,9 @@ export const PARSERS: Readonly<Record<string, OutputParserFactory>> = {
   qwen3: (options) =>
     composedOutputParser(qwen3Family.answerParsing({ tools: options.tools !== null, thinkingOff: !options.thinking })),
   qwen3_coder: createQwen3CoderParser,
+  glm47: createGlm47Parser,
+  kimi_k2: createKimiK2Parser,
+  minimax_m2: createMiniMaxM2Parser,
 };
 
 /** Random tool-call ids compare equal; a family's own ids are compared. */

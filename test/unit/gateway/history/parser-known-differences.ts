@@ -30,18 +30,38 @@ const QWEN3_HERMES_STREAM =
   "a tool call whose JSON is broken: vLLM 0.32's hermes stream sends its arguments cut where the chunks happen to " +
   "end; the gateway's hermes stream sends the whole argument text";
 
+const BROKEN_CALL_STREAM =
+  "a call whose parameter is never closed: vLLM's stream has already sent the open value's text, so the stream's " +
+  'arguments stay an unfinished JSON prefix while its whole answer gives `{}`; the gateway streams the `{}`';
+
 const ALL_STREAMS = ['stream k=1', 'stream k=2', 'stream k=3', 'stream k=7'];
 const ON = 'tools, thinking on';
 const NO_TOOLS = 'no tools, thinking on';
 const OFF = 'tools, thinking off';
 
 export const KNOWN_DIFFERENCES: readonly KnownDifference[] = [
-  ...[ON, NO_TOOLS, OFF].map((options) => ({
-    family: 'qwen3_coder',
+  ...[
+    ['qwen3_coder', ON],
+    ['qwen3_coder', NO_TOOLS],
+    ['qwen3_coder', OFF],
+    ['glm47', ON],
+    ['glm47', NO_TOOLS],
+    ['glm47', OFF],
+    ['minimax_m2', ON],
+    ['minimax_m2', OFF],
+  ].map(([family = '', options = '']) => ({
+    family,
     case: 'text after a call',
     options,
     modes: ['whole'],
     why: TEXT_AFTER_CALL_WHOLE,
+  })),
+  ...[ON, OFF].map((options) => ({
+    family: 'minimax_m2',
+    case: 'malformed call',
+    options,
+    modes: ALL_STREAMS,
+    why: BROKEN_CALL_STREAM,
   })),
   ...[ON, NO_TOOLS, OFF].map((options) => ({
     family: 'qwen3_coder',
