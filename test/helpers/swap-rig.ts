@@ -54,6 +54,46 @@ export function weightsVersion(weights: TwinWeights): number {
   return weights.lora?.version ?? 0;
 }
 
+/**
+ * The rl plugin's weight side attached to a gateway's trainer hub for the pool `model` (default SWAP_POOL), so a
+ * trainer swaps weights over /v1/rl/weights*. Returns the detach function.
+ */
+export function attachWeightsPlugin(
+  gw: TestGateway,
+  options: {
+    readonly model?: string;
+    readonly weightLoad?: Readonly<Record<string, unknown>>;
+    readonly engineFetch?: typeof fetch;
+    readonly prepareDeadlineS?: number;
+    readonly maxStaleness?: number;
+  } = {},
+): () => void {
+  const model = options.model ?? SWAP_POOL;
+  let version = 1;
+  const rl = rlOptionsSchema.parse({
+    model,
+    ...(options.weightLoad === undefined ? {} : { weightLoad: options.weightLoad }),
+  });
+  const hub = gw.gateway.rlHub;
+  return hub.attach({
+    currentVersion: () => version,
+    onAcknowledged: () => undefined,
+    ...createWeightsPlugin({
+      hub,
+      control: createAdminGatewayControl({ gatewayUrl: gw.url }),
+      model,
+      hook: rl.weightLoad,
+      logger: silentLogger,
+      ...(options.engineFetch ? { fetch: options.engineFetch } : {}),
+      prepareDeadlineS: options.prepareDeadlineS ?? rl.prepareDeadlineS,
+      keepAdapterVersions: (options.maxStaleness ?? 0) + 1,
+      onSwapped: (report) => {
+        version = report.version;
+      },
+    }),
+  });
+}
+
 /** SGLang's full-weights load from a checkpoint directory, labelled with the trainer's version. */
 const SGLANG_DISK_LOAD = {
   type: 'http',
@@ -105,28 +145,11 @@ export class SwapRig {
         pause: { mode: 'hold' },
       });
       const rig = new SwapRig(twin, gw);
-      let version = 1;
-      const rl = rlOptionsSchema.parse({
-        model: SWAP_POOL,
+      rig.#detach = attachWeightsPlugin(gw, {
         ...(engine === 'sglang' ? { weightLoad: SGLANG_DISK_LOAD } : {}),
-      });
-      const hub = gw.gateway.rlHub;
-      rig.#detach = hub.attach({
-        currentVersion: () => version,
-        onAcknowledged: () => undefined,
-        ...createWeightsPlugin({
-          hub,
-          control: createAdminGatewayControl({ gatewayUrl: gw.url }),
-          model: SWAP_POOL,
-          hook: rl.weightLoad,
-          logger: silentLogger,
-          ...(options.engineFetch ? { fetch: options.engineFetch } : {}),
-          prepareDeadlineS: options.prepareDeadlineS ?? rl.prepareDeadlineS,
-          keepAdapterVersions: (options.maxStaleness ?? 0) + 1,
-          onSwapped: (report) => {
-            version = report.version;
-          },
-        }),
+        ...(options.engineFetch ? { engineFetch: options.engineFetch } : {}),
+        ...(options.prepareDeadlineS === undefined ? {} : { prepareDeadlineS: options.prepareDeadlineS }),
+        ...(options.maxStaleness === undefined ? {} : { maxStaleness: options.maxStaleness }),
       });
       return rig;
     } catch (error) {

@@ -352,6 +352,20 @@ describe('dev routes', () => {
     }
   });
 
+  it('weight_info: unlabelled weights read `default` (also after a LoRA load), then the label set', async () => {
+    const before = await both('/weight_info', undefined, 'GET');
+    expect(before.real.body).toEqual({ weight_version: 'default' });
+    expect(before.twin.body).toEqual(before.real.body);
+    const labelled = await both('/update_weight_version', { new_version: 'v3' });
+    expect(labelled.real.status).toBe(200);
+    expect(labelled.twin.body).toEqual(labelled.real.body);
+    const after = await both('/weight_info', undefined, 'GET');
+    expect(after.real.body).toEqual({ weight_version: 'v3' });
+    expect(after.twin.body).toEqual(after.real.body);
+    // Put back what the engines started with, for the files that run after this one.
+    await both('/update_weight_version', { new_version: 'default' });
+  });
+
   it('reset_prefix_cache', async () => {
     const { real, twin: tw } = await both('/reset_prefix_cache', {});
     expect(real.status).toBe(200);

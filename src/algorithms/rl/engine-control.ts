@@ -138,21 +138,24 @@ export async function finishWeightUpdate(
   return (await devRoute(backendUrl, { method: 'POST', path: '/finish_weight_update', body }, options)).supported;
 }
 
-/** SGLang's label for weights nobody labelled (its `--weight-version` default): no version at all. */
-const SGLANG_UNLABELLED = 'default';
+/**
+ * The label vLLM and SGLang report for weights nobody labelled (their engine's initial `weight_version`): no version
+ * at all. vLLM 0.32 reports it after a LoRA load too, since loading an adapter does not relabel the weights.
+ */
+const UNLABELLED = 'default';
 
 function labelOf(body: unknown): string | null {
   if (typeof body !== 'object' || body === null || !('weight_version' in body)) return null;
   const version: unknown = body.weight_version;
   if (typeof version === 'number') return String(version);
-  return typeof version === 'string' ? version : null;
+  return typeof version === 'string' && version !== UNLABELLED ? version : null;
 }
 
 /**
  * The version label the backend reports: a string, null when it has none, undefined when it has no such route.
  * vLLM: `GET /weight_info`. SGLang has no /weight_info; the label its loads set (`weight_version` of
  * `/update_weights_from_*`, or `/update_weight_version`) is in `GET /model_info` (current releases), else
- * `GET /get_model_info` (older ones), and reads `default` until something sets it.
+ * `GET /get_model_info` (older ones). Both engines read `default` until something sets the label.
  */
 export async function reportedWeightVersion(
   backendUrl: string,
@@ -165,8 +168,7 @@ export async function reportedWeightVersion(
   for (const path of ['/model_info', '/get_model_info']) {
     const answer = await devRoute(backendUrl, { method: 'GET', path }, options);
     if (!answer.supported) continue;
-    const label = labelOf(answer.body);
-    return label === SGLANG_UNLABELLED ? null : label;
+    return labelOf(answer.body);
   }
   return undefined;
 }

@@ -75,6 +75,9 @@ export interface EngineMetrics {
   readonly finishedRequests: number;
 }
 
+/** What vLLM and SGLang report as the weights' label until something sets one (their engines start with it). */
+export const UNLABELLED_WEIGHT_VERSION = 'default';
+
 export class Engine {
   private base = 0;
   private label: string | null = null;

@@ -1,7 +1,7 @@
 // vLLM's dev routes (VLLM_SERVER_DEV_MODE=1): pause/resume, abort, sleep/wake_up, runtime LoRA loading, native
 // weight transfer, prefix-cache reset; plus the twin's own /_twin/ledger and /_twin/state for the CLI.
 import type { TwinContext } from './context.js';
-import type { PauseMode, WakeTag } from './engine.js';
+import { type PauseMode, UNLABELLED_WEIGHT_VERSION, type WakeTag } from './engine.js';
 import { FastApiError, jsonObjectBody, VllmError } from './errors.js';
 import { type Exchange, sendEmpty, sendJson, sendText } from './exchange.js';
 import { isRecord } from './util.js';
@@ -136,7 +136,8 @@ export async function handleDevRoute(
       return true;
     }
     case 'GET /weight_info':
-      sendJson(ex, 200, JSON.stringify({ weight_version: engine.weightVersion }));
+      // vLLM's engine starts with the label `default` and keeps it until a transfer or /update_weight_version sets one.
+      sendJson(ex, 200, JSON.stringify({ weight_version: engine.weightVersion ?? UNLABELLED_WEIGHT_VERSION }));
       return true;
     case 'GET /_twin/ledger': {
       const id = query.get('response_id');

@@ -14,6 +14,7 @@
 import { ChatDeltaState, type ChatParsing, parseAnswer } from './chat-output.js';
 import type { MockChatMessage } from './chat-template.js';
 import type { RouteRequest, TwinContext } from './context.js';
+import { UNLABELLED_WEIGHT_VERSION } from './engine.js';
 import { optionalBool, sglangErrorBody, VllmError } from './errors.js';
 import { type Exchange, sendJson } from './exchange.js';
 import type { Sequence } from './generation.js';
@@ -37,11 +38,9 @@ import { createToolParser } from './tool-parser.js';
 import type { TokenIdsFaultMode } from './types.js';
 import { hexId, isRecord } from './util.js';
 
-/** SGLang reports this until a weight update names a version. */
-export const SGLANG_DEFAULT_WEIGHT_VERSION = 'default';
-
+/** SGLang reports `default` until a weight update names a version. */
 export function sglangWeightVersion(ctx: TwinContext): string {
-  return ctx.engine.weightVersion ?? SGLANG_DEFAULT_WEIGHT_VERSION;
+  return ctx.engine.weightVersion ?? UNLABELLED_WEIGHT_VERSION;
 }
 
 /** SGLang echoes `model` (its protocol default is "default") and routes any name to the served model. */

@@ -1,6 +1,6 @@
 // The version label a backend reports after a load (src/algorithms/rl/engine-control.ts), asked over real sockets
-// of the engine twin: vLLM's /weight_info, SGLang's /model_info (SGLang has no /weight_info), where SGLang's
-// unlabelled weights read `default`.
+// of the engine twin: vLLM's /weight_info, SGLang's /model_info (SGLang has no /weight_info). Both engines' unlabelled
+// weights read `default` (measured on real vLLM 0.32: a LoRA load leaves it so).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { labelNames, reportedWeightVersion } from '../../../src/algorithms/rl/engine-control.js';
 import { twinPost } from '../../helpers/swap-rig.js';
@@ -28,7 +28,12 @@ describe('reported weight version', () => {
     expect(await reportedWeightVersion(sglang.url, { ...control, kind: 'vllm' })).toBeUndefined();
   });
 
-  it('vLLM: /weight_info', async () => {
+  it('vLLM: none while /weight_info reads `default`, then the label /update_weight_version set', async () => {
+    const raw = (await (await fetch(`${vllm.baseUrl}/weight_info`)).json()) as unknown;
+    expect(raw).toEqual({ weight_version: 'default' });
+    expect(await reportedWeightVersion(vllm.url, { ...control, kind: 'vllm' })).toBeNull();
+    await twinPost(vllm, '/v1/load_lora_adapter', { lora_name: 'policy', lora_path: '/ckpt/1' });
+    expect(await reportedWeightVersion(vllm.url, { ...control, kind: 'vllm' })).toBeNull();
     await twinPost(vllm, '/update_weight_version', { new_version: '7' });
     expect(await reportedWeightVersion(vllm.url, { ...control, kind: 'vllm' })).toBe('7');
   });
