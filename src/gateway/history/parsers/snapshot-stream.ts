@@ -3,7 +3,7 @@
 // name once it is complete, its arguments once the call is closed or the stream ends), so the deltas joined are the
 // snapshot of the whole answer.
 //
-// Content that is only whitespace, before any other content, waits as vLLM's engine makes it wait: it is sent with
+// Content that is only whitespace, before any other content, waits as vLLM's declarative engine makes it wait: it is sent with
 // the first chunk that brings other text, dropped once a tool call has started, and sent at the end otherwise. Which
 // chunk a newline arrives in therefore decides whether it reaches the agent, in vLLM and here alike.
 
@@ -28,6 +28,8 @@ export interface Snapshot {
 export interface SnapshotStreamOptions {
   /** The request has tools: calls are sent (else they are only cut out of the content). */
   readonly emitCalls: boolean;
+  /** Leading whitespace-only content waits (vLLM's declarative engine); false: sent as it comes (its legacy parsers). */
+  readonly holdWhitespace?: boolean;
 }
 
 export type Snapshotter = (text: string, final: boolean) => Snapshot;
@@ -35,6 +37,7 @@ export type Snapshotter = (text: string, final: boolean) => Snapshot;
 export class SnapshotStream implements OutputStream {
   readonly #snapshot: Snapshotter;
   readonly #emitCalls: boolean;
+  readonly #holdWhitespace: boolean;
   #text = '';
   #pendingWhitespace = '';
   #contentStarted = false;
@@ -46,6 +49,7 @@ export class SnapshotStream implements OutputStream {
   constructor(snapshot: Snapshotter, options: SnapshotStreamOptions) {
     this.#snapshot = snapshot;
     this.#emitCalls = options.emitCalls;
+    this.#holdWhitespace = options.holdWhitespace ?? true;
   }
 
   get toolsCalled(): boolean {
@@ -81,7 +85,7 @@ export class SnapshotStream implements OutputStream {
 
   /** The content to send for this chunk's new content (see the whitespace rule above). */
   #gate(added: string, callStarted: boolean, finished: boolean): string {
-    if (this.#contentStarted) return added;
+    if (this.#contentStarted || !this.#holdWhitespace) return added;
     const candidate = this.#pendingWhitespace + added;
     this.#pendingWhitespace = '';
     if (candidate.trim() !== '') {

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { composedOutputParser } from '../../../../src/gateway/history/answer-parsing.js';
+import { createDeepSeekV31Parser } from '../../../../src/gateway/history/parsers/deepseek-v31-parser.js';
 import { createGlm47Parser } from '../../../../src/gateway/history/parsers/glm47-parser.js';
 import { createKimiK2Parser } from '../../../../src/gateway/history/parsers/kimi-k2-parser.js';
 import { createMiniMaxM2Parser } from '../../../../src/gateway/history/parsers/minimax-m2-parser.js';
@@ -56,6 +57,7 @@ export const PARSERS: Readonly<Record<string, OutputParserFactory>> = {
     composedOutputParser(qwen3Family.answerParsing({ tools: options.tools !== null, thinkingOff: !options.thinking })),
   qwen3_coder: createQwen3CoderParser,
   glm47: createGlm47Parser,
+  deepseek_v31: createDeepSeekV31Parser,
   kimi_k2: createKimiK2Parser,
   minimax_m2: createMiniMaxM2Parser,
 };

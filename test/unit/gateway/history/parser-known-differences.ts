@@ -34,6 +34,13 @@ const BROKEN_CALL_STREAM =
   "a call whose parameter is never closed: vLLM's stream has already sent the open value's text, so the stream's " +
   'arguments stay an unfinished JSON prefix while its whole answer gives `{}`; the gateway streams the `{}`';
 
+const DEEPSEEK_THINK_LEAK =
+  "vLLM's deepseek_r1 reasoning stream leaks the `<think>` tag into the reasoning when it arrives in one chunk with " +
+  'other tokens (and the tool stream below may lose text as well); the gateway drops the tag as the whole answer does';
+const DEEPSEEK_TOOL_STREAM =
+  "vLLM's deepseek_v31 tool stream loses argument text, whole calls or the whitespace before the section when several " +
+  "tokens arrive in one chunk (its one-token-per-chunk stream and its whole answer agree with the gateway's)";
+
 const ALL_STREAMS = ['stream k=1', 'stream k=2', 'stream k=3', 'stream k=7'];
 const ON = 'tools, thinking on';
 const NO_TOOLS = 'no tools, thinking on';
@@ -126,4 +133,194 @@ export const KNOWN_DIFFERENCES: readonly KnownDifference[] = [
   },
   { family: 'qwen3', case: 'malformed call', options: ON, modes: ['stream k=2'], why: QWEN3_HERMES_STREAM },
   { family: 'qwen3', case: 'malformed call', options: OFF, modes: ['stream k=2'], why: QWEN3_HERMES_STREAM },
+  { family: 'deepseek_v31', case: 'text after a call', options: OFF, modes: ['whole'], why: TEXT_AFTER_CALL_WHOLE },
+  {
+    family: 'deepseek_v31',
+    case: 'reasoning then content',
+    options: 'tools, thinking on',
+    modes: ['stream k=2', 'stream k=3', 'stream k=7'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'reasoning then content',
+    options: 'no tools, thinking on',
+    modes: ['stream k=2', 'stream k=3', 'stream k=7'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'reasoning then a call',
+    options: 'tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'reasoning then a call',
+    options: 'no tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'content then two calls',
+    options: 'tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'content then two calls',
+    options: 'no tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'non-ASCII',
+    options: 'tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'non-ASCII',
+    options: 'no tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'unclosed reasoning',
+    options: 'tools, thinking on',
+    modes: ['stream k=2', 'stream k=3', 'stream k=7'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'unclosed reasoning',
+    options: 'no tools, thinking on',
+    modes: ['stream k=2', 'stream k=3', 'stream k=7'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'truncated call',
+    options: 'tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'truncated call',
+    options: 'no tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'malformed call',
+    options: 'tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'malformed call',
+    options: 'no tools, thinking on',
+    modes: ['stream k=2', 'stream k=3'],
+    why: DEEPSEEK_THINK_LEAK,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'reasoning then a call',
+    options: 'tools, thinking on',
+    modes: ['stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'reasoning then a call',
+    options: 'tools, thinking off',
+    modes: ['stream k=3', 'stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'content then two calls',
+    options: 'tools, thinking on',
+    modes: ['stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'content then two calls',
+    options: 'tools, thinking off',
+    modes: ['stream k=2', 'stream k=3', 'stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'a call, no reasoning',
+    options: 'tools, thinking off',
+    modes: ['stream k=2', 'stream k=3', 'stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'every JSON type',
+    options: 'tools, thinking off',
+    modes: ['stream k=3', 'stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'escaped strings',
+    options: 'tools, thinking off',
+    modes: ['stream k=2', 'stream k=3', 'stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'non-ASCII',
+    options: 'tools, thinking on',
+    modes: ['stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'non-ASCII',
+    options: 'tools, thinking off',
+    modes: ['stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'no arguments',
+    options: 'tools, thinking off',
+    modes: ['stream k=2', 'stream k=3', 'stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'text after a call',
+    options: 'tools, thinking off',
+    modes: ['stream k=2', 'stream k=3', 'stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'malformed call',
+    options: 'tools, thinking on',
+    modes: ['stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
+  {
+    family: 'deepseek_v31',
+    case: 'malformed call',
+    options: 'tools, thinking off',
+    modes: ['stream k=3', 'stream k=7'],
+    why: DEEPSEEK_TOOL_STREAM,
+  },
 ];
