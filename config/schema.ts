@@ -311,6 +311,14 @@ export const configSchema = z
             'A request (headers and body) not fully received by then gets 408; 0: none. The answer is not counted: ' +
               'long streams, generations and long polls are never cut by it',
           ),
+        bodyIdleTimeoutMs: z
+          .int()
+          .min(0)
+          .default(60_000)
+          .describe(
+            'A request body with no bytes for this long gets 408 and the connection is closed (a stalled or ' +
+              'trickling upload); each read restarts it. 0: none (requestTimeoutMs still bounds the whole request)',
+          ),
         idleTimeoutMs: z
           .int()
           .min(0)

@@ -4,11 +4,22 @@
 // shape instead of an empty body.
 //
 // Timeouts only ever measure the client: headers (`headersTimeoutMs`), the whole request with its body
-// (`requestTimeoutMs`), and a client that stopped reading its answer (`idleTimeoutMs`). None of them measures the
-// gateway's own answer: a stream that takes an hour, a non-stream generation that is silent for twenty minutes and
-// a long poll are all legitimate, and are bounded per upstream try instead (models[].timeouts).
+// (`requestTimeoutMs`), silence while its body arrives (`bodyIdleTimeoutMs`), and a client that stopped reading its
+// answer (`idleTimeoutMs`). None of them measures the gateway's own answer: a stream that takes an hour, a
+// non-stream generation that is silent for twenty minutes and a long poll are all legitimate, and are bounded per
+// upstream try instead (models[].timeouts).
+//
+// Requests Node parses but the app cannot serve (no Host, `OPTIONS *`, HTTP/0.9, an `Expect` other than
+// 100-continue, a transfer coding other than chunked) are answered here too, in the same shape.
 import { readFileSync } from 'node:fs';
-import { type Server, type ServerOptions, type ServerResponse, STATUS_CODES } from 'node:http';
+import {
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerOptions,
+  type ServerResponse,
+  STATUS_CODES,
+} from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ERROR_SPECS, type ErrorCode, openAIErrorBody } from './errors.js';
@@ -18,6 +29,8 @@ export interface ConnectionLimits {
   readonly headersTimeoutMs: number;
   /** Until the whole request, body included, is in; 0: none. Node answers 408. The answer is not counted. */
   readonly requestTimeoutMs: number;
+  /** The longest silence between two reads of a request body (nginx's client_body_timeout); 0: none. 408. */
+  readonly bodyIdleTimeoutMs: number;
   /** A connection whose client has not taken a byte of its answer for this long is closed; 0: never. */
   readonly idleTimeoutMs: number;
   /** Connections at once; more are refused at accept. null: from the descriptor limit; 0: no limit. */
@@ -31,6 +44,17 @@ const MAX_CHECK_INTERVAL_MS = 30_000;
 const MIN_CHECK_INTERVAL_MS = 100;
 /** Descriptors kept for what is not an agent connection: store files, logs, the database pool, exporters. */
 const RESERVED_DESCRIPTORS = 64;
+
+/** Whether the request announced a body (a request with neither header has none, RFC 9112 6.3). */
+function hasBody(request: IncomingMessage): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** The socket timer while a body arrives: it also serves the idle check, so it may not be longer than that. */
+function bodyDeadlineMs(limits: ConnectionLimits): number {
+  return limits.idleTimeoutMs > 0 ? Math.min(limits.bodyIdleTimeoutMs, limits.idleTimeoutMs) : limits.bodyIdleTimeoutMs;
+}
 
 /** Options for `http.createServer` (some deadlines can only be set there). */
 export function serverOptions(limits: ConnectionLimits, keepAliveTimeoutMs: number): ServerOptions {
@@ -48,6 +72,8 @@ export function serverOptions(limits: ConnectionLimits, keepAliveTimeoutMs: numb
     ),
     keepAlive: true,
     keepAliveInitialDelay: TCP_KEEPALIVE_DELAY_MS,
+    // Node would answer a missing Host with an empty 400; the request listener answers it in the API's shape.
+    requireHostHeader: false,
   };
 }
 
@@ -82,19 +108,56 @@ export function guardConnections(server: Server, limits: ConnectionLimits): void
   // Connections that carried a request: a silent one that never did gets the same 408 as Node's header deadline,
   // whichever of the two timers fires first (the idle one used to win on a loaded machine and cut it wordlessly).
   const carried = new WeakSet<Socket>();
-  server.on('request', (request, response: ServerResponse) => {
+  // The request whose body is still arriving on each socket, while the body idle deadline is armed on it.
+  const receiving = new WeakMap<Socket, IncomingMessage>();
+  const bodyIdleMs = limits.bodyIdleTimeoutMs;
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
     carried.add(socket);
     answering.set(socket, response);
     response.once('close', () => {
       if (answering.get(socket) === response) answering.delete(socket);
+      if (receiving.get(socket) === request) receiving.delete(socket);
     });
+    if (bodyIdleMs > 0 && hasBody(request) && !request.complete) {
+      // Every read of the socket pushes the deadline back (Node's parser refreshes the socket's timer).
+      receiving.set(socket, request);
+      socket.setTimeout(bodyDeadlineMs(limits));
+    }
   });
-  if (limits.idleTimeoutMs > 0) {
-    server.timeout = limits.idleTimeoutMs;
+  // Answers a body that stalled; false when the body is whole or the gateway is the one not reading it.
+  const cutStalledBody = (socket: Socket): boolean => {
+    const request = receiving.get(socket);
+    if (request === undefined) return false;
+    if (request.complete) {
+      receiving.delete(socket);
+      socket.setTimeout(limits.idleTimeoutMs);
+      return true;
+    }
+    if (request.readableLength > 0) {
+      // Bytes wait unread in the request stream: the app has not read them yet, the client is not the one stalling.
+      socket.setTimeout(bodyDeadlineMs(limits));
+      return true;
+    }
+    receiving.delete(socket);
+    const response = answering.get(socket);
+    if (response?.headersSent === true || !socket.writable) {
+      // An answer already started cannot be replaced by a 408.
+      socket.destroy();
+      return true;
+    }
+    const seconds = Math.round(bodyIdleMs / 100) / 10;
+    socket.write(rawErrorResponse('request_timeout', `The request body stalled: no bytes for ${seconds} s`));
+    // Closed once the answer is out; a client that does not take it is cut by the idle check that follows.
+    socket.destroySoon();
+    return true;
+  };
+  if (limits.idleTimeoutMs > 0 || bodyIdleMs > 0) {
+    if (limits.idleTimeoutMs > 0) server.timeout = limits.idleTimeoutMs;
     // With a listener here Node leaves the decision to us (it would otherwise destroy every socket that was silent
     // this long, a generation still on its way included).
     server.on('timeout', (socket: Socket) => {
+      if (cutStalledBody(socket) || limits.idleTimeoutMs === 0) return;
       const response = answering.get(socket);
       if (response === undefined && !carried.has(socket) && socket.writable) {
         socket.end(rawErrorResponse('request_timeout', clientErrorMessage('request_timeout', new Error('timeout'))));
@@ -118,6 +181,60 @@ export function guardConnections(server: Server, limits: ConnectionLimits): void
     }
     socket.end(rawErrorResponse(code, clientErrorMessage(code, error)));
   });
+  // An `Expect` other than 100-continue (RFC 9110: 417); Node would answer it with an empty body.
+  server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const expectation = request.headers.expect ?? '';
+    answer(response, 'expectation_failed', `Unsupported Expect: ${expectation.slice(0, 64)}; only 100-continue is`);
+  });
+}
+
+/**
+ * The request listener with the refusals that come before the app: a transfer coding the gateway cannot decode
+ * (only `chunked` is; a gzip body goes in `Content-Encoding`, which the routes that take one decode) would be read
+ * as plain bytes. nginx answers these 501 too. The body is not read, so the connection closes after the answer.
+ */
+export function guardRequests(listener: RequestListener): RequestListener {
+  return function guardedRequest(request, response) {
+    const coding = request.headers['transfer-encoding'];
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+      answer(response, 'not_implemented', `Unsupported Transfer-Encoding: ${coding.slice(0, 64)}; only chunked is`);
+      return;
+    }
+    listener(request, response);
+  };
+}
+
+/**
+ * The answer to a request the app never saw because it has no URL to build (@hono/node-server's RequestError: no
+ * Host header, `OPTIONS *`, HTTP/0.9), or to an error the app's fetch threw instead of answering.
+ */
+export function unservableRequestAnswer(error: unknown): Response {
+  const isRequestError = error instanceof Error && error.name === 'RequestError';
+  const code: ErrorCode = isRequestError ? 'invalid_request' : 'internal_error';
+  const reason = error instanceof Error ? error.message : String(error);
+  const message = isRequestError ? `The request cannot be served: ${reason}` : 'Internal error';
+  const spec = ERROR_SPECS[code];
+  return new Response(JSON.stringify(openAIErrorBody({ message, type: spec.type, code })), {
+    status: spec.status,
+    headers: {
+      'content-type': 'application/json',
+      ...('shouldRetry' in spec ? { 'x-should-retry': String(spec.shouldRetry) } : {}),
+      connection: 'close',
+    },
+  });
+}
+
+/** An error answer through the response object (a request Node handed over but the app will not see). */
+function answer(response: ServerResponse, code: ErrorCode, message: string): void {
+  const spec = ERROR_SPECS[code];
+  const body = JSON.stringify(openAIErrorBody({ message, type: spec.type, code }));
+  response.writeHead(spec.status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...('shouldRetry' in spec ? { 'x-should-retry': String(spec.shouldRetry) } : {}),
+    connection: 'close',
+  });
+  response.end(body);
 }
 
 /** The error code of what Node's parser refused, or null when the client is gone (nothing to answer). */

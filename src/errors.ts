@@ -34,6 +34,7 @@ export type ErrorCode =
   | 'request_timeout'
   | 'headers_too_large'
   | 'not_implemented'
+  | 'expectation_failed'
   | 'internal_error';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -86,6 +87,7 @@ export const ERROR_SPECS = {
   request_timeout: { status: 408, type: 'invalid_request_error', level: 'info' },
   headers_too_large: { status: 431, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   not_implemented: { status: 501, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
+  expectation_failed: { status: 417, type: 'invalid_request_error', shouldRetry: false, level: 'info' },
   internal_error: { status: 500, type: 'server_error', level: 'error' },
 } as const satisfies Record<ErrorCode, ErrorSpec>;
 

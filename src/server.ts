@@ -2,10 +2,16 @@
 // error for an occupied port (docs/failure-classes.md#63), a bounded graceful close, and the per-connection guards (stalled
 // clients cut, connections bounded, parser errors answered: connection-guards.ts).
 
-import type { IncomingMessage, Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createAdaptorServer } from '@hono/node-server';
-import { type ConnectionLimits, guardConnections, serverOptions } from './connection-guards.js';
+import { getRequestListener } from '@hono/node-server';
+import {
+  type ConnectionLimits,
+  guardConnections,
+  guardRequests,
+  serverOptions,
+  unservableRequestAnswer,
+} from './connection-guards.js';
 
 export interface ListenOptions {
   readonly fetch: (request: Request) => Response | Promise<Response>;
@@ -27,10 +33,12 @@ export interface ListeningServer {
 
 export async function listen(options: ListenOptions): Promise<ListeningServer> {
   const limits = options.limits;
-  const server = createAdaptorServer({
-    fetch: options.fetch,
-    ...(limits === undefined ? {} : { serverOptions: serverOptions(limits, options.keepAliveTimeoutMs) }),
-  }) as Server;
+  // What @hono/node-server cannot turn into a Request (no Host, `OPTIONS *`) is answered in the API's shape.
+  const listener = getRequestListener(options.fetch, { errorHandler: unservableRequestAnswer });
+  const server = createServer(
+    limits === undefined ? {} : serverOptions(limits, options.keepAliveTimeoutMs),
+    guardRequests(listener),
+  );
   // Node's header deadline does not run while a keep-alive socket sits idle between requests (it starts with the
   // next request's first byte), so it can be far shorter than keepAliveTimeout.
   server.keepAliveTimeout = options.keepAliveTimeoutMs;

@@ -31,6 +31,7 @@ export function createGatewayServer(options: {
         limits: {
           headersTimeoutMs: config.server.headersTimeoutMs,
           requestTimeoutMs: config.server.requestTimeoutMs,
+          bodyIdleTimeoutMs: config.server.bodyIdleTimeoutMs,
           idleTimeoutMs: config.server.idleTimeoutMs,
           maxConnections: config.server.maxConnections ?? null,
         },

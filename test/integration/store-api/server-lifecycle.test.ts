@@ -48,7 +48,13 @@ describe('listener', () => {
       host: '127.0.0.1',
       port: 0,
       keepAliveTimeoutMs: 120_000,
-      limits: { headersTimeoutMs: 300, requestTimeoutMs: 1_000, idleTimeoutMs: 500, maxConnections: null },
+      limits: {
+        headersTimeoutMs: 300,
+        requestTimeoutMs: 1_000,
+        bodyIdleTimeoutMs: 0,
+        idleTimeoutMs: 500,
+        maxConnections: null,
+      },
     });
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {

@@ -30,7 +30,13 @@ describe('connection limits', () => {
 
   it('never sets a header deadline past the request deadline, and checks deadlines often enough', () => {
     const options = serverOptions(
-      { headersTimeoutMs: 30_000, requestTimeoutMs: 10_000, idleTimeoutMs: 0, maxConnections: null },
+      {
+        headersTimeoutMs: 30_000,
+        requestTimeoutMs: 10_000,
+        bodyIdleTimeoutMs: 0,
+        idleTimeoutMs: 0,
+        maxConnections: null,
+      },
       120_000,
     );
     expect(options.headersTimeout).toBe(10_000);
