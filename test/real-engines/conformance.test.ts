@@ -310,6 +310,36 @@ describe('tokens', () => {
     const { real, twin: tw } = await both('/inference/v1/generate', body);
     expect(real.status).toBe(200);
     expectKnown('generate', real.body, tw.body);
+    // The weights' label over the response's tokens: one span, `default` (nobody labelled the weights).
+    for (const answer of [real, tw]) {
+      const choice = (answer.body as { choices: { token_ids: number[]; weight_versions: unknown }[] }).choices[0];
+      expect(choice?.weight_versions).toEqual([{ version: 'default', start: 0, end: choice?.token_ids.length }]);
+    }
+  });
+
+  it('generate-stream: a chunk per token, the version spans on the last', async () => {
+    const prompt = (
+      (await send(vllm.baseUrl, '/tokenize', { model: MODEL, messages: MESSAGES, add_generation_prompt: true }))
+        .body as { tokens: number[] }
+    ).tokens;
+    scripted = 'Hello.';
+    const body = { model: MODEL, token_ids: prompt, sampling_params: { max_tokens: 4, logprobs: 2 }, stream: true };
+    const { real, twin: tw } = await both('/inference/v1/generate', body);
+    expect(real.done && tw.done).toBe(true);
+    expectKnown(
+      'generate-stream',
+      { first: real.chunks[0], last: real.chunks.at(-1) },
+      {
+        first: tw.chunks[0],
+        last: tw.chunks.at(-1),
+      },
+    );
+    for (const answer of [real, tw]) {
+      const choices = answer.chunks.map((c) => (c.choices as { weight_versions: unknown; token_ids: number[] }[])[0]);
+      const ids = choices.flatMap((c) => c?.token_ids ?? []);
+      expect(choices.slice(0, -1).every((c) => c?.weight_versions === null)).toBe(true);
+      expect(choices.at(-1)?.weight_versions).toEqual([{ version: 'default', start: 0, end: ids.length }]);
+    }
   });
 });
 

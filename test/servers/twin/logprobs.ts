@@ -26,6 +26,14 @@ export interface ChatLogprobEntry {
   top_logprobs: { token: string; logprob: number; bytes: number[] }[];
 }
 
+/** One token of `/inference/v1/generate`'s logprobs: ids and ranks instead of text. */
+export interface GenerateLogprobEntry {
+  token_id: number;
+  logprob: number;
+  rank: number;
+  top_logprobs: { token_id: number; logprob: number; rank: number }[];
+}
+
 export interface CompletionLogprobs {
   text_offset: number[];
   token_logprobs: (number | null)[];
@@ -51,6 +59,28 @@ function missing(position: number, fmt: LogprobFormat): boolean {
 function ordered(seq: Sequence, position: number): Candidate[] {
   const dist = seq.distributions[position]!;
   return [dist.sampled, ...dist.ranked.filter((c) => c !== dist.sampled)];
+}
+
+/**
+ * `/inference/v1/generate`'s logprobs (vLLM 0.30+): the sampled token with its rank (1 = best), and in
+ * `top_logprobs` the sampled token first, then the best others, `max(k, 1)` entries in all (measured on 0.32.0:
+ * `logprobs: 2` with the sampled token at rank 3 lists ranks 3 and 1).
+ */
+export function generateEntries(
+  seq: Sequence,
+  options: { start: number; end: number; top: number; mode: LogprobsMode },
+): GenerateLogprobEntry[] {
+  const out: GenerateLogprobEntry[] = [];
+  for (let p = options.start; p < options.end; p++) {
+    const dist = seq.distributions[p]!;
+    const rank = (c: Candidate) => dist.ranked.indexOf(c) + 1;
+    const entry = (c: Candidate) => ({ token_id: c.id, logprob: value(c, options.mode), rank: rank(c) });
+    out.push({
+      ...entry(dist.sampled),
+      top_logprobs: ordered(seq, p).slice(0, Math.max(options.top, 1)).map(entry),
+    });
+  }
+  return out;
 }
 
 export function chatEntries(

@@ -3,15 +3,17 @@
 // (token ids in, token ids out).
 import type { MockChatMessage } from './chat-template.js';
 import type { RouteRequest, TwinContext } from './context.js';
+import { UNLABELLED_WEIGHT_VERSION } from './engine.js';
 import { optionalBool, optionalInt, optionalString, VllmError } from './errors.js';
 import { sendJson } from './exchange.js';
 import type { JobChoice } from './job.js';
-import { chatEntries, serialize } from './logprobs.js';
+import { generateEntries, serialize } from './logprobs.js';
 import { runNonStream, runStream } from './loops.js';
 import { baseRequestId, checkContext, checkModel, commonParams, validateSampling } from './request.js';
 import { admitPrompts, checkTokenIds, logprobFormat, openJob, samplingParamsConfig } from './route-parts.js';
 import { parseCompletionPrompts } from './routes-openai.js';
 import { samplingSettings } from './sampler.js';
+import type { TwinWeights } from './types.js';
 import { hexId, isRecord } from './util.js';
 
 function chatPromptIds(ctx: TwinContext, body: Record<string, unknown>): number[] {
@@ -166,12 +168,18 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
         sampling,
       }),
   });
-  const fmt = logprobFormat(ctx, { top: k ?? 0, asTokenIds: false });
+  const mode = logprobFormat(ctx, { top: 0, asTokenIds: true }).mode;
+  // vLLM 0.32.0's answer (measured): ids with ranks instead of text, and the weights' label over the response's
+  // tokens as spans, given once the choice is done (null on the chunks before).
   const choiceOf = (c: JobChoice, range: { start: number; end: number }) => ({
     index: c.index,
-    logprobs: k !== undefined ? { content: chatEntries(c.seq, { ...range, fmt }) } : null,
     finish_reason: c.seq.done ? c.seq.finishReason : null,
+    stop_reason: c.seq.done ? c.seq.stopReason : null,
     token_ids: c.seq.ids.slice(range.start, range.end),
+    routed_experts: null,
+    sampling_mask: null,
+    weight_versions: c.seq.done ? weightVersionSpans(c.seq.weights) : null,
+    logprobs: k !== undefined ? { content: generateEntries(c.seq, { ...range, top: k, mode }) } : null,
   });
   if (writer) {
     await runStream(ctx, {
@@ -181,7 +189,7 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
       hooks: {
         step: (c, r) => {
           const range = { start: r.start, end: r.start + r.ids.length };
-          return [{ data: serialize({ request_id: requestId, choices: [choiceOf(c, range)] }), ids: r.ids }];
+          return [{ data: serialize({ ...STREAM_HEAD(requestId), choices: [choiceOf(c, range)] }), ids: r.ids }];
         },
         aborted: (c) =>
           c.seq.ids.length === 0
@@ -189,7 +197,7 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
             : [
                 {
                   data: serialize({
-                    request_id: requestId,
+                    ...STREAM_HEAD(requestId),
                     choices: [choiceOf(c, { start: c.seq.ids.length, end: c.seq.ids.length })],
                   }),
                 },
@@ -199,14 +207,44 @@ export async function handleGenerate(ctx: TwinContext, { ex, body }: RouteReques
     return;
   }
   await runNonStream(ctx, { ex, job });
+  const generated = job.choices.reduce((sum, c) => sum + c.seq.ids.length, 0);
   sendJson(
     ex,
     200,
     serialize({
       request_id: requestId,
-      choices: job.choices.map((c) => choiceOf(c, { start: 0, end: c.seq.ids.length })),
+      model: model.name,
+      created: Math.floor(Date.now() / 1000),
+      usage: {
+        prompt_tokens: promptIds.length,
+        total_tokens: promptIds.length + generated,
+        completion_tokens: generated,
+        prompt_tokens_details: null,
+        completion_tokens_details: null,
+      },
       prompt_logprobs: null,
+      prompt_token_id_logprobs: null,
+      prompt_token_ids: null,
+      mm_placeholders: null,
+      metrics: null,
       kv_transfer_params: null,
+      ec_transfer_params: null,
+      output_mode: 'tokens',
+      choices: job.choices.map((c) => choiceOf(c, { start: 0, end: c.seq.ids.length })),
     }),
   );
+}
+
+const STREAM_HEAD = (requestId: string) => ({ request_id: requestId, usage: null, output_mode: 'tokens' });
+
+/** Runs of tokens computed under one weights label, as vLLM reports them (`default`: nobody labelled the weights). */
+function weightVersionSpans(weights: readonly TwinWeights[]): { version: string; start: number; end: number }[] {
+  const spans: { version: string; start: number; end: number }[] = [];
+  weights.forEach((w, i) => {
+    const version = w.label ?? UNLABELLED_WEIGHT_VERSION;
+    const last = spans.at(-1);
+    if (last !== undefined && last.version === version) last.end = i + 1;
+    else spans.push({ version, start: i, end: i + 1 });
+  });
+  return spans;
 }
