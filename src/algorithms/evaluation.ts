@@ -6,6 +6,7 @@
 // - only the latest attempt's spans are read, so retries do not mix.
 import { findFinalReward } from '../adapters/reward.js';
 import { sortSpansBySequence } from '../adapters/span-order.js';
+import { isFinishedRefusal } from '../store/core/rollout-status.js';
 import type {
   JsonObject,
   JsonValue,
@@ -122,13 +123,18 @@ export function scoreResults(
   };
 }
 
+function unlessFinished(error: unknown): void {
+  if (!isFinishedRefusal(error)) throw error;
+}
+
 /** Cancels rollouts that have not ended so they stop occupying runners and never finish on stale resources. */
 async function cancelUnfinished(store: LightningStore, ids: readonly string[]): Promise<void> {
   await Promise.all(
     ids.map(async (id) => {
       const rollout = await store.getRolloutById(id);
       if (rollout && !TERMINAL_STATUSES.includes(rollout.status)) {
-        await store.updateRollout(id, { status: 'cancelled' });
+        // One that finished since the read keeps its outcome.
+        await store.updateRollout(id, { status: 'cancelled' }).catch(unlessFinished);
       }
     }),
   );

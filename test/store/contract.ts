@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../../src/json-depth.js';
 import { isStoreError, type StoreErrorCode } from '../../src/store/core/errors.js';
+import { isFinishedRefusal } from '../../src/store/core/rollout-status.js';
 import type {
   AttemptedRollout,
   JsonObject,
@@ -793,6 +794,10 @@ export function describeStoreContract(name: string, factory: StoreContractFactor
           expect(after).toMatchObject({ status: from, end_time: done.end_time });
           expect(attemptOf(after)?.status).toBe(rollout.attempt.status);
           expect(await store.dequeueRollout()).toBeNull();
+          // What an algorithm cancelling stragglers recognises as "it finished meanwhile".
+          expect(
+            isFinishedRefusal(await store.updateRollout(rid, { status: 'cancelled' }).catch((e: unknown) => e)),
+          ).toBe(from !== 'cancelled');
           // Writing the status it has is allowed (a repeated write, or a reason stated late).
           expect((await store.updateRollout(rid, { status: from })).end_time).toBe(done.end_time);
         });

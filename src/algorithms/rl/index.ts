@@ -5,6 +5,7 @@
 // With maxQueuedBatches = 1 the next step starts only after the trainer acknowledged the previous batch,
 // i.e. every sample comes from the weights the trainer has just posted (strictly on-policy).
 import { randomUUID } from 'node:crypto';
+import { isFinishedRefusal } from '../../store/core/rollout-status.js';
 import {
   FAILURE_REASONS,
   type JsonObject,
@@ -96,8 +97,12 @@ async function cancelUnfinished(options: {
   await Promise.all(
     options.ids.map(async (id) => {
       const rollout = await store.getRolloutById(id);
-      if (rollout && !TERMINAL_STATUSES.includes(rollout.status))
-        await store.updateRollout(id, { status: 'cancelled', failure_reason: reason });
+      if (rollout && !TERMINAL_STATUSES.includes(rollout.status)) {
+        // One that finished since the read keeps its outcome.
+        await store.updateRollout(id, { status: 'cancelled', failure_reason: reason }).catch((error: unknown) => {
+          if (!isFinishedRefusal(error)) throw error;
+        });
+      }
     }),
   );
 }

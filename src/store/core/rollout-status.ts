@@ -1,7 +1,7 @@
 // docs/architecture.md: the rollout state machine as a pure function (no I/O, no clock reads).
 // Backends feed it the rollout's current state, an event and `now`, and apply what comes out.
 import { assertNever } from './assert-never.js';
-import { StoreError } from './errors.js';
+import { isStoreError, StoreError } from './errors.js';
 import type { Attempt, AttemptStatus, FailureReason, Rollout, RolloutConfig, RolloutStatus } from './types.js';
 import { QUEUING_STATUSES, ROLLOUT_STATUSES, TERMINAL_STATUSES } from './types.js';
 
@@ -59,6 +59,14 @@ export function assertStatusWrite(rolloutId: string, from: RolloutStatus, to: Ro
     `Rollout ${rolloutId} is ${from}: it cannot move to ${to} (start a new attempt to run it again)`,
     { param: 'status' },
   );
+}
+
+/**
+ * Whether `error` is the refusal of a status write because the rollout had finished: what a caller that ends the
+ * rollouts it found unfinished (an algorithm cancelling stragglers) meets when one finishes in between.
+ */
+export function isFinishedRefusal(error: unknown): boolean {
+  return isStoreError(error) && error.code === 'conflict' && error.param === 'status';
 }
 
 /**
