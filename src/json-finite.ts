@@ -2,18 +2,13 @@
 // store or an upstream engine, it silently becomes `null`. Every path that keeps or forwards a client's numbers
 // refuses them instead (docs/input-limits.md "Numbers").
 
-/**
- * The path (`a.b[2]`) of the first number inside `value` that is not finite, or null. `prefix` names `value`
- * itself. Iterative, so a deep value cannot overflow the stack (the depth limit has bounded it already).
- */
-export function nonFinitePath(value: unknown, prefix: string): string | null {
+/** Whether a number inside `value` is not finite. Iterative and allocation-light: it runs on every proxied body. */
+function hasNonFinite(value: unknown): boolean {
   const pending: unknown[] = [value];
-  const paths: string[] = [prefix];
   while (pending.length > 0) {
     const current = pending.pop();
-    const path = paths.pop() as string;
     if (typeof current === 'number') {
-      if (!Number.isFinite(current)) return path;
+      if (!Number.isFinite(current)) return true;
       continue;
     }
     if (typeof current !== 'object' || current === null || ArrayBuffer.isView(current)) continue;
@@ -22,7 +17,6 @@ export function nonFinitePath(value: unknown, prefix: string): string | null {
         const item: unknown = current[i];
         if (typeof item === 'number' ? !Number.isFinite(item) : typeof item === 'object' && item !== null) {
           pending.push(item);
-          paths.push(`${path}[${i}]`);
         }
       }
       continue;
@@ -31,9 +25,34 @@ export function nonFinitePath(value: unknown, prefix: string): string | null {
       const item: unknown = (current as Record<string, unknown>)[key];
       if (typeof item === 'number' ? !Number.isFinite(item) : typeof item === 'object' && item !== null) {
         pending.push(item);
-        paths.push(path === '' ? key : `${path}.${key}`);
       }
     }
   }
+  return false;
+}
+
+/** The path of the first non-finite number, once one is known to be there (the rare, refused case). */
+function pathOf(value: unknown, path: string): string | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : path;
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value)) return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = pathOf(value[i], `${path}[${i}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  for (const key in value) {
+    const found = pathOf((value as Record<string, unknown>)[key], path === '' ? key : `${path}.${key}`);
+    if (found !== null) return found;
+  }
   return null;
+}
+
+/**
+ * The path (`a.b[2]`) of the first number inside `value` that is not finite, or null. `prefix` names `value`
+ * itself. The scan is iterative; naming the path recurses, over a value the depth limit has bounded already.
+ */
+export function nonFinitePath(value: unknown, prefix: string): string | null {
+  return hasNonFinite(value) ? pathOf(value, prefix) : null;
 }
