@@ -20,9 +20,11 @@
 //   npm run bench:store-scale -- --proxy-rounds 0   skip the proxied-call latency
 //   npm run bench:store-scale -- --trace-stalls     print every event-loop stall over 100 ms while writing, with
 //                                                   the GC pauses and WAL checkpoints around it
+//   npm run bench:store-scale -- --shape cheap --api 300000 --to 300000 --proxy-rounds 0
+//                                                   RSS every 10,000 rollouts over a long run through the API
 //   npm run bench:store-scale -- --backend postgres (ROLLGATE_TEST_PG_URL; bytes = the spans table's size; every
 //                                                   rollout through the API, no latency table)
-import { mkdtempSync, rmSync, statfsSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statfsSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
@@ -151,6 +153,33 @@ function heapAfterGc(): number {
   gc?.();
   gc?.();
   return process.memoryUsage().heapUsed;
+}
+
+interface Memory {
+  readonly rssMb: number;
+  /** Anonymous memory (smaps_rollup): the heaps of V8 and of malloc (SQLite's page caches), not mapped files. */
+  readonly anonymousMb: number | null;
+  readonly heapUsedMb: number;
+  readonly heapTotalMb: number;
+}
+
+/** The process's memory now, after a full GC: what the run keeps, not what it has yet to collect. */
+function memoryNow(): Memory {
+  heapAfterGc();
+  const usage = process.memoryUsage();
+  let anonymousMb: number | null = null;
+  try {
+    const kb = /^Anonymous:\s+(\d+) kB/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))?.[1];
+    if (kb !== undefined) anonymousMb = Number(kb) / 1024;
+  } catch {
+    // Not Linux: RSS and the V8 heap only.
+  }
+  return {
+    rssMb: usage.rss / 2 ** 20,
+    anonymousMb,
+    heapUsedMb: usage.heapUsed / 2 ** 20,
+    heapTotalMb: usage.heapTotal / 2 ** 20,
+  };
 }
 
 function argValue(name: string): string | undefined {
@@ -308,6 +337,17 @@ async function main(): Promise<void> {
     console.error(
       `${backend.name}: ${label} ${fmt(done)}, ${((performance.now() - t0) / 1000).toFixed(0)} s, load ${load()}`,
     );
+  // RSS while rollouts are written through the API, every 10,000: whether the process's memory levels off.
+  const memoryRows: string[] = [];
+  const memoryRow = (written: number) => {
+    const m = memoryNow();
+    memoryRows.push(
+      `| ${fmt(written)} | ${m.rssMb.toFixed(0)} | ${m.anonymousMb?.toFixed(0) ?? '-'} | ${m.heapUsedMb.toFixed(0)} | ` +
+        `${m.heapTotalMb.toFixed(0)} |`,
+    );
+    console.error(memoryRows.at(-1));
+  };
+  memoryRow(0);
   const rows: string[] = [];
   const latencyRows: string[] = [];
   const mock = proxyRounds > 0 ? await startMockVllm() : null;
@@ -329,7 +369,10 @@ async function main(): Promise<void> {
           count: checkpoint - total,
           seedFrom: total,
           write,
-          progress: progress('written'),
+          progress: (done) => {
+            progress('written')(total + done);
+            memoryRow(total + done);
+          },
           trace,
           probe,
         });
@@ -431,6 +474,10 @@ async function main(): Promise<void> {
   );
   console.log('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const row of rows) console.log(row);
+  console.log('');
+  console.log('| rollouts written through the API | RSS MB | anonymous MB | V8 heap used MB | V8 heap total MB |');
+  console.log('|---:|---:|---:|---:|---:|');
+  for (const row of memoryRows) console.log(row);
   if (latencyRows.length > 0) {
     console.log('');
     console.log(

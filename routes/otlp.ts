@@ -99,10 +99,11 @@ function parseBody(bytes: Uint8Array, encoding: Encoding, codec: OtlpCodec): unk
  * limit is refused before it is decoded (protobuf) or validated (JSON).
  */
 async function decodeInSlices(bytes: Uint8Array, encoding: Encoding, codec: OtlpCodec): Promise<OtlpTraceRequest[]> {
+  const slicing = { perSlice: OTLP_SPANS_PER_SLICE, maxSpans: REQUEST_LIMITS.otlpSpans };
   const cut: OtlpSlices<unknown> =
     encoding === 'protobuf'
-      ? sliceProtobufExport(bytes, OTLP_SPANS_PER_SLICE)
-      : sliceJsonExport(parseBody(bytes, encoding, codec), OTLP_SPANS_PER_SLICE);
+      ? sliceProtobufExport(bytes, slicing)
+      : sliceJsonExport(parseBody(bytes, encoding, codec), slicing);
   if (cut.spans > REQUEST_LIMITS.otlpSpans) {
     throw new OtlpRequestError(
       413,

@@ -16,7 +16,10 @@ export const OTLP_SPANS_PER_SLICE = 256;
 export interface OtlpSlices<T> {
   /** Spans in the whole export. */
   readonly spans: number;
-  /** The export cut into requests of at most `perSlice` spans; the whole export, unchanged, when it has none. */
+  /**
+   * The export cut into requests of at most `perSlice` spans; the whole export, unchanged, when it fits in one
+   * slice or has more than `maxSpans` (the caller refuses it).
+   */
   readonly slices: readonly T[];
 }
 
@@ -117,16 +120,22 @@ interface ResourceGroup {
  * Cuts an ExportTraceServiceRequest into requests of at most `perSlice` spans each. Bytes that are not a well-formed
  * message come back whole, for the decoder to refuse with its own message.
  */
-export function sliceProtobufExport(bytes: Uint8Array, perSlice: number): OtlpSlices<Uint8Array> {
+export function sliceProtobufExport(
+  bytes: Uint8Array,
+  options: { readonly perSlice: number; readonly maxSpans: number },
+): OtlpSlices<Uint8Array> {
+  const { perSlice } = options;
   let resources: ResourceGroup[];
   try {
+    // Counted first, keeping nothing: an export over the limit costs only this walk.
+    const spans = countSpans(bytes);
+    if (spans > options.maxSpans || spans <= perSlice) return { spans, slices: [bytes] };
     resources = walkRequest(bytes);
   } catch (error) {
     if (error instanceof WireError) return { spans: 0, slices: [bytes] };
     throw error;
   }
   const spans = resources.reduce((sum, r) => sum + r.scopes.reduce((n, s) => n + s.spans.length, 0), 0);
-  if (spans <= perSlice) return { spans, slices: [bytes] };
   const slices: Uint8Array[] = [];
   let current: Uint8Array[] = [];
   let inSlice = 0;
@@ -148,6 +157,20 @@ export function sliceProtobufExport(bytes: Uint8Array, perSlice: number): OtlpSl
   }
   if (inSlice > 0) slices.push(concat(current));
   return { spans, slices };
+}
+
+function countSpans(bytes: Uint8Array): number {
+  let spans = 0;
+  for (const field of fields(bytes, 0, bytes.length)) {
+    if (field.number !== REQUEST_RESOURCE_SPANS || field.wireType !== LEN) continue;
+    for (const inner of fields(bytes, field.payloadStart, field.end)) {
+      if (inner.number !== RESOURCE_SCOPE_SPANS || inner.wireType !== LEN) continue;
+      for (const spanField of fields(bytes, inner.payloadStart, inner.end)) {
+        if (spanField.number === SCOPE_SPANS && spanField.wireType === LEN) spans++;
+      }
+    }
+  }
+  return spans;
 }
 
 function walkRequest(bytes: Uint8Array): ResourceGroup[] {
@@ -189,14 +212,18 @@ function arrayOf(value: unknown, key: string): unknown[] | null {
  * Cuts a parsed OTLP/JSON export into exports of at most `perSlice` spans each. A body not shaped like an export
  * comes back whole, for the schema to refuse with its own message.
  */
-export function sliceJsonExport(body: unknown, perSlice: number): OtlpSlices<unknown> {
+export function sliceJsonExport(
+  body: unknown,
+  options: { readonly perSlice: number; readonly maxSpans: number },
+): OtlpSlices<unknown> {
+  const { perSlice } = options;
   const resources = arrayOf(body, 'resourceSpans');
   if (resources === null) return { spans: 0, slices: [body] };
   let spans = 0;
   for (const resource of resources) {
     for (const scope of arrayOf(resource, 'scopeSpans') ?? []) spans += arrayOf(scope, 'spans')?.length ?? 0;
   }
-  if (spans <= perSlice) return { spans, slices: [body] };
+  if (spans > options.maxSpans || spans <= perSlice) return { spans, slices: [body] };
   const slices: unknown[] = [];
   let current: JsonObject[] = [];
   let inSlice = 0;

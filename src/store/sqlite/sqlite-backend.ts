@@ -45,6 +45,7 @@ import { PositionedQueue } from './positioned-queue.js';
 import { type RolloutRecord, RolloutResidency } from './rollout-residency.js';
 import { SequenceCounters, type StoredCounter } from './sequence-counters.js';
 import { type FileIdentity, fileIdentity, fileProblem, openFailure, storageFailure } from './sqlite-file-guard.js';
+import { memoryPragmas, WRITER_CACHE_KIB } from './sqlite-memory.js';
 import { type ReadAnswer, type ReadRequest, ReadWorkerUnavailable, SqliteReadWorker } from './sqlite-read-worker.js';
 import { type RolloutPageSql, rolloutPageCost, rolloutPageSql } from './sqlite-rollout-page.js';
 import { migrate } from './sqlite-schema.js';
@@ -300,6 +301,7 @@ export class SqliteBackend implements StoreBackend {
       }
       this.#db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       this.#db.pragma('foreign_keys = OFF');
+      for (const pragma of memoryPragmas(WRITER_CACHE_KIB)) this.#db.pragma(pragma);
       migrate(this.#db);
       this.#stmt = this.prepare();
       this.#writeTx = this.#db.transaction((units: readonly Unit[], options: { counters: boolean }) =>

@@ -12,6 +12,7 @@
 // compareKeys) reach it as their compiled source text; test/store/sqlite-read-worker.test.ts holds both orders equal.
 import type { Worker } from 'node:worker_threads';
 import { compareKeys, sortKey } from '../core/query.js';
+import { memoryPragmas, READER_CACHE_KIB } from './sqlite-memory.js';
 import { startSqliteThread } from './sqlite-thread.js';
 
 /** A page the store already has as SQL (sqlite-rollout-page.ts). */
@@ -51,6 +52,7 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { readonly: true, fileMustExist: true });
+for (const pragma of ${JSON.stringify(memoryPragmas(READER_CACHE_KIB))}) db.pragma(pragma);
 const latestAttempts = db.prepare(
   'SELECT rollout_id, data FROM attempts WHERE rollout_id IN (SELECT value FROM json_each(?)) ' +
   'ORDER BY rollout_id, sequence_id, rowid');

@@ -17,6 +17,7 @@
 // next commit (`holdForRestart`) until a checkpoint has copied everything: that commit restarts the WAL while it
 // is still small, and it stays under the size limit, so there is nothing to cut.
 import type { Worker } from 'node:worker_threads';
+import { CHECKPOINTER_CACHE_KIB, memoryPragmas } from './sqlite-memory.js';
 import { startSqliteThread } from './sqlite-thread.js';
 
 /** What one checkpoint did, in WAL frames (pages), as `PRAGMA wal_checkpoint` reports it. */
@@ -56,6 +57,7 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
+for (const pragma of ${JSON.stringify(memoryPragmas(CHECKPOINTER_CACHE_KIB))}) db.pragma(pragma);
 const pageSize = db.pragma('page_size', { simple: true });
 let last = 0;
 let closing = false;

@@ -51,7 +51,7 @@ describe('sliceProtobufExport', () => {
   it('cuts across resources and scopes, keeping every span under its own resource and scope', () => {
     const whole = exportOf([[3, 0, 5], [4], [1, 6]]);
     const bytes = exportRequestType.encode(exportRequestType.fromObject(whole)).finish();
-    const cut = sliceProtobufExport(bytes, 4);
+    const cut = sliceProtobufExport(bytes, { perSlice: 4, maxSpans: 100 });
     expect(cut.spans).toBe(19);
     expect(cut.slices).toHaveLength(5);
     const decoded = cut.slices.map((slice) => codec.decodeTraceRequest(slice));
@@ -59,18 +59,23 @@ describe('sliceProtobufExport', () => {
     expect(decoded.flatMap(flatten)).toEqual(flatten(codec.decodeTraceRequest(bytes)));
   });
 
+  it('counts an export over the limit without cutting it', () => {
+    const bytes = exportRequestType.encode(exportRequestType.fromObject(exportOf([[3, 4], [5]]))).finish();
+    expect(sliceProtobufExport(bytes, { perSlice: 2, maxSpans: 11 })).toEqual({ spans: 12, slices: [bytes] });
+  });
+
   it('leaves an export within one slice, and bytes that are not a message, whole', () => {
     const bytes = exportRequestType.encode(exportRequestType.fromObject(exportOf([[2]]))).finish();
-    expect(sliceProtobufExport(bytes, 4)).toEqual({ spans: 2, slices: [bytes] });
+    expect(sliceProtobufExport(bytes, { perSlice: 4, maxSpans: 100 })).toEqual({ spans: 2, slices: [bytes] });
     const broken = bytes.subarray(0, bytes.length - 3);
-    expect(sliceProtobufExport(broken, 1)).toEqual({ spans: 0, slices: [broken] });
+    expect(sliceProtobufExport(broken, { perSlice: 1, maxSpans: 100 })).toEqual({ spans: 0, slices: [broken] });
   });
 });
 
 describe('sliceJsonExport', () => {
   it('cuts the same way after JSON.parse', () => {
     const whole = JSON.parse(JSON.stringify(exportOf([[3, 0, 5], [4], [1, 6]]))) as unknown;
-    const cut = sliceJsonExport(whole, 4);
+    const cut = sliceJsonExport(whole, { perSlice: 4, maxSpans: 100 });
     expect(cut.spans).toBe(19);
     expect(cut.slices).toHaveLength(5);
     expect(cut.slices.flatMap(flatten)).toEqual(flatten(whole));
@@ -78,6 +83,6 @@ describe('sliceJsonExport', () => {
 
   it('leaves a body not shaped like an export whole, for the schema to refuse', () => {
     const odd = { resourceSpans: [{ scopeSpans: [{ spans: 'many' }] }] };
-    expect(sliceJsonExport(odd, 1).slices).toEqual([odd]);
+    expect(sliceJsonExport(odd, { perSlice: 1, maxSpans: 100 }).slices).toEqual([odd]);
   });
 });
