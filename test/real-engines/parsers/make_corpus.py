@@ -154,6 +154,47 @@ def cases(fmt):
     }
 
 
+def harmony_call(name, args, channel="commentary"):
+    return (
+        f"<|start|>assistant<|channel|>{channel} to=functions.{name} <|constrain|>json<|message|>"
+        f"{json.dumps(args, ensure_ascii=False)}<|call|>"
+    )
+
+
+def harmony_cases():
+    """gpt-oss output: messages on channels (analysis = reasoning, final = content), calls addressed to a function.
+    The prompt ends with `<|start|>assistant`, so the first message's header starts at its channel."""
+
+    def first(text):
+        return text.removeprefix("<|start|>assistant")
+
+    analysis = "<|channel|>analysis<|message|>Search first.<|end|>"
+    one = harmony_call("search", {"q": "tides", "n": 3})
+    return {
+        "plain": "<|channel|>final<|message|>Hello there, no tools here.<|return|>",
+        "reasoning then content": "<|channel|>analysis<|message|>The user greets.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>Hello there.<|return|>",
+        "reasoning then a call": analysis + one,
+        "content then two calls": analysis
+        + "<|start|>assistant<|channel|>commentary<|message|>Let me check.<|end|>"
+        + harmony_call("search", {"q": "tides"})
+        + harmony_call("get_weather", {"city": "Oslo", "days": 2}),
+        "a call, no reasoning": first(one),
+        "every JSON type": first(harmony_call("get_weather", ALL_TYPES)),
+        "escaped strings": first(harmony_call("search", ESCAPED)),
+        "non-ASCII": "<|channel|>analysis<|message|>Über ✓<|end|>" + harmony_call("get_weather", UNICODE),
+        "no arguments": first(harmony_call("noop", {})),
+        "recipient before the channel": "<|channel|>analysis<|message|>r<|end|>"
+        '<|start|>assistant to=functions.search<|channel|>commentary json<|message|>{"q": "tides"}<|call|>',
+        "unclosed reasoning": "<|channel|>analysis<|message|>Still thinking about the",
+        "unclosed final": analysis + "<|start|>assistant<|channel|>final<|message|>Cut off in the",
+        "truncated call": analysis + one[: one.index("tides") + 2],
+        "malformed call": analysis
+        + '<|start|>assistant<|channel|>commentary to=functions.search <|constrain|>json<|message|>{"q": }<|call|>',
+        "no header": "Just text, no channel.",
+    }
+
+
 # Per family: the vLLM parser names, the special tokens its tokenizer carries (added to a Qwen3 vocabulary so the
 # parsers find them by id), the tail of a rendered prompt (the generation prompt), and the tool format.
 FAMILIES = {
@@ -204,6 +245,18 @@ FAMILIES = {
         "added_tokens": ["]~b]", "]~!b[", "[e~[", "<minimax:tool_call>", "</minimax:tool_call>"],
         "prompt": "]~b]user\nhi[e~[\n]~b]ai\n",
     },
+    # gpt-oss: vLLM always parses it with its harmony parser (the tokenizer is harmony's own; the options are one
+    # set, since harmony has no thinking switch and the chat route, not the parser, drops calls a request did not
+    # offer tools for).
+    "harmony": {
+        "tool_parser": "openai",
+        "reasoning_parser": "openai_gptoss",
+        "format": "harmony",
+        "harmony": True,
+        "added_tokens": [],
+        "options": [{"tools": True, "thinking": True}],
+        "prompt": "<|start|>user<|message|>hi<|end|><|start|>assistant",
+    },
 }
 
 # The request settings each output is parsed under: tools offered (tool_choice auto) or not, thinking on or off.
@@ -220,7 +273,8 @@ CHUNKINGS = [1, 2, 3, 7]
 def main():
     corpus = {"tools": TOOLS, "options": OPTIONS, "chunkings": CHUNKINGS, "families": {}}
     for family, spec in FAMILIES.items():
-        corpus["families"][family] = {**spec, "cases": cases(spec["format"])}
+        made = harmony_cases() if spec.get("harmony") else cases(spec["format"])
+        corpus["families"][family] = {**spec, "cases": made}
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump(corpus, f, ensure_ascii=False, indent=1)
         f.write("\n")

@@ -44,6 +44,28 @@ def family_tokenizer(added, workdir):
     return get_tokenizer(out)
 
 
+class HarmonyTokenizer:
+    """gpt-oss's tokenizer as far as vLLM's harmony parser uses one: harmony's own encoding."""
+
+    def __init__(self):
+        from openai_harmony import HarmonyEncodingName, load_harmony_encoding
+
+        self._encoding = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+
+    def get_vocab(self):
+        return {}
+
+    def encode(self, text, add_special_tokens=False):
+        return self._encoding.encode(text, allowed_special="all")
+
+    def decode(self, ids, skip_special_tokens=False):
+        return self._encoding.decode(list(ids))
+
+    def convert_tokens_to_ids(self, token):
+        ids = self.encode(token)
+        return ids[0] if len(ids) == 1 else None
+
+
 def decoded_chunks(tokenizer, ids, k, skip_special):
     """The stream's chunks: k ids each, with the text each adds (an unfinished character waits for the next)."""
     chunks = []
@@ -121,17 +143,19 @@ def run(corpus):
     results = {}
     try:
         for family, spec in corpus["families"].items():
-            tokenizer = family_tokenizer(spec["added_tokens"], workdir)
+            harmony = bool(spec.get("harmony"))
+            tokenizer = HarmonyTokenizer() if harmony else family_tokenizer(spec["added_tokens"], workdir)
             parser_cls = ParserManager.get_parser(
                 tool_parser_name=spec["tool_parser"],
                 reasoning_parser_name=spec["reasoning_parser"],
                 enable_auto_tools=True,
+                is_harmony=harmony,
             )
             prompt_ids = tokenizer.encode(spec["prompt"], add_special_tokens=False)
             fam_out = {}
             for name, text in spec["cases"].items():
                 case_out = []
-                for options in corpus["options"]:
+                for options in spec.get("options", corpus["options"]):
                     kwargs = {"enable_thinking": options["thinking"], "thinking": options["thinking"]}
                     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
                     if options["tools"]:
@@ -216,6 +240,9 @@ def layout(out):
 def main():
     with open(CORPUS, encoding="utf-8") as f:
         corpus = json.load(f)
+    if "--family" in sys.argv:
+        only = sys.argv[sys.argv.index("--family") + 1]
+        corpus["families"] = {only: corpus["families"][only]}
     out = run(corpus)
     text = layout(out)
     if "--write" in sys.argv:

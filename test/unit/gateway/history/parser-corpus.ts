@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { composedOutputParser } from '../../../../src/gateway/history/answer-parsing.js';
 import { createDeepSeekV31Parser } from '../../../../src/gateway/history/parsers/deepseek-v31-parser.js';
 import { createGlm47Parser } from '../../../../src/gateway/history/parsers/glm47-parser.js';
+import { createHarmonyParser } from '../../../../src/gateway/history/parsers/harmony-parser.js';
 import { createKimiK2Parser } from '../../../../src/gateway/history/parsers/kimi-k2-parser.js';
 import { createMiniMaxM2Parser } from '../../../../src/gateway/history/parsers/minimax-m2-parser.js';
 import type { OutputParserFactory, ToolSchema } from '../../../../src/gateway/history/parsers/output-parser.js';
@@ -60,6 +61,7 @@ export const PARSERS: Readonly<Record<string, OutputParserFactory>> = {
   deepseek_v31: createDeepSeekV31Parser,
   kimi_k2: createKimiK2Parser,
   minimax_m2: createMiniMaxM2Parser,
+  harmony: createHarmonyParser,
 };
 
 /** Random tool-call ids compare equal; a family's own ids are compared. */
