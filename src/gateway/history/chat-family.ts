@@ -3,7 +3,7 @@
 // family only knows how the rendered ids divide into messages and how the engine's parsers read an answer, so the
 // gateway can splice served ids into the history and still answer the agent like the chat route.
 // The families themselves (qwen3-family.ts) implement it; family.ts picks one by its config name.
-import type { AnswerParsing } from './answer-parsing.js';
+import type { OutputParser, OutputParserOptions } from './parsers/output-parser.js';
 
 /** One message of a rendered prompt: [start, end) in the ids. */
 export interface PromptBlock {
@@ -15,13 +15,6 @@ export interface PromptBlock {
   readonly turnEnd: number;
 }
 
-export interface AnswerParsingOptions {
-  /** The request has tools and lets the model call them (`tool_choice` absent or `auto`). */
-  readonly tools: boolean;
-  /** The prompt closed the think block itself (`chat_template_kwargs.enable_thinking: false`). */
-  readonly thinkingOff: boolean;
-}
-
 export interface ChatFamily {
   readonly name: string;
   /** The token that closes a message in the template; the engine's EOS for the assistant's turn. */
@@ -30,6 +23,10 @@ export interface ChatFamily {
   readonly assistantRole: number;
   /** The messages of a rendered prompt, in order; tokens before the first message are not a block. */
   splitBlocks(ids: readonly number[]): PromptBlock[];
-  /** The engine's reasoning and tool parsers for one request. */
-  answerParsing(options: AnswerParsingOptions): AnswerParsing;
+  /**
+   * The engine's output parser for one request: `tools` are the request's when it lets the model call them
+   * (`tool_choice` absent or `auto`); `thinking` is false when the prompt closed the think block itself
+   * (`chat_template_kwargs.enable_thinking: false`).
+   */
+  outputParser(options: OutputParserOptions): OutputParser;
 }

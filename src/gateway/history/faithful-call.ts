@@ -21,6 +21,7 @@ import { completionBody, renderBody, unsupportedReason } from './completion-requ
 import { renderOnEngine } from './engine-render.js';
 import { chatFamily } from './family.js';
 import { isObj, type Obj } from './narrow.js';
+import { toolSchemas } from './parsers/output-parser.js';
 import type { Segment } from './segment.js';
 import { HistorySessions } from './sessions.js';
 import { freshPrompt, type RenderedRequest, recognised, type SpliceMatch, spliceOnto } from './splice.js';
@@ -94,9 +95,11 @@ interface PlanState {
 
 function makePlan(state: PlanState): FaithfulPlan {
   const { match, body } = state;
-  const tools = Array.isArray(body.tools) && body.tools.length > 0;
   const kwargs = isObj(body.chat_template_kwargs) ? body.chat_template_kwargs : {};
-  const parsing = state.family.answerParsing({ tools, thinkingOff: kwargs.enable_thinking === false });
+  const parsing = state.family.outputParser({
+    tools: toolSchemas(body.tools),
+    thinking: kwargs.enable_thinking !== false,
+  });
   const promptIds = Int32Array.from(match.prompt);
   const blocks: readonly PromptBlock[] = match.blocks;
   const onServed = (served: ServedAnswer): void => {

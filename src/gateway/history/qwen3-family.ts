@@ -1,9 +1,10 @@
 // Qwen3 (and the Qwen2.5 tokenizer it shares): ChatML messages `<|im_start|>role\n...<|im_end|>\n`, reasoning in
 // `<think>...</think>` (vLLM `--reasoning-parser qwen3`), tool calls in hermes `<tool_call>` blocks
 // (`--tool-call-parser hermes`). The ids are the tokenizer's, the same for every Qwen3 size.
-import type { AnswerParsing } from './answer-parsing.js';
-import type { AnswerParsingOptions, ChatFamily, PromptBlock } from './chat-family.js';
+import { composedOutputParser } from './answer-parsing.js';
+import type { ChatFamily, PromptBlock } from './chat-family.js';
 import { createHermesToolParser } from './parsers/hermes-tool-parser.js';
+import type { OutputParser, OutputParserOptions } from './parsers/output-parser.js';
 import { createThinkReasoningParser } from './parsers/think-reasoning-parser.js';
 
 const IM_START = 151644;
@@ -41,7 +42,10 @@ export const qwen3Family: ChatFamily = {
   endOfTurnId: IM_END,
   assistantRole: ASSISTANT,
   splitBlocks,
-  answerParsing(options: AnswerParsingOptions): AnswerParsing {
-    return { reasoning: options.thinkingOff ? null : reasoning, tools: options.tools ? tools : null };
+  outputParser(options: OutputParserOptions): OutputParser {
+    return composedOutputParser({
+      reasoning: options.thinking ? reasoning : null,
+      tools: options.tools ? tools : null,
+    });
   },
 };

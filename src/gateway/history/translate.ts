@@ -3,8 +3,7 @@
 // family's parsers, logprobs in the chat form, prompt and response ids where the chat route puts them. What was
 // served (ids and the agent-visible turn) is handed to `onServed` before the agent can see the end of the answer,
 // so the agent's next call finds it.
-import type { ParsedAnswer } from './answer-parsing.js';
-import { AnswerDeltas, type AnswerParsing, parseAnswer } from './answer-parsing.js';
+
 import type { AssistantTurn, ToolCallText } from './assistant-turn.js';
 import {
   chatFinishReason,
@@ -15,6 +14,7 @@ import {
   wireDelta,
 } from './chat-shape.js';
 import { intArray, isObj, type Obj } from './narrow.js';
+import type { OutputParser, OutputStream, ParsedAnswer } from './parsers/output-parser.js';
 
 /** What the engine generated for one call, as the next call's history needs it. */
 export interface ServedAnswer {
@@ -25,7 +25,7 @@ export interface ServedAnswer {
 }
 
 export interface TranslateOptions {
-  readonly parsing: AnswerParsing;
+  readonly parsing: OutputParser;
   readonly reasoningField: ReasoningField;
   /** The chat body asked for logprobs (possibly injected for the recording). */
   readonly logprobs: boolean;
@@ -37,7 +37,7 @@ export function chatBodyOfCompletion(completion: unknown, options: TranslateOpti
   if (!isObj(completion) || !Array.isArray(completion.choices)) return null;
   const choice: unknown = completion.choices[0];
   if (!isObj(choice) || typeof choice.text !== 'string') return null;
-  const answer: ParsedAnswer = parseAnswer(choice.text, options.parsing);
+  const answer: ParsedAnswer = options.parsing.parse(choice.text);
   const ids = intArray(choice.token_ids);
   const finish = typeof choice.finish_reason === 'string' ? choice.finish_reason : null;
   if (ids !== null && finish !== 'abort') options.onServed({ ids, turn: servedTurn(answer), finishReason: finish });
@@ -75,7 +75,7 @@ export function chatBodyOfCompletion(completion: unknown, options: TranslateOpti
  */
 export class ChatStreamTranslator {
   readonly #options: TranslateOptions;
-  readonly #deltas: AnswerDeltas;
+  readonly #deltas: OutputStream;
   #started = false;
   #ids: number[] = [];
   #idsComplete = true;
@@ -84,7 +84,7 @@ export class ChatStreamTranslator {
 
   constructor(options: TranslateOptions) {
     this.#options = options;
-    this.#deltas = new AnswerDeltas(options.parsing);
+    this.#deltas = options.parsing.stream();
   }
 
   /** The data of one upstream event (already parsed); the data of the chat events that replace it. */
@@ -115,9 +115,9 @@ export class ChatStreamTranslator {
     const ids = intArray(choice.token_ids);
     if (ids === null) this.#idsComplete = false;
     else for (const id of ids) this.#ids.push(id);
-    const delta = this.#deltas.next(text, ids ?? []) ?? {};
-    this.#collect(delta);
     const finish = choice.finish_reason ?? null;
+    const delta = this.#deltas.next(text, ids ?? [], finish !== null) ?? {};
+    this.#collect(delta);
     const out: Obj = {
       index: 0,
       delta: wireDelta(delta, this.#options.reasoningField),

@@ -2,6 +2,7 @@
 // composed from --reasoning-parser and --tool-call-parser): the whole answer into reasoning, content and tool calls,
 // and a stream chunk by chunk. docs/parsers.md lists the formats and how each is checked against vLLM itself.
 import { randomUUID } from 'node:crypto';
+import { isObj } from '../narrow.js';
 import type { AnswerDelta } from './think-reasoning-parser.js';
 
 export interface ParsedToolCall {
@@ -46,4 +47,15 @@ export type OutputParserFactory = (options: OutputParserOptions) => OutputParser
 /** vLLM's default tool-call id: `chatcmpl-tool-` and a random 32-hex uuid. */
 export function randomToolCallId(): string {
   return `chatcmpl-tool-${randomUUID().replaceAll('-', '')}`;
+}
+
+/** The functions of a chat request's `tools`, or null when it has none. */
+export function toolSchemas(tools: unknown): readonly ToolSchema[] | null {
+  if (!Array.isArray(tools)) return null;
+  const out: ToolSchema[] = [];
+  for (const tool of tools) {
+    const fn: unknown = isObj(tool) ? tool.function : undefined;
+    if (isObj(fn) && typeof fn.name === 'string') out.push({ name: fn.name, parameters: fn.parameters });
+  }
+  return out.length > 0 ? out : null;
 }

@@ -2,7 +2,6 @@
 // rendition of vLLM's chat route does: the same message for a whole answer, the same delta for every chunk of a
 // stream (one token per chunk and several), for answers with and without reasoning, content, tool calls, broken JSON.
 import { describe, expect, it } from 'vitest';
-import { AnswerDeltas, parseAnswer } from '../../../../src/gateway/history/answer-parsing.js';
 import { chatMessage, wireDelta } from '../../../../src/gateway/history/chat-shape.js';
 import { qwen3Family } from '../../../../src/gateway/history/qwen3-family.js';
 import {
@@ -70,9 +69,17 @@ const CASES = Object.entries(ANSWERS).flatMap(([name, text]) =>
   ].map((options) => ({ name, text, ...options })),
 );
 
+/** The gateway's parser for the request the case stands for (its tools are the twin's: any name parses). */
+function qwen3Parser(options: { tools: boolean; thinkingOff: boolean }) {
+  return qwen3Family.outputParser({
+    tools: options.tools ? [{ name: 'search' }] : null,
+    thinking: !options.thinkingOff,
+  });
+}
+
 describe('Qwen3 answer parsing (gateway vs engine)', () => {
   it.each(CASES)('$name (tools: $tools, thinking off: $thinkingOff): the same message', ({ text, ...options }) => {
-    const mine = chatMessage(parseAnswer(text, qwen3Family.answerParsing(options)), 'reasoning');
+    const mine = chatMessage(qwen3Parser(options).parse(text), 'reasoning');
     const twin = twinChatMessage(twinParseAnswer(text, twinParsing(options)), twinParsing(options));
     expect(normalise(mine)).toEqual(normalise(twin));
   });
@@ -81,10 +88,11 @@ describe('Qwen3 answer parsing (gateway vs engine)', () => {
     '$name (tools: $tools, thinking off: $thinkingOff): the same stream deltas',
     ({ text, ...options }) => {
       for (const tokensPerChunk of [1, 3]) {
-        const mine = new AnswerDeltas(qwen3Family.answerParsing(options));
+        const mine = qwen3Parser(options).stream();
         const twin = new ChatDeltaState(twinParsing(options));
-        for (const chunk of chunks(text, tokensPerChunk)) {
-          const a = mine.next(chunk.text, chunk.ids);
+        const all = chunks(text, tokensPerChunk);
+        for (const [i, chunk] of all.entries()) {
+          const a = mine.next(chunk.text, chunk.ids, i === all.length - 1);
           const b = twin.next(chunk.text, chunk.ids);
           expect(normalise(a === null ? null : wireDelta(a, 'reasoning'))).toEqual(
             normalise(b === null ? null : twinWireDelta(b, 'reasoning')),

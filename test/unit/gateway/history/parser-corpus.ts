@@ -3,7 +3,6 @@
 // vLLM was: the whole text, and every recorded stream chunk by chunk.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { composedOutputParser } from '../../../../src/gateway/history/answer-parsing.js';
 import { createDeepSeekV31Parser } from '../../../../src/gateway/history/parsers/deepseek-v31-parser.js';
 import { createGlm47Parser } from '../../../../src/gateway/history/parsers/glm47-parser.js';
 import { createHarmonyParser } from '../../../../src/gateway/history/parsers/harmony-parser.js';
@@ -54,8 +53,7 @@ export const TOOLS: readonly ToolSchema[] = corpus.tools.map((t) => t.function);
 
 /** The gateway's parser for each family of the corpus. */
 export const PARSERS: Readonly<Record<string, OutputParserFactory>> = {
-  qwen3: (options) =>
-    composedOutputParser(qwen3Family.answerParsing({ tools: options.tools !== null, thinkingOff: !options.thinking })),
+  qwen3: (options) => qwen3Family.outputParser(options),
   qwen3_coder: createQwen3CoderParser,
   glm47: createGlm47Parser,
   deepseek_v31: createDeepSeekV31Parser,
