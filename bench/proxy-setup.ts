@@ -16,6 +16,41 @@ export interface Scenario {
   readonly path: string;
   readonly body: string;
   readonly stream: boolean;
+  /**
+   * A conversation's turns, each the whole history so far: every connection sends them in order, one per call, and
+   * starts over after the last (`body` is then its first turn). Recorded calls go to one rollout per conversation.
+   */
+  readonly turns?: readonly string[];
+}
+
+export const AGENTIC_SCENARIO = 'agentic 30 turns';
+/** The agentic cell: a conversation of this many turns whose history grows by about this much each turn. */
+const AGENTIC_TURNS = 30;
+const AGENTIC_TURN_CHARS = 6_600;
+
+/**
+ * The bodies of an agent's conversation as it re-sends it each turn: a system prompt, then per turn an observation
+ * and the agent's action, about 200 KB by the last turn. Every turn asks for a short answer, so the cell measures
+ * what the history costs the proxy (parsing, rewriting, recording the prompt), not generation.
+ */
+function agenticTurns(common: Readonly<Record<string, unknown>>): string[] {
+  const half = AGENTIC_TURN_CHARS / 2;
+  const history: { role: string; content: string }[] = [
+    { role: 'system', content: 'You are an agent solving a task step by step with the tools you are given.' },
+  ];
+  const turns: string[] = [];
+  for (let turn = 0; turn < AGENTIC_TURNS; turn++) {
+    const observation = `observation ${turn}: ${'the shell printed a line of output. '.repeat(half / 36)}`;
+    turns.push(
+      JSON.stringify({ ...common, messages: [...history, { role: 'user', content: observation }], max_tokens: 4 }),
+    );
+    history.push({ role: 'user', content: observation });
+    history.push({
+      role: 'assistant',
+      content: `action ${turn}: ${'run the next command and read it. '.repeat(half / 33)}`,
+    });
+  }
+  return turns;
 }
 
 export function which(binary: string): string | null {
@@ -114,7 +149,13 @@ export function scenarios(): Scenario[] {
         max_tokens: 4,
       }),
     },
+    agentic(common),
   ];
+}
+
+function agentic(common: Readonly<Record<string, unknown>>): Scenario {
+  const turns = agenticTurns(common);
+  return { name: AGENTIC_SCENARIO, path: '/v1/chat/completions', stream: false, body: turns[0] as string, turns };
 }
 
 /** The median of the known values (null and NaN left out); null when none is known. */

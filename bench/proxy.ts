@@ -1,6 +1,7 @@
 // `npm run bench:proxy`: the gateway against a direct connection to the vLLM stand-in and (when installed)
 // nginx as a plain pass-through proxy, on loopback. Scenarios: small non-stream, 16-chunk stream, 100 KB
-// request; 1 and 64 connections; gateway recording on (attributed URL: sequence id + span in the store)
+// request, and an agentic conversation (30 turns, each re-sending the whole history, ~200 KB by the last turn, one
+// rollout per conversation); 1 and 64 connections; gateway recording on (attributed URL: sequence id + span in the store)
 // and off (un-prefixed URL). The proxy under test is pinned to core 0 (`taskset`); the load generator and
 // the stand-in share core 1. Prints markdown tables; every number is also given as a ratio to nginx.
 //
@@ -343,8 +344,9 @@ async function load(
   const url = new URL(target.base);
   const pool = new Pool(url.origin, { connections, pipelining: 1 });
   const path = url.pathname.replace(/\/$/, '') + scenario.path;
-  const body =
-    target.model === undefined ? scenario.body : JSON.stringify({ ...JSON.parse(scenario.body), model: target.model });
+  const withModel = (text: string): string =>
+    target.model === undefined ? text : JSON.stringify({ ...JSON.parse(text), model: target.model });
+  const bodies = (scenario.turns ?? [scenario.body]).map(withModel);
   const cell = `${target.name.replace(/\W+/g, '')}-${scenario.name.replace(/\W+/g, '')}-${connections}-${++cellRuns}`;
   const latencies: number[] = [];
   const ttfbs: number[] = [];
@@ -355,10 +357,10 @@ async function load(
     const start = performance.now();
     let first = 0;
     const response = await pool.request({
-      path: target.recorded === true ? recordedPath(cell, agent, scenario.path) : path,
+      path: target.recorded === true ? recordedPath(cell, agent, scenario) : path,
       method: 'POST',
       headers: { 'content-type': 'application/json', ...target.headers },
-      body,
+      body: bodies[agent.sent++ % bodies.length],
     });
     for await (const _chunk of response.body) if (first === 0) first = performance.now();
     const end = performance.now();
@@ -380,7 +382,7 @@ async function load(
     }
   };
   const worker = async (_: unknown, index: number) => {
-    const agent: Agent = { calls: 0, index };
+    const agent: Agent = { calls: 0, sent: 0, index };
     while (!stop) await one(agent).catch(() => errors++);
   };
   const workers = Array.from({ length: connections }, worker);
@@ -422,6 +424,8 @@ const FINISHED_ATTEMPT = JSON.stringify({ status: 'succeeded' });
 interface Agent {
   readonly index: number;
   calls: number;
+  /** Calls sent in this cell, recorded or not: the turn of a conversation scenario it is at. */
+  sent: number;
 }
 
 /** The rollout of an agent's call number `call`: a new one every CALLS_PER_ROLLOUT calls (0: one rollout). */
@@ -430,10 +434,14 @@ function rolloutOf(cell: string, agent: Agent, call: number): string {
 }
 
 /** The attributed path of an agent's next call. */
-function recordedPath(cell: string, agent: Agent, apiPath: string): string {
-  const rollout = rolloutOf(cell, agent, agent.calls);
+function recordedPath(cell: string, agent: Agent, scenario: Scenario): string {
+  // A conversation is one rollout (its turns share their history); other cells use CALLS_PER_ROLLOUT.
+  const rollout =
+    scenario.turns === undefined
+      ? rolloutOf(cell, agent, agent.calls)
+      : `${cell}-${agent.index}-${Math.floor(agent.sent / scenario.turns.length)}`;
   agent.calls++;
-  return `/rollout/${rollout}/attempt/a1${apiPath}`;
+  return `/rollout/${rollout}/attempt/a1${scenario.path}`;
 }
 
 /** The rollout the agent's last call ended, when it did (FINISH_ROLLOUTS): the next call starts another. */

@@ -86,6 +86,6 @@ export interface CanonicalRecord {
  * A value a call record holds under a span attribute name: what the store format can keep (finite numbers,
  * homogeneous arrays without holes). Both the stored span and an exported OpenTelemetry span take it as it is.
  */
-export type RecordedValue = string | number | boolean | string[] | number[] | boolean[];
+export type RecordedValue = string | number | boolean | readonly string[] | readonly number[] | readonly boolean[];
 
 export type RecordedAttributes = Record<string, RecordedValue>;

@@ -1,7 +1,13 @@
-// The attributes of one call's span: GenAI semconv (docs/architecture.md) plus rollgate's canonical
-// record (docs/architecture.md). Names come from src/contracts/span-attributes.ts only.
-import type { Attributes } from '@opentelemetry/api';
-import type { CanonicalRecord, CapturedCall, Endpoint } from '../contracts/call-record.js';
+// The attributes of one call's record, as its stored span carries them: GenAI semconv (docs/architecture.md) plus
+// rollgate's canonical record (docs/architecture.md). Names come from src/contracts/span-attributes.ts only. Typed
+// as recorded values, so the call record takes them as they are: the token-id arrays are neither copied nor
+// checked again.
+import type {
+  RecordedAttributes as Attributes,
+  CanonicalRecord,
+  CapturedCall,
+  Endpoint,
+} from '../contracts/call-record.js';
 import * as A from '../contracts/span-attributes.js';
 import { inputMessages, outputMessages, promptMessages, responsesInputMessages } from './genai-messages.js';
 import { RepeatedJson } from './repeated-json.js';
@@ -106,20 +112,20 @@ export function responseAttributes(
   if (call.responseModel !== null) attributes[A.ATTR_GEN_AI_RESPONSE_MODEL] = call.responseModel;
   const finishReasons = call.choices.map((c) => c.finishReason).filter((r): r is string => r !== null);
   if (finishReasons.length > 0) attributes[A.ATTR_GEN_AI_RESPONSE_FINISH_REASONS] = finishReasons;
-  if (record.promptTokenIds !== null) attributes[A.ATTR_PROMPT_TOKEN_IDS] = [...record.promptTokenIds];
+  if (record.promptTokenIds !== null) attributes[A.ATTR_PROMPT_TOKEN_IDS] = record.promptTokenIds;
   // The first choice (by index) whose logprobs were left out says why; readers check the values themselves.
   let logprobsDropped: A.LogprobsDropReason | null = null;
   for (const choice of record.choices) {
     logprobsDropped ??= choice.logprobsDropped;
     if (choice.index === 0) {
-      if (choice.tokenIds !== null) attributes[A.ATTR_RESPONSE_TOKEN_IDS] = [...choice.tokenIds];
-      if (choice.logprobs !== null) attributes[A.ATTR_RESPONSE_LOGPROBS] = [...choice.logprobs];
+      if (choice.tokenIds !== null) attributes[A.ATTR_RESPONSE_TOKEN_IDS] = choice.tokenIds;
+      if (choice.logprobs !== null) attributes[A.ATTR_RESPONSE_LOGPROBS] = choice.logprobs;
     } else {
       // Several prompts in one completions call: a choice of another prompt must not be read against the first.
       if (choice.promptTokenIds !== null && !sameIds(choice.promptTokenIds, record.promptTokenIds))
-        attributes[A.choicePromptTokenIdsAttr(choice.index)] = [...choice.promptTokenIds];
-      if (choice.tokenIds !== null) attributes[A.choiceTokenIdsAttr(choice.index)] = [...choice.tokenIds];
-      if (choice.logprobs !== null) attributes[A.choiceLogprobsAttr(choice.index)] = [...choice.logprobs];
+        attributes[A.choicePromptTokenIdsAttr(choice.index)] = choice.promptTokenIds;
+      if (choice.tokenIds !== null) attributes[A.choiceTokenIdsAttr(choice.index)] = choice.tokenIds;
+      if (choice.logprobs !== null) attributes[A.choiceLogprobsAttr(choice.index)] = choice.logprobs;
     }
   }
   if (logprobsDropped !== null) attributes[A.ATTR_LOGPROBS_DROPPED] = logprobsDropped;

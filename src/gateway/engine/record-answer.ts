@@ -68,5 +68,5 @@ export function recordCapture(run: CallRun, captured: CapturedAnswer): void {
   const own = canonicalRecord(call, { complete: captured.complete, unavailable: run.idsUnavailable });
   const prefix = run.call.continues;
   const record = prefix === undefined ? own : prefixedRecord(own, prefix);
-  run.record.setAll(responseAttributes(call, record, { captureContent: run.captureContent }));
+  run.record.assign(responseAttributes(call, record, { captureContent: run.captureContent }));
 }

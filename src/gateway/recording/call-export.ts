@@ -2,7 +2,7 @@
 // recorded, from the same record as the stored span and with its ids, so a collector's trace and the store's span
 // name the same call. The upstream tries (upstream-tries.ts) are its children. Sampling and the OTEL_* limits apply
 // here, to what is exported; the store has already been written.
-import { type Span, SpanKind, SpanStatusCode, TraceFlags, trace } from '@opentelemetry/api';
+import { type Attributes, type Span, SpanKind, SpanStatusCode, TraceFlags, trace } from '@opentelemetry/api';
 import type { Tracing } from '../../tracing/provider.js';
 import type { CallRecord } from './call-record.js';
 
@@ -11,7 +11,8 @@ export function exportCall(tracing: Tracing, record: CallRecord): void {
   if (!tracing.exporting || record.endMs === null) return;
   const span = tracing.startSpanWithIds(record, record.name, {
     kind: SpanKind.CLIENT,
-    attributes: record.attributes,
+    // The SDK copies the attributes it is given (arrays included) and never writes to ours.
+    attributes: record.attributes as Attributes,
     startTime: record.startMs,
   });
   const description = record.errorDescription();

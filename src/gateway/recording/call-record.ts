@@ -51,7 +51,8 @@ export function wallClockMs(): number {
 export interface CallRecordStart {
   readonly name: string;
   readonly attribution: RecordedAttribution | null;
-  readonly attributes: Readonly<Record<string, unknown>>;
+  /** The request's facts (call-attributes.ts), already typed as recorded values. */
+  readonly attributes: Readonly<RecordedAttributes>;
 }
 
 export class CallRecord {
@@ -75,20 +76,32 @@ export class CallRecord {
     this.spanId = ids.spanId;
     this.name = start.name;
     this.attribution = start.attribution;
-    this.setAll(start.attributes);
+    this.assign(start.attributes);
   }
 
   get ended(): boolean {
     return this.endMs !== null;
   }
 
-  /** Keeps the value under the name; a value the store could not hold (undefined, NaN, a mixed array) is left out. */
+  /**
+   * Keeps the value under the name; a value the store could not hold (undefined, NaN, a mixed array) is left out.
+   * Once the call is recorded the record no longer changes: the store may hold its attributes as they are.
+   */
   set(name: string, value: unknown): void {
-    if (isRecordable(value)) this.attributes[name] = value;
+    if (this.endMs === null && isRecordable(value)) this.attributes[name] = value;
   }
 
+  /** Keeps each value the store can hold, like `set`: for attributes made elsewhere, typed loosely. */
   setAll(attributes: Readonly<Record<string, unknown>>): void {
     for (const name of Object.keys(attributes)) this.set(name, attributes[name]);
+  }
+
+  /**
+   * Takes attributes typed as recorded values (call-attributes.ts) as they are: the token-id arrays of a long
+   * conversation are neither copied nor walked again. Arrays are kept by reference and never changed after.
+   */
+  assign(attributes: Readonly<RecordedAttributes>): void {
+    if (this.endMs === null) Object.assign(this.attributes, attributes);
   }
 
   /** The error status's description: null for a call that ended `ok` (or has not ended). */

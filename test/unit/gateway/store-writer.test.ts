@@ -21,7 +21,8 @@ afterEach(async () => {
 });
 
 function endedRecord(seq: number, attributes: Record<string, unknown> = {}): CallRecord {
-  const record = new CallRecord({ name: 'chat m', attribution: { rid: 'r', aid: 'a', seq }, attributes });
+  const record = new CallRecord({ name: 'chat m', attribution: { rid: 'r', aid: 'a', seq }, attributes: {} });
+  record.setAll(attributes);
   record.outcome = 'ok';
   record.endMs = record.startMs + 5;
   return record;
