@@ -12,7 +12,7 @@
 import type { OutputParser, OutputParserOptions, ParsedAnswer, ParsedToolCall } from './output-parser.js';
 import { randomToolCallId } from './output-parser.js';
 import { type Snapshot, SnapshotStream } from './snapshot-stream.js';
-import { runMachine, type TagFormat } from './tag-machine.js';
+import { runMachine, type TagFormat, TagReader } from './tag-machine.js';
 
 const THINK_START = '<think>';
 const THINK_END = '</think>';
@@ -78,11 +78,12 @@ export function createDeepSeekV31Parser(options: OutputParserOptions): OutputPar
       return { ...answer, content: machine.content.trim() === '' ? null : machine.content, toolCalls: calls };
     },
     stream() {
+      const reader = new TagReader(FORMAT, 'content');
       return new SnapshotStream(
         (text, final): Snapshot => {
           const { reasoning, content } = split(text, final);
           if (content === null || options.tools === null) return { reasoning, content: content ?? '', calls: [] };
-          const machine = runMachine(FORMAT, content, 'content', final);
+          const machine = reader.read(content, final);
           const last = machine.calls.length - 1;
           return {
             reasoning,

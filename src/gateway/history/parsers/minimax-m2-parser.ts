@@ -23,7 +23,7 @@ import type {
 import { randomToolCallId } from './output-parser.js';
 import { growingPrefix } from './qwen3-coder-parser.js';
 import { SnapshotStream } from './snapshot-stream.js';
-import { type MachineStep, runMachine, type TagFormat } from './tag-machine.js';
+import { type MachineStep, runMachine, type TagFormat, TagReader } from './tag-machine.js';
 import type { AnswerDelta } from './think-reasoning-parser.js';
 
 const THINK_START = '<think>';
@@ -93,9 +93,10 @@ function argumentsOf(body: string, name: string, tools: readonly ToolSchema[] | 
 
 /** The tool phase of a stream: from the chunk that closes the thinking, calls are taken out of the text. */
 function toolPhase(tools: readonly ToolSchema[]): SnapshotStream {
+  const reader = new TagReader(FORMAT, 'content');
   return new SnapshotStream(
     (text, final) => {
-      const machine = runMachine(FORMAT, text, 'content', final);
+      const machine = reader.read(text, final);
       const last = machine.calls.length - 1;
       return {
         reasoning: '',

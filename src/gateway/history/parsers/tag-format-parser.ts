@@ -7,7 +7,7 @@
 import type { OutputParser, OutputParserOptions, ParsedAnswer, ParsedToolCall, ToolSchema } from './output-parser.js';
 import { randomToolCallId } from './output-parser.js';
 import { type Snapshot, type SnapshotCall, SnapshotStream } from './snapshot-stream.js';
-import { type MachineCall, type MachineState, runMachine, type TagFormat } from './tag-machine.js';
+import { type MachineCall, type MachineState, runMachine, type TagFormat, TagReader } from './tag-machine.js';
 
 export interface CallHead {
   /** The format's own call id, where it writes one (else a random one is made). */
@@ -61,9 +61,10 @@ export function createTagFormatParser(spec: TagFormatSpec, options: OutputParser
         if (call.closed) return { ...head, arguments: spec.arguments(call.args, head.name, options.tools) };
         return { ...head, arguments: final ? spec.openArguments(call.args) : null };
       };
+      const reader = new TagReader(format, initial);
       return new SnapshotStream(
         (text, final): Snapshot => {
-          const machine = runMachine(format, text, initial, final);
+          const machine = reader.read(text, final);
           const last = machine.calls.length - 1;
           return {
             reasoning: reasoningOf(machine.reasoning),

@@ -53,55 +53,83 @@ function partialTagLength(text: string, tags: readonly string[]): number {
 }
 
 /**
- * Runs the table over `text`. Unless `final`, a suffix that could still grow into a tag is held back (the engine
- * waits for the next chunk before it decides what those characters are).
+ * Reads a text that only grows (a stream's text so far) with the table, resuming where the last read stopped, so a
+ * stream costs time in its length, not its square. Unless `final`, a suffix that could still grow into a tag is
+ * held back (the engine waits for the next chunk before it decides what those characters are).
  */
-export function runMachine(format: TagFormat, text: string, initial: MachineState, final: boolean): MachineRun {
-  const entries = Object.entries(format.tags);
-  const literals = entries.map(([, literal]) => literal);
-  const end = final ? text.length : text.length - partialTagLength(text, literals);
-  let state = initial;
-  let reasoning = '';
-  let content = '';
-  const calls: MachineCall[] = [];
-  const addText = (piece: string) => {
-    if (piece === '') return;
-    const call = calls[calls.length - 1];
-    if (state === 'reasoning') reasoning += piece;
-    else if (state === 'content') content += piece;
-    else if (state === 'name' && call !== undefined) call.name += piece;
-    else if (state === 'args' && call !== undefined) call.args += piece;
-  };
-  let at = 0;
-  while (at < end) {
-    let found = -1;
-    let tagName = '';
-    let literal = '';
-    for (const [name, lit] of entries) {
-      const index = text.indexOf(lit, at);
-      if (index < 0 || index + lit.length > end) continue;
-      if (found < 0 || index < found || (index === found && lit.length > literal.length)) {
-        found = index;
-        tagName = name;
-        literal = lit;
-      }
-    }
-    if (found < 0) {
-      addText(text.slice(at, end));
-      break;
-    }
-    addText(text.slice(at, found));
-    at = found + literal.length;
-    const step = format.steps[`${state} ${tagName}`];
-    if (step === undefined) {
-      addText(literal);
-      continue;
-    }
-    if (step.callStart) calls.push({ name: '', args: '', closed: false });
-    const call = calls[calls.length - 1];
-    if (step.argText && call !== undefined) call.args += literal;
-    if (step.callEnd && call !== undefined) call.closed = true;
-    state = step.next;
+export class TagReader {
+  readonly #entries: [string, string][];
+  readonly #literals: string[];
+  readonly #steps: TagFormat['steps'];
+  #at = 0;
+  #state: MachineState;
+  #reasoning = '';
+  #content = '';
+  readonly #calls: MachineCall[] = [];
+
+  constructor(format: TagFormat, initial: MachineState) {
+    this.#entries = Object.entries(format.tags);
+    this.#literals = this.#entries.map(([, literal]) => literal);
+    this.#steps = format.steps;
+    this.#state = initial;
   }
-  return { reasoning, content, calls, state };
+
+  /** The run over `text`, which must extend the text of the previous read. */
+  read(text: string, final: boolean): MachineRun {
+    const end = final ? text.length : text.length - partialTagLength(text, this.#literals);
+    while (this.#at < end) {
+      let found = -1;
+      let tagName = '';
+      let literal = '';
+      for (const [name, lit] of this.#entries) {
+        const index = text.indexOf(lit, this.#at);
+        if (index < 0 || index + lit.length > end) continue;
+        if (found < 0 || index < found || (index === found && lit.length > literal.length)) {
+          found = index;
+          tagName = name;
+          literal = lit;
+        }
+      }
+      if (found < 0) {
+        this.#addText(text.slice(this.#at, end));
+        this.#at = end;
+        break;
+      }
+      this.#addText(text.slice(this.#at, found));
+      // A longer tag may start where this one does (`<invoke name=` and `<invoke name="`): wait until it is decided.
+      if (
+        !final &&
+        this.#literals.some((lit) => lit.length > literal.length && lit.startsWith(text.slice(found, end)))
+      ) {
+        this.#at = found;
+        break;
+      }
+      this.#at = found + literal.length;
+      const step = this.#steps[`${this.#state} ${tagName}`];
+      if (step === undefined) {
+        this.#addText(literal);
+        continue;
+      }
+      if (step.callStart) this.#calls.push({ name: '', args: '', closed: false });
+      const call = this.#calls[this.#calls.length - 1];
+      if (step.argText && call !== undefined) call.args += literal;
+      if (step.callEnd && call !== undefined) call.closed = true;
+      this.#state = step.next;
+    }
+    return { reasoning: this.#reasoning, content: this.#content, calls: this.#calls, state: this.#state };
+  }
+
+  #addText(piece: string): void {
+    if (piece === '') return;
+    const call = this.#calls[this.#calls.length - 1];
+    if (this.#state === 'reasoning') this.#reasoning += piece;
+    else if (this.#state === 'content') this.#content += piece;
+    else if (this.#state === 'name' && call !== undefined) call.name += piece;
+    else if (this.#state === 'args' && call !== undefined) call.args += piece;
+  }
+}
+
+/** The run over a whole text. */
+export function runMachine(format: TagFormat, text: string, initial: MachineState, final: boolean): MachineRun {
+  return new TagReader(format, initial).read(text, final);
 }

@@ -48,3 +48,30 @@ describe(`fallback parsers vs vLLM ${expected.vllm}'s parsers (test/fixtures/par
     }
   });
 });
+
+// vLLM's chunks are whole tokens; a text-reading parser must not depend on where inside a tag a chunk ends. Split at
+// every character (a special token such as `</think>` or `<|tool_call_begin|>` stays whole: it is one token), each
+// parser gives the reasoning and tool calls it gives for the same answer in token chunks (content may differ only
+// where the whitespace rule depends on chunking, as in vLLM).
+const SPECIAL_TOKEN = /^<[^\s<>]+>$/;
+const TEXT_PARSERS = Object.keys(PARSERS).filter((family) => family !== 'qwen3');
+
+describe('fallback parsers with chunks that end anywhere', () => {
+  const cases = TEXT_PARSERS.flatMap((family) =>
+    Object.entries(expected.families[family]?.cases ?? {}).flatMap(([name, entries]) =>
+      entries.map((entry) => ({ family, name, entry, options: optionsTag(entry.options) })),
+    ),
+  );
+  it.each(cases)('$family: $name ($options)', ({ family, entry }) => {
+    const factory = PARSERS[family];
+    const tokens = entry.streams.find((s) => s.tokens_per_chunk === 1);
+    if (factory === undefined || tokens === undefined) throw new Error(`${family}: no parser or one-token stream`);
+    const characters = tokens.chunks
+      .flatMap((c) => (SPECIAL_TOKEN.test(c.text) ? [c.text] : [...c.text]))
+      .map((text) => ({ text, ids: [0] }));
+    const byToken = parseStream(factory, entry, tokens);
+    const byCharacter = parseStream(factory, entry, { tokens_per_chunk: 0, chunks: characters, message: byToken });
+    expect(byCharacter.reasoning).toEqual(byToken.reasoning);
+    expect(byCharacter.tool_calls).toEqual(byToken.tool_calls);
+  });
+});
