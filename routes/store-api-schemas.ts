@@ -19,7 +19,7 @@ import {
   ROLLOUT_STATUSES,
   WORKER_STATUSES,
 } from '../src/store/core/types.js';
-import { isRewardValue, REWARD_VALUE_RULE } from '../src/store-api/reward.js';
+import { badRewardAttribute, isRewardValue, REWARD_VALUE_RULE } from '../src/store-api/reward.js';
 import { idSchema } from './request-body.js';
 
 /** Every value inside a parsed JSON body is JSON by construction; only presence is checked. */
@@ -203,44 +203,52 @@ const spanContextSchema = z.object({
   trace_state: z.record(z.string(), z.string()).default({}),
 });
 
-/** Extra span fields are allowed and preserved (docs/architecture.md). */
-export const spanBodySchema = z.looseObject({
-  rollout_id: z.string().min(1),
-  attempt_id: z.string().min(1),
-  sequence_id: z.int().min(0).nullish(),
-  trace_id: z.string().min(1),
-  span_id: z.string().min(1),
-  parent_id: z
-    .string()
-    .nullish()
-    .transform((value) => value ?? null),
-  name: z.string(),
-  status: z
-    .object({ status_code: z.enum(['UNSET', 'OK', 'ERROR']), description: z.string().nullish() })
-    .default({ status_code: 'UNSET' }),
-  attributes: attributesSchema.nullish().transform((value) => value ?? {}),
-  events: z
-    .array(z.object({ name: z.string(), attributes: attributesSchema.default({}), timestamp: z.number().nullish() }))
-    .nullish()
-    .transform((value) => value ?? []),
-  links: z
-    .array(z.object({ context: spanContextSchema, attributes: attributesSchema.nullish() }))
-    .nullish()
-    .transform((value) => value ?? []),
-  start_time: z
-    .number()
-    .nullish()
-    .transform((value) => value ?? null),
-  end_time: z
-    .number()
-    .nullish()
-    .transform((value) => value ?? null),
-  context: spanContextSchema.nullish().transform((value) => value ?? null),
-  parent: spanContextSchema.nullish().transform((value) => value ?? null),
-  resource: z
-    .object({ attributes: attributesSchema.default({}), schema_url: z.string().default('') })
-    .default({ attributes: {}, schema_url: '' }),
-});
+/**
+ * Extra span fields are allowed and preserved (docs/architecture.md). A reward attribute takes the one reward rule
+ * (src/store-api/reward.ts), so a span posted here cannot store "lots" where readers expect a reward.
+ */
+export const spanBodySchema = z
+  .looseObject({
+    rollout_id: z.string().min(1),
+    attempt_id: z.string().min(1),
+    sequence_id: z.int().min(0).nullish(),
+    trace_id: z.string().min(1),
+    span_id: z.string().min(1),
+    parent_id: z
+      .string()
+      .nullish()
+      .transform((value) => value ?? null),
+    name: z.string(),
+    status: z
+      .object({ status_code: z.enum(['UNSET', 'OK', 'ERROR']), description: z.string().nullish() })
+      .default({ status_code: 'UNSET' }),
+    attributes: attributesSchema.nullish().transform((value) => value ?? {}),
+    events: z
+      .array(z.object({ name: z.string(), attributes: attributesSchema.default({}), timestamp: z.number().nullish() }))
+      .nullish()
+      .transform((value) => value ?? []),
+    links: z
+      .array(z.object({ context: spanContextSchema, attributes: attributesSchema.nullish() }))
+      .nullish()
+      .transform((value) => value ?? []),
+    start_time: z
+      .number()
+      .nullish()
+      .transform((value) => value ?? null),
+    end_time: z
+      .number()
+      .nullish()
+      .transform((value) => value ?? null),
+    context: spanContextSchema.nullish().transform((value) => value ?? null),
+    parent: spanContextSchema.nullish().transform((value) => value ?? null),
+    resource: z
+      .object({ attributes: attributesSchema.default({}), schema_url: z.string().default('') })
+      .default({ attributes: {}, schema_url: '' }),
+  })
+  .superRefine((span, ctx) => {
+    const key = badRewardAttribute(span.attributes);
+    if (key !== null) ctx.addIssue({ code: 'custom', path: ['attributes', key], message: REWARD_VALUE_RULE });
+  });
 
 /** The counter is per rollout; the attempt id is accepted for v0.3 compatibility and not checked. */
 export const nextSequenceBodySchema = z.object({ rollout_id: z.string().min(1), attempt_id: z.string().nullish() });

@@ -135,6 +135,24 @@ describe('hostile rewards are refused on every path that writes one', () => {
     });
   }
 
+  it('a store API span whose reward attribute is not a finite number → 422 naming it; nothing stored', async () => {
+    const rollout = await gw.gateway.store.startRollout({ input: 'span' });
+    const rid = rollout.rollout_id;
+    for (const raw of ['"lots"', '1e999', 'true']) {
+      const response = await post(
+        '/v1/agl/spans',
+        `{"rollout_id":"${rid}","attempt_id":"${rollout.attempt.attempt_id}","trace_id":"${'a'.repeat(32)}",` +
+          `"span_id":"${'b'.repeat(16)}","name":"agentlightning.annotation",` +
+          `"attributes":{"agentlightning.reward.0.value":${raw}}}`,
+      );
+      expect(response.status, raw).toBe(422);
+      expect(await response.json()).toMatchObject({
+        error: { code: 'validation_error', param: 'attributes.agentlightning.reward.0.value' },
+      });
+    }
+    expect((await gw.gateway.store.querySpans(rid)).total).toBe(0);
+  });
+
   it('a v1 event of any type with a number JSON cannot carry → 422 naming it; nothing stored', async () => {
     const rollout = await gw.gateway.store.startRollout({ input: 'event' });
     const rid = rollout.rollout_id;
