@@ -23,8 +23,12 @@ export type TokenTriplet = Triplet & {
   };
 };
 
-/** What was left out of training data: a whole call, or (`logprobs_floor`) only a kept call's logprobs. */
-export type TrainingDropReason = CallDropReason | 'logprobs_floor';
+/**
+ * What was left out of training data: a whole call, or (`logprobs_floor`) only a kept call's logprobs. `failed_call`: an
+ * error call (upstream error, broken stream, or the client left mid-answer), recorded with what it got but never a
+ * sample.
+ */
+export type TrainingDropReason = CallDropReason | 'logprobs_floor' | 'failed_call';
 
 export interface TrainingDrop {
   readonly sequenceId: number;
@@ -32,7 +36,7 @@ export interface TrainingDrop {
 }
 
 export interface TripletOptions {
-  /** Told once per call (or call's logprobs) left out; error calls are left out without a word, as before. */
+  /** Told once per call (or call's logprobs) left out, error calls included (`failed_call`). */
   readonly onDropped?: (drop: TrainingDrop) => void;
   /**
    * Keeps a call whose tokens came from several versions when its span names the version of each token
@@ -60,7 +64,8 @@ function sameIds(a: readonly number[], b: readonly number[]): boolean {
 
 /**
  * LLM calls in sequence order, one per call the agent consumed:
- * - error calls (upstream error, stream error, client disconnect) never become training data;
+ * - error calls (upstream error, stream error, client disconnect) never become training data, and are told to
+ *   `onDropped` as `failed_call`;
  * - calls with a drop reason (aborted, incomplete token ids) never do either, and are told to `onDropped`;
  * - a response id seen before is skipped, the first occurrence wins; calls without an id are kept;
  * - a call sent with `X-Stainless-Retry-Count > 0` replaces the latest earlier call of the same attempt
@@ -75,7 +80,11 @@ export function collectLlmCalls(sortedSpans: readonly Span[], options: TripletOp
   let abortedPending: LlmCall[] = [];
   for (const span of sortedSpans) {
     const call = readLlmCall(span, { includeAuxiliary: options.includeAuxiliary === true });
-    if (!call || call.isError) continue;
+    if (!call) continue;
+    if (call.isError) {
+      options.onDropped?.({ sequenceId: span.sequence_id, reason: 'failed_call' });
+      continue;
+    }
     if (call.responseId !== null) {
       if (seenResponseIds.has(call.responseId)) continue;
       seenResponseIds.add(call.responseId);

@@ -13,6 +13,7 @@ const CALL_DROP_LABELS: Readonly<Record<TrainingDropReason, string>> = {
   logprobs_floor: 'calls exported without logprobs (-9999 placeholder)',
   version_changed_in_flight: 'calls whose server changed weights while they generated',
   auxiliary: "auxiliary calls (the harness's titles, summaries, probes)",
+  failed_call: 'calls that failed (an upstream or stream error, or the client left mid-answer)',
 };
 
 const ROW_DROP_LABELS: Readonly<Record<RowDropReason, string>> = {

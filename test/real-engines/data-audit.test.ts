@@ -266,9 +266,8 @@ describe.each(RELEASES)('data audit on real vLLM %s', (_release, vllm) => {
       }))
         rows++;
       expect(rows).toBe(0);
-      // An error call (the client's disconnect is one) is left out of training without a drop entry: readers count
-      // drops of recorded, finished calls only (docs/training-data.md).
-      expect(drops).toEqual([]);
+      // The call the client left is left out of training and counted (docs/training-data.md).
+      expect(drops).toEqual(['failed_call']);
       expect(spans[0]?.status.status_code).toBe('ERROR');
     });
 

@@ -84,6 +84,11 @@ export interface DropCounts {
   /** Calls left out because they were the harness's housekeeping (`rollgate.call.role = auxiliary`). */
   auxiliary: number;
   /**
+   * Calls left out because they failed: an upstream error, a broken stream, or an agent that left mid-answer. A
+   * failed call's rollout stays (the agent saw the failure and went on, or the rollout failed and counts there).
+   */
+  failed_call: number;
+  /**
    * Rows kept with `logprobs: null`: a merged call's raw logprobs were taken under sampling parameters the
    * agent sent (temperature, top_p, ...), so they are not the behaviour policy's.
    */
@@ -161,6 +166,7 @@ export function emptyDropCounts(): DropCounts {
     logprobs_floor: 0,
     version_changed_in_flight: 0,
     auxiliary: 0,
+    failed_call: 0,
     raw_logprobs: 0,
   };
 }
@@ -192,6 +198,7 @@ function noDrops(): CallDrops {
     logprobs_floor: 0,
     version_changed_in_flight: 0,
     auxiliary: 0,
+    failed_call: 0,
   };
 }
 

@@ -95,6 +95,7 @@ export const batchSchema = z.object({
         .int()
         .describe("calls left out: their server's weights changed while they generated (two versions in one call)"),
       auxiliary: z.int().describe("calls left out: the harness's housekeeping (titles, summaries, probes)"),
+      failed_call: z.int().describe('calls left out: an upstream or stream error, or the agent left mid-answer'),
       raw_logprobs: z.int().describe('rows kept with logprobs null: raw logprobs under adjusted sampling'),
     }),
   }),

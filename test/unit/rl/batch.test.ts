@@ -7,10 +7,12 @@ import {
   ATTR_ENGINE_MAX_MODEL_LEN,
   ATTR_MODEL_VERSION,
   ATTR_RESPONSE_LOGPROBS,
+  ATTR_STREAM_STATUS,
   ATTR_TOKEN_IDS_REASON,
   ATTR_TOKEN_IDS_STATUS,
   CALL_OUTCOME_VALUE_ABORTED,
   CALL_ROLE_VALUE_AUXILIARY,
+  STREAM_STATUS_VALUE_CLIENT_DISCONNECTED,
 } from '../../../src/contracts/span-attributes.js';
 import { type Attributes, FAILURE_REASONS, type FailureReason, type Rollout } from '../../../src/store/core/types.js';
 import { MemoryStore } from '../../../src/store/memory/memory.js';
@@ -78,7 +80,14 @@ describe('buildBatch', () => {
   it('merges turns with masked gaps, normalises advantages per group, and counts every left-out rollout', async () => {
     const store = new MemoryStore();
     const good = await rollout(store, twoTurns(2), 1);
-    const bad = await rollout(store, twoTurns(2), 0);
+    // A call the agent left mid-answer after its two turns: recorded partial, never a sample, counted.
+    const left: Turn = {
+      prompt: [1, 2, 10, 11, 50, 51, 12, 60],
+      response: [13],
+      version: 2,
+      extra: { [ATTR_STREAM_STATUS]: STREAM_STATUS_VALUE_CLIENT_DISCONNECTED, [ATTR_TOKEN_IDS_STATUS]: 'partial' },
+    };
+    const bad = await rollout(store, [...twoTurns(2), left], 0);
     const failed = await rollout(store, twoTurns(2), 1, 'failed');
     const same1 = await rollout(store, twoTurns(2), 1);
     const same2 = await rollout(store, twoTurns(2), 1);
@@ -126,6 +135,7 @@ describe('buildBatch', () => {
       logprobs_floor: 0,
       version_changed_in_flight: 0,
       auxiliary: 0,
+      failed_call: 1,
     });
     expect(batch.stats.rollouts).toBe(6);
     expect(batch.stats.mean_reward).toBeCloseTo(3 / 4, 10);
