@@ -259,6 +259,12 @@ FAMILIES = {
     },
 }
 
+# Qwen3-Coder is usually served with the tool parser alone (no --reasoning-parser): its outputs are read that way too.
+TOOL_PARSER_ONLY = [
+    {"tools": True, "thinking": False, "reasoning_parser": False},
+    {"tools": False, "thinking": False, "reasoning_parser": False},
+]
+
 # The request settings each output is parsed under: tools offered (tool_choice auto) or not, thinking on or off.
 OPTIONS = [
     {"tools": True, "thinking": True},
@@ -275,6 +281,8 @@ def main():
     for family, spec in FAMILIES.items():
         made = harmony_cases() if spec.get("harmony") else cases(spec["format"])
         corpus["families"][family] = {**spec, "cases": made}
+        if family == "qwen3_coder":
+            corpus["families"][family]["options"] = OPTIONS + TOOL_PARSER_ONLY
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump(corpus, f, ensure_ascii=False, indent=1)
         f.write("\n")

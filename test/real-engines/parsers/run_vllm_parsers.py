@@ -145,12 +145,20 @@ def run(corpus):
         for family, spec in corpus["families"].items():
             harmony = bool(spec.get("harmony"))
             tokenizer = HarmonyTokenizer() if harmony else family_tokenizer(spec["added_tokens"], workdir)
-            parser_cls = ParserManager.get_parser(
-                tool_parser_name=spec["tool_parser"],
-                reasoning_parser_name=spec["reasoning_parser"],
-                enable_auto_tools=True,
-                is_harmony=harmony,
-            )
+            parser_classes = {}
+
+            def parser_for(options):
+                # A pool may run a family's tool parser without its reasoning parser (`"reasoning_parser": false`).
+                with_reasoning = options.get("reasoning_parser", True)
+                if with_reasoning not in parser_classes:
+                    parser_classes[with_reasoning] = ParserManager.get_parser(
+                        tool_parser_name=spec["tool_parser"],
+                        reasoning_parser_name=spec["reasoning_parser"] if with_reasoning else None,
+                        enable_auto_tools=True,
+                        is_harmony=harmony,
+                    )
+                return parser_classes[with_reasoning]
+
             prompt_ids = tokenizer.encode(spec["prompt"], add_special_tokens=False)
             fam_out = {}
             for name, text in spec["cases"].items():
@@ -164,7 +172,7 @@ def run(corpus):
 
                     def fresh():
                         request = ChatCompletionRequest(**body)
-                        parser = parser_cls(tokenizer, request.tools, chat_template_kwargs=kwargs)
+                        parser = parser_for(options)(tokenizer, request.tools, chat_template_kwargs=kwargs)
                         return parser, parser.adjust_request(request)
 
                     parser, request = fresh()

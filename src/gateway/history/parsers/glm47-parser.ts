@@ -62,7 +62,7 @@ function argumentPairs(body: string, partial: boolean): Record<string, unknown> 
 }
 
 const SPEC: TagFormatSpec = {
-  format: (thinking) => (thinking ? THINKING : NOT_THINKING),
+  format: (options) => (options.thinking && options.reasoningParser !== false ? THINKING : NOT_THINKING),
   head(rawName, tools) {
     const name = rawName.trim();
     if (name === '') return null;

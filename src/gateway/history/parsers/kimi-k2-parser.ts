@@ -46,7 +46,7 @@ const NOT_THINKING: TagFormat = { tags: TOOL_TAGS, steps: TOOL_STEPS };
 const HEADER = /^(.+:\d+)/s;
 
 const SPEC: TagFormatSpec = {
-  format: (thinking) => (thinking ? THINKING : NOT_THINKING),
+  format: (options) => (options.thinking && options.reasoningParser !== false ? THINKING : NOT_THINKING),
   head(rawName) {
     const id = HEADER.exec(rawName.trim())?.[1]?.trim();
     if (id === undefined) return null;

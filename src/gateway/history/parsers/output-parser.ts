@@ -28,6 +28,11 @@ export interface OutputParserOptions {
   readonly tools: readonly ToolSchema[] | null;
   /** The model thinks first (the chat template's thinking switch is on). */
   readonly thinking: boolean;
+  /**
+   * The engine runs the family's reasoning parser (default); false: it was started with the tool parser alone, so
+   * think tags are plain text (a format that cannot be read that way ignores this).
+   */
+  readonly reasoningParser?: boolean;
 }
 
 export interface OutputStream {

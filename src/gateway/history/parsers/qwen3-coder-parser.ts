@@ -7,43 +7,50 @@
 // is dropped from the content and `<think>` kept. A `<function=` without `<tool_call>` also starts a call; a call's
 // name runs to the next `>`; a parameter still open when the call ends is left out; one leading and one trailing
 // newline of a value are the template's; a call with an empty name is dropped; reasoning keeps its whitespace.
+// Without the reasoning parser (Qwen3-Coder is often served with the tool parser alone), the think tags are text.
 import { pythonJson } from '../py-json.js';
 import { typedArguments } from './argument-types.js';
 import type { OutputParser, OutputParserOptions } from './output-parser.js';
 import { createTagFormatParser, type TagFormatSpec } from './tag-format-parser.js';
-import type { TagFormat } from './tag-machine.js';
+import type { MachineStep, TagFormat } from './tag-machine.js';
 
-const FORMAT: TagFormat = {
-  tags: {
-    thinkStart: '<think>',
-    thinkEnd: '</think>',
-    toolStart: '<tool_call>',
-    toolEnd: '</tool_call>',
-    funcPrefix: '<function=',
-    funcEnd: '</function>',
-    paramStart: '<parameter=',
-    paramEnd: '</parameter>',
-    closeAngle: '>',
-  },
+const TOOL_TAGS = {
+  toolStart: '<tool_call>',
+  toolEnd: '</tool_call>',
+  funcPrefix: '<function=',
+  funcEnd: '</function>',
+  paramStart: '<parameter=',
+  paramEnd: '</parameter>',
+  closeAngle: '>',
+};
+
+const TOOL_STEPS: Record<string, MachineStep> = {
+  'reasoning toolStart': { next: 'preamble', callStart: true },
+  'content toolStart': { next: 'preamble', callStart: true },
+  'content funcPrefix': { next: 'name', callStart: true },
+  'preamble toolEnd': { next: 'content', callEnd: true },
+  'preamble funcPrefix': { next: 'name' },
+  'name closeAngle': { next: 'args' },
+  'name funcEnd': { next: 'between', callEnd: true },
+  'args funcEnd': { next: 'between', callEnd: true },
+  'args paramStart': { next: 'args', argText: true },
+  'args paramEnd': { next: 'args', argText: true },
+  'between toolEnd': { next: 'content' },
+  'between toolStart': { next: 'preamble', callStart: true },
+  'between funcPrefix': { next: 'name', callStart: true },
+};
+
+const WITH_REASONING: TagFormat = {
+  tags: { thinkStart: '<think>', thinkEnd: '</think>', ...TOOL_TAGS },
   steps: {
+    ...TOOL_STEPS,
     'reasoning thinkStart': { next: 'reasoning' },
     'reasoning thinkEnd': { next: 'content' },
     'content thinkEnd': { next: 'content' },
-    'reasoning toolStart': { next: 'preamble', callStart: true },
-    'content toolStart': { next: 'preamble', callStart: true },
-    'content funcPrefix': { next: 'name', callStart: true },
-    'preamble toolEnd': { next: 'content', callEnd: true },
-    'preamble funcPrefix': { next: 'name' },
-    'name closeAngle': { next: 'args' },
-    'name funcEnd': { next: 'between', callEnd: true },
-    'args funcEnd': { next: 'between', callEnd: true },
-    'args paramStart': { next: 'args', argText: true },
-    'args paramEnd': { next: 'args', argText: true },
-    'between toolEnd': { next: 'content' },
-    'between toolStart': { next: 'preamble', callStart: true },
-    'between funcPrefix': { next: 'name', callStart: true },
   },
 };
+
+const WITHOUT_REASONING: TagFormat = { tags: TOOL_TAGS, steps: TOOL_STEPS };
 
 const PARAM = /<\s*parameter\s*=\s*([^>]*)>(.*?)(?:<\s*\/\s*parameter\s*>|(?=<\s*parameter\s*=))/gs;
 const PARTIAL_PARAM = /<\s*parameter\s*=\s*([^>]+)>(.*)$/s;
@@ -70,7 +77,7 @@ export function growingPrefix(json: string): string {
 }
 
 const SPEC: TagFormatSpec = {
-  format: () => FORMAT,
+  format: (options) => (options.reasoningParser === false ? WITHOUT_REASONING : WITH_REASONING),
   head(rawName) {
     const name = rawName.trim();
     return name === '' ? null : { name };

@@ -16,8 +16,8 @@ export interface CallHead {
 }
 
 export interface TagFormatSpec {
-  /** The table, with or without the reasoning tags. */
-  format(thinking: boolean): TagFormat;
+  /** The table for the request (with or without the reasoning tags). */
+  format(options: OutputParserOptions): TagFormat;
   /** A call's id and name from the text the machine read as its name; null: not a call vLLM returns. */
   head(rawName: string, tools: readonly ToolSchema[] | null): CallHead | null;
   /** A closed call's arguments, as JSON text. */
@@ -30,8 +30,8 @@ export interface TagFormatSpec {
 }
 
 export function createTagFormatParser(spec: TagFormatSpec, options: OutputParserOptions): OutputParser {
-  const format = spec.format(options.thinking);
-  const initial: MachineState = options.thinking ? 'reasoning' : 'content';
+  const format = spec.format(options);
+  const initial: MachineState = options.thinking && options.reasoningParser !== false ? 'reasoning' : 'content';
   const reasoningOf = (text: string) => (spec.stripTrailingReasoning ? text.trimEnd() : text);
 
   return {

@@ -8,7 +8,11 @@ import { createGlm47Parser } from '../../../../src/gateway/history/parsers/glm47
 import { createHarmonyParser } from '../../../../src/gateway/history/parsers/harmony-parser.js';
 import { createKimiK2Parser } from '../../../../src/gateway/history/parsers/kimi-k2-parser.js';
 import { createMiniMaxM2Parser } from '../../../../src/gateway/history/parsers/minimax-m2-parser.js';
-import type { OutputParserFactory, ToolSchema } from '../../../../src/gateway/history/parsers/output-parser.js';
+import type {
+  OutputParserFactory,
+  OutputParserOptions,
+  ToolSchema,
+} from '../../../../src/gateway/history/parsers/output-parser.js';
 import { createQwen3CoderParser } from '../../../../src/gateway/history/parsers/qwen3-coder-parser.js';
 import { qwen3Family } from '../../../../src/gateway/history/qwen3-family.js';
 
@@ -23,6 +27,8 @@ export interface Message {
 export interface Options {
   readonly tools: boolean;
   readonly thinking: boolean;
+  /** False: vLLM ran the family's tool parser alone. */
+  readonly reasoning_parser?: boolean;
 }
 
 export interface Stream {
@@ -68,8 +74,16 @@ function callId(id: string | null | undefined): string | null {
   return id.startsWith('chatcmpl-tool-') ? 'RANDOM' : id;
 }
 
+function parserOptions(options: Options): OutputParserOptions {
+  return {
+    tools: options.tools ? TOOLS : null,
+    thinking: options.thinking,
+    reasoningParser: options.reasoning_parser !== false,
+  };
+}
+
 export function parseWhole(factory: OutputParserFactory, entry: Entry): Message {
-  const parser = factory({ tools: entry.options.tools ? TOOLS : null, thinking: entry.options.thinking });
+  const parser = factory(parserOptions(entry.options));
   const answer = parser.parse(entry.text);
   return {
     reasoning: answer.reasoning,
@@ -80,7 +94,7 @@ export function parseWhole(factory: OutputParserFactory, entry: Entry): Message 
 
 /** The message a client assembles from the stream: text joined, calls joined by index. */
 export function parseStream(factory: OutputParserFactory, entry: Entry, stream: Stream): Message {
-  const parser = factory({ tools: entry.options.tools ? TOOLS : null, thinking: entry.options.thinking });
+  const parser = factory(parserOptions(entry.options));
   const s = parser.stream();
   let reasoning: string | null = null;
   let content: string | null = null;
@@ -104,5 +118,6 @@ export function parseStream(factory: OutputParserFactory, entry: Entry, stream: 
 }
 
 export function optionsTag(options: Options): string {
-  return `${options.tools ? 'tools' : 'no tools'}, thinking ${options.thinking ? 'on' : 'off'}`;
+  const tag = `${options.tools ? 'tools' : 'no tools'}, thinking ${options.thinking ? 'on' : 'off'}`;
+  return options.reasoning_parser === false ? `${tag}, no reasoning parser` : tag;
 }

@@ -45,12 +45,16 @@ const ALL_STREAMS = ['stream k=1', 'stream k=2', 'stream k=3', 'stream k=7'];
 const ON = 'tools, thinking on';
 const NO_TOOLS = 'no tools, thinking on';
 const OFF = 'tools, thinking off';
+const TOOLS_ONLY = 'tools, thinking off, no reasoning parser';
+const NOTHING = 'no tools, thinking off, no reasoning parser';
 
 export const KNOWN_DIFFERENCES: readonly KnownDifference[] = [
   ...[
     ['qwen3_coder', ON],
     ['qwen3_coder', NO_TOOLS],
     ['qwen3_coder', OFF],
+    ['qwen3_coder', TOOLS_ONLY],
+    ['qwen3_coder', NOTHING],
     ['glm47', ON],
     ['glm47', NO_TOOLS],
     ['glm47', OFF],
@@ -70,7 +74,7 @@ export const KNOWN_DIFFERENCES: readonly KnownDifference[] = [
     modes: ALL_STREAMS,
     why: BROKEN_CALL_STREAM,
   })),
-  ...[ON, NO_TOOLS, OFF].map((options) => ({
+  ...[ON, NO_TOOLS, OFF, TOOLS_ONLY, NOTHING].map((options) => ({
     family: 'qwen3_coder',
     case: 'text after a call',
     options,
