@@ -9,8 +9,7 @@
 import { pythonJson } from '../py-json.js';
 import { typedArguments } from './argument-types.js';
 import type { OutputParser, OutputParserOptions } from './output-parser.js';
-import { growingPrefix } from './qwen3-coder-parser.js';
-import { createTagFormatParser, type TagFormatSpec } from './tag-format-parser.js';
+import { createTagFormatParser, growingPrefix, type TagFormatSpec } from './tag-format-parser.js';
 import type { MachineStep, TagFormat } from './tag-machine.js';
 
 const TOOL_TAGS = {

@@ -21,8 +21,8 @@ import type {
   ToolSchema,
 } from './output-parser.js';
 import { randomToolCallId } from './output-parser.js';
-import { growingPrefix } from './qwen3-coder-parser.js';
 import { SnapshotStream } from './snapshot-stream.js';
+import { growingPrefix } from './tag-format-parser.js';
 import { type MachineStep, runMachine, type TagFormat, TagReader } from './tag-machine.js';
 import type { AnswerDelta } from './think-reasoning-parser.js';
 

@@ -11,7 +11,7 @@
 import { pythonJson } from '../py-json.js';
 import { typedArguments } from './argument-types.js';
 import type { OutputParser, OutputParserOptions } from './output-parser.js';
-import { createTagFormatParser, type TagFormatSpec } from './tag-format-parser.js';
+import { createTagFormatParser, growingPrefix, type TagFormatSpec } from './tag-format-parser.js';
 import type { MachineStep, TagFormat } from './tag-machine.js';
 
 const TOOL_TAGS = {
@@ -68,12 +68,6 @@ function parameters(body: string, partial: boolean): Record<string, unknown> {
     if (open?.[1]) params[open[1]] = trimNewlines(open[2] ?? '');
   }
   return params;
-}
-
-/** The part of a JSON object's text that cannot change while its last string value grows. */
-export function growingPrefix(json: string): string {
-  const open = json.endsWith('"}') ? json.slice(0, -2) : json.endsWith('}') ? json.slice(0, -1) : json;
-  return open === '{' ? '' : open;
 }
 
 const SPEC: TagFormatSpec = {

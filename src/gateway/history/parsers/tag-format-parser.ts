@@ -29,6 +29,15 @@ export interface TagFormatSpec {
   readonly contentWithTools: 'trim' | 'whitespace';
 }
 
+/**
+ * What a stream has sent of a call's arguments (as JSON text) when it ends inside the call: the part of the JSON
+ * that cannot change while its last string value grows.
+ */
+export function growingPrefix(json: string): string {
+  const open = json.endsWith('"}') ? json.slice(0, -2) : json.endsWith('}') ? json.slice(0, -1) : json;
+  return open === '{' ? '' : open;
+}
+
 export function createTagFormatParser(spec: TagFormatSpec, options: OutputParserOptions): OutputParser {
   const format = spec.format(options);
   const initial: MachineState = options.thinking && options.reasoningParser !== false ? 'reasoning' : 'content';
