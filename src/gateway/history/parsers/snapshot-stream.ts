@@ -1,12 +1,11 @@
-// A stream for the formats parsed from the whole text so far: each chunk re-reads the text and sends what is new
-// since the last chunk. What a snapshot holds only grows (text held back while it could still be a tag, a call's
-// name once it is complete, its arguments once the call is closed or the stream ends), so the deltas joined are the
-// snapshot of the whole answer.
+// A stream for the formats read from the answer so far: each chunk takes a snapshot of the answer (the tag formats
+// read only the new text) and sends what is new since the last one. What a snapshot holds only grows (text held
+// back while it could still be a tag, a call's name once it is complete, its arguments once the call is closed or
+// the stream ends), so the deltas joined are the snapshot of the whole answer.
 //
-// Content that is only whitespace, before any other content, waits as vLLM's declarative engine makes it wait: it is sent with
-// the first chunk that brings other text, dropped once a tool call has started, and sent at the end otherwise. Which
-// chunk a newline arrives in therefore decides whether it reaches the agent, in vLLM and here alike.
-
+// Content that is only whitespace, before any other content, waits as vLLM's declarative engine makes it wait: it
+// is sent with the first chunk that brings other text, dropped once a tool call has started, and sent at the end
+// otherwise. Which chunk a newline arrives in therefore decides whether it reaches the agent, in vLLM and here alike.
 import { type OutputStream, randomToolCallId } from './output-parser.js';
 import type { AnswerDelta } from './think-reasoning-parser.js';
 
