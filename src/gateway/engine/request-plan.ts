@@ -42,7 +42,7 @@ export function stripFor(call: ForwardCall, target: StripFor): AgentViewStrip | 
 
 /**
  * Faithful history's plan for an attributed chat call of a faithful pool (history/faithful-call.ts); null when the
- * call goes as sent. A refusal (`history.onMismatch: "error"`) ends the span and is thrown before any byte.
+ * call goes as sent. A refusal (`history.onMismatch: "error"`) is thrown before any byte; the call is recorded with its code.
  */
 export async function planHistory(run: CallRun): Promise<FaithfulPlan | null> {
   const call = run.call;
