@@ -97,6 +97,8 @@ export interface CoreStoreOptions {
 }
 
 const LATEST = 'latest';
+/** addManySpans commits no fewer spans at once (see there). */
+const MIN_SPANS_PER_SLICE = 16;
 const MAX_TIMER_MS = 2_147_483_647;
 
 function nowSeconds(): number {
@@ -289,16 +291,20 @@ export class CoreStore implements LightningStore, RolloutLifecycle {
     // In time slices, each committed before the next (docs/input-limits.md). A span is stored once by its ids, so
     // an exporter's retry after a failed slice stores only what is missing. A rollout deleted between two slices
     // takes the rest of its spans with it, as if they had come just before the delete.
+    // A slice holds at least a few spans, so a small batch (one call's spans) stays one commit, in which a span
+    // whose base is an earlier span of the batch is encoded (sqlite-backend.ts).
     const slice = new TimeSlice(REQUEST_SLICE_MS);
     let resumed = false;
+    let inSlice = 0;
     for (const span of spans) {
       if (resumed && this.backend.getAttempt(span.rollout_id, span.attempt_id) === undefined) continue;
       const stored = this.#insertSpan(span, now);
       if (stored !== null) inserted.push(stored);
-      if (slice.due()) {
+      if (++inSlice >= MIN_SPANS_PER_SLICE && slice.due()) {
         await this.backend.durable();
         await slice.yield();
         resumed = true;
+        inSlice = 0;
       }
     }
     await this.backend.durable();
