@@ -37,19 +37,24 @@ describe.each(RELEASES)('data audit on real vLLM %s', (_release, vllm) => {
 
   beforeAll(async () => {
     tap = await startEngineTap(vllm.baseUrl);
-    const pool = (name: string, history: Record<string, unknown>) => ({
+    const pool = (name: string, history: Record<string, unknown>, responses: 'via-chat' | 'relay' = 'via-chat') => ({
       name,
       upstreamModel: vllm.servedName,
       backends: [{ url: tap.url }],
       logprobs: 'always' as const,
       logprobsMode: 'processed' as const,
       history,
-      // Responses agents (Codex's API) are served from the engine's chat route, where token ids come back.
-      responses: 'via-chat' as const,
+      // Responses agents (Codex's API) are served from the engine's chat route, where token ids come back; the
+      // `relay` pool sends them to vLLM's own Responses route (the default for a pool).
+      responses,
     });
     gw = await startTestGateway({
       store: { kind: 'sqlite', path: tempFilePath('real-audit.db') },
-      models: [pool('policy', { mode: 'as-sent' }), pool('faithful', { mode: 'faithful', family: 'qwen3' })],
+      models: [
+        pool('policy', { mode: 'as-sent' }),
+        pool('faithful', { mode: 'faithful', family: 'qwen3' }),
+        pool('relay', { mode: 'as-sent' }, 'relay'),
+      ],
     });
   });
   afterAll(async () => {
@@ -167,6 +172,8 @@ describe.each(RELEASES)('data audit on real vLLM %s', (_release, vllm) => {
       { id: 'real-anthropic-stream', model: 'policy', turns: 2, stream: true, api: 'anthropic' },
       { id: 'real-responses', model: 'policy', turns: 2, stream: false, api: 'responses' },
       { id: 'real-responses-stream', model: 'policy', turns: 2, stream: true, api: 'responses' },
+      // vLLM's own Responses route (non-stream: its streams carry no token ids, so those calls are never samples).
+      { id: 'real-responses-relay', model: 'relay', turns: 2, stream: false, api: 'responses' },
     ];
     const samples: Sample[] = [];
 

@@ -24,7 +24,28 @@ interface Building {
   finish: string | null;
 }
 
+/**
+ * vLLM's own Responses answer with `enable_response_messages`: the rendered prompt and the generated text as
+ * `raw_message_tokens` items; logprobs only on `output_text` parts (none for reasoning).
+ */
+function absorbResponse(building: Map<number, Building>, answer: Json): void {
+  const tokens = (items: unknown) => asArray(items).flatMap((item) => numbers((item as Json).tokens));
+  const logprobs = asArray(answer.output)
+    .flatMap((item) => asArray((item as Json).content))
+    .flatMap((part) => asArray((part as Json).logprobs).map((entry) => (entry as Json).logprob as number));
+  building.set(0, {
+    prompt: tokens(answer.input_messages),
+    ids: tokens(answer.output_messages),
+    logprobs: logprobs.length > 0 ? logprobs : null,
+    finish: typeof answer.status === 'string' ? answer.status : null,
+  });
+}
+
 function absorb(building: Map<number, Building>, event: Json): void {
+  if (event.object === 'response') {
+    absorbResponse(building, event);
+    return;
+  }
   const top = numbers(event.prompt_token_ids);
   for (const raw of asArray(event.choices)) {
     const choice = raw as Json;
