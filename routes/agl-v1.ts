@@ -34,6 +34,7 @@ import {
   rolloutPatchSchema,
   terminalQuerySchema,
 } from './agl-v1-schemas.js';
+import { jsonInSlices } from './json-in-slices.js';
 import { parseRequest, readJsonBody } from './request-body.js';
 
 type V1Env = {
@@ -188,7 +189,11 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
       event_type: c.req.query('event_type'),
       format: c.req.query('format'),
     });
-    return c.json(await rollouts.events(c.req.param('rid'), { eventType: query.event_type, format: query.format }));
+    // An attempt may hold thousands of events: written in slices (routes/json-in-slices.ts).
+    return jsonInSlices(
+      c,
+      await rollouts.events(c.req.param('rid'), { eventType: query.event_type, format: query.format }),
+    );
   });
 
   // ---- models -------------------------------------------------------------------------------------------
