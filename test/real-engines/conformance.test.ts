@@ -248,6 +248,32 @@ describe('chat completions', () => {
   }
 });
 
+describe('responses', () => {
+  it('responses-messages: enable_response_messages gives the rendered prompt and the output with their ids', async () => {
+    const body = forced('Hello there.', {
+      input: MESSAGES,
+      max_output_tokens: 20,
+      enable_response_messages: true,
+      include: ['message.output_text.logprobs'],
+      top_logprobs: 2,
+    });
+    const { real, twin: tw } = await both('/v1/responses', body);
+    expect(real.status).toBe(200);
+    expectKnown('responses-messages', real.body, tw.body);
+    type Raw = { message: string; tokens: number[] };
+    const raw = (answer: Answer) =>
+      answer.body as { input_messages: Raw[]; output_messages: Raw[]; output_text?: string };
+    // The same prompt ids (thinking off closes the think block in the prompt on both), and the output's ids are the
+    // text's.
+    expect(raw(tw).input_messages).toEqual(raw(real).input_messages);
+    for (const answer of [real, tw]) {
+      const out = raw(answer).output_messages[0];
+      expect(out?.message).toBe('Hello there.');
+      expect(await detokenize(out?.tokens ?? [])).toBe('Hello there.<|im_end|>');
+    }
+  });
+});
+
 describe('completions', () => {
   it('completions-token-prompts: two token prompts, ids and logprobs per choice', async () => {
     const tok = (await send(vllm.baseUrl, '/tokenize', { model: MODEL, prompt: 'Once upon a time' })).body as {

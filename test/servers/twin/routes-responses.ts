@@ -141,7 +141,16 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
   if (toolChoice !== undefined && toolChoice !== null && toolChoice !== 'none' && chatTools.length === 0) {
     throw new VllmError(400, 'When using `tool_choice`, `tools` must be set.');
   }
-  const promptText = ctx.template.render({ messages: chatMessages, tools: chatTools, addGenerationPrompt: true });
+  // vLLM's Responses request takes `chat_template_kwargs` as chat does (enable_thinking false closes the think block
+  // in the prompt, measured on 0.32.0).
+  const kwargs = isRecord(body.chat_template_kwargs) ? body.chat_template_kwargs : {};
+  const enableThinking = typeof kwargs.enable_thinking === 'boolean' ? kwargs.enable_thinking : undefined;
+  const promptText = ctx.template.render({
+    messages: chatMessages,
+    tools: chatTools,
+    addGenerationPrompt: true,
+    kwargs,
+  });
   const promptIds = ctx.tokenizer.encode(promptText);
   checkContext({ promptLen: promptIds.length, requested: requestedMaxTokens, maxModelLen: ctx.options.maxModelLen });
   const maxTokens = requestedMaxTokens ?? ctx.options.maxTokens ?? ctx.options.maxModelLen - promptIds.length;
@@ -162,7 +171,7 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
   const plan = choicePlan(ctx, {
     prompt: { endpoint: 'responses', text: promptText, tokenIds: promptIds, messages: chatMessages },
     respondContext: { body, headers: ex.req.headers, choiceIndex: 0, promptIndex: 0, tools: chatTools },
-    enableThinking: undefined,
+    enableThinking,
     newToolId: newCallId,
   });
   const choice = job.addChoice({
@@ -193,7 +202,7 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
         : null,
       // The Responses output here has no reasoning item: reasoning is parsed away, not shown.
       includeReasoning: false,
-      promptEndsReasoning: false,
+      promptEndsReasoning: qwen3 && enableThinking === false,
       reasoningField: ctx.options.reasoningField,
     };
     return parsing;
@@ -203,9 +212,19 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
   const messageId = `msg_${hexId()}`;
   const usageOf = () => ({
     input_tokens: promptIds.length,
-    input_tokens_details: { cached_tokens: ctx.options.enablePromptTokensDetails ? admission.cachedTokens : 0 },
+    input_tokens_details: {
+      cached_tokens: ctx.options.enablePromptTokensDetails ? admission.cachedTokens : 0,
+      cache_write_tokens: 0,
+      input_tokens_per_turn: [],
+      cached_tokens_per_turn: [],
+    },
     output_tokens: choice.seq.ids.length,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: {
+      reasoning_tokens: 0,
+      tool_output_tokens: 0,
+      output_tokens_per_turn: [],
+      tool_output_tokens_per_turn: [],
+    },
     total_tokens: promptIds.length + choice.seq.ids.length,
   });
   const fmt = logprobFormat(ctx, { top: topLogprobs, asTokenIds: false });
@@ -243,6 +262,7 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
     role: 'assistant',
     status,
     content,
+    phase: null,
   });
   const callItem = (call: CallOut, args: string, status: string) => ({
     type: 'function_call',
@@ -258,7 +278,6 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
     created_at: createdAt,
     status,
     background: false,
-    error: null,
     incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
     instructions: body.instructions ?? null,
     max_output_tokens: requestedMaxTokens ?? null,
@@ -272,14 +291,19 @@ export async function handleResponses(ctx: TwinContext, { ex, body }: RouteReque
     reasoning: null,
     service_tier: 'auto',
     temperature: body.temperature ?? 1.0,
-    text: { format: { type: 'text' } },
-    tool_choice: body.tool_choice ?? 'auto',
+    // vLLM 0.32.0 echoes these as asked (`text` null when not asked; `tool_choice` "none" without tools).
+    text: body.text ?? null,
+    tool_choice: body.tool_choice ?? (chatTools.length > 0 ? 'auto' : 'none'),
     tools: Array.isArray(body.tools) ? body.tools : [],
-    top_logprobs: 0,
+    top_logprobs: topLogprobs,
     top_p: body.top_p ?? 1.0,
     truncation: 'disabled',
     usage: u,
     user: null,
+    presence_penalty: body.presence_penalty ?? 0,
+    frequency_penalty: body.frequency_penalty ?? 0,
+    kv_transfer_params: null,
+    ec_transfer_params: null,
     ...rawMessages(status),
   });
   const finalStatus = () => (choice.seq.finishReason === 'length' ? 'incomplete' : 'completed');
