@@ -6,6 +6,7 @@ Standard library only; NumPy is used when installed (batches decode into arrays)
 * :class:`TrainerClient` -- long-poll training batches, acknowledge them, publish weights (``/v1/rl/*``).
 * :class:`StoreClient` -- enqueue tasks, read rollouts and spans, post rewards, wait (``/v1/agl/*``).
 * :class:`AgentContext` -- inside an agent started by ``rollgate runner``: the task, the model endpoint, the reward.
+* :class:`Row` -- the canonical trainable row; :mod:`rollgate.adapters` -- rows as TRL's and Tinker's own types.
 * :mod:`rollgate.layouts` -- padded arrays for verl and TRL; :mod:`rollgate.errors` -- the exceptions.
 """
 
@@ -34,6 +35,7 @@ from .errors import (
     UpstreamError,
     ValidationError,
 )
+from .rows import Row, RowError, rows_from_batch, rows_from_export
 from .store import Page, StoreClient
 from .trainer import Delivery, TrainerClient, TrainerState, WeightsResult
 
@@ -50,6 +52,10 @@ __all__ = [
     "Batch",
     "BatchStats",
     "Sample",
+    "Row",
+    "RowError",
+    "rows_from_batch",
+    "rows_from_export",
     "decode_binary",
     "decode_json",
     "numpy_available",
