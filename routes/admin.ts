@@ -24,6 +24,7 @@ import type { AppEnv } from '../middleware/env.js';
 import type { KeyRing } from '../src/auth/keys.js';
 import { isGatewayError } from '../src/errors.js';
 import type { PoolRegistry } from '../src/gateway/pools/model-pool.js';
+import type { FleetSync } from '../src/gateway/swap/fleet-sync.js';
 import type { PauseGate } from '../src/gateway/swap/pause-gate.js';
 import type { ResubmitBook } from '../src/gateway/swap/swap-resubmit.js';
 import type { Readiness } from '../src/readiness.js';
@@ -32,6 +33,8 @@ import { idSchema, parseRequest, readJsonBody } from './request-body.js';
 export interface AdminRoutesOptions {
   readonly pools: PoolRegistry;
   readonly gate: PauseGate;
+  /** Pool updates, pauses and resumes go through it, so every replica of the store takes them. */
+  readonly fleet: FleetSync;
   readonly keys: KeyRing;
   /** The store's write health and shutdown (src/readiness.ts); without it only the pools decide. */
   readonly readiness?: Readiness;
@@ -86,7 +89,7 @@ const tokenBody = z
   .strict();
 
 export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
-  const { pools, gate, keys } = options;
+  const { pools, gate, fleet, keys } = options;
   const app = new Hono<AppEnv>();
   // `inflight` counts calls holding a gate slot; `upstream_inflight` counts open upstream responses per backend,
   // retiring backends included, so a trainer can see that no old-version server is still answering.
@@ -118,7 +121,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
 
   app.post('/admin/pause', async (c) => {
     const body = parseRequest(pauseBody, await readJsonBody(c));
-    const paused = gate.pause({
+    const paused = await fleet.pause({
       ...(body.retry_after_seconds === undefined ? {} : { retryAfterSeconds: body.retry_after_seconds }),
       reason: body.reason ?? null,
     });
@@ -126,8 +129,8 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
     return c.json(state());
   });
 
-  app.post('/admin/resume', (c) => {
-    const resumed = gate.resume();
+  app.post('/admin/resume', async (c) => {
+    const resumed = await fleet.resume();
     c.get('logger').info('gateway resumed', { inflight: resumed.inflight });
     return c.json(state());
   });
@@ -148,7 +151,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
 
   app.put('/admin/pools/:model', async (c) => {
     const { frozen_backends, resident_versions, ...body } = parseRequest(replaceBody, await readJsonBody(c));
-    const snapshot = await pools.replace(c.req.param('model'), {
+    const snapshot = await fleet.replacePool(c.req.param('model'), {
       ...body,
       ...(frozen_backends === undefined ? {} : { frozen: frozen_backends }),
       ...(resident_versions === undefined ? {} : { resident: resident_versions }),

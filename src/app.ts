@@ -74,7 +74,7 @@ async function assembleGateway(assembly: {
   const { config, options, parts } = assembly;
   const logger = options.logger ?? createPinoLogger({ level: config.logging.level });
   const core = await buildCoreServices({ config, logger, store: options.store, parts });
-  const control = buildControlServices({ config, core, parts });
+  const control = await buildControlServices({ config, core, parts });
   // Every call is routed: the match of a path seen before is remembered (middleware/cached-router.ts).
   const app = new Hono<AppEnv>({ router: new CachedRouter() });
   useMiddleware({ app, config, core, control });
@@ -131,7 +131,7 @@ function useMiddleware({ app, config, core, control }: AppAssembly): void {
 /** One mount line per route module. */
 function mountRoutes({ app, config, core, control }: AppAssembly): void {
   const { store, attribution, pools, readiness, metrics, shutdown } = core;
-  const { gate, keys, rlHub, ingester, resubmitBook, routesEngine } = control;
+  const { gate, fleet, keys, rlHub, ingester, resubmitBook, routesEngine } = control;
   // Liveness only: a restart fixes none of what /ready reports (a gateway restarted on a deleted database file
   // would only start on an empty one).
   app.get('/health', (c) => c.json({ status: 'ok' }));
@@ -153,7 +153,7 @@ function mountRoutes({ app, config, core, control }: AppAssembly): void {
       responsesMode: responsesModeLookup(config.models),
     }),
   );
-  app.route('/', createAdminRoutes({ pools, gate, keys, readiness, resubmitBook }));
+  app.route('/', createAdminRoutes({ pools, gate, fleet, keys, readiness, resubmitBook }));
   app.route(
     '/',
     createAglV1Routes({

@@ -4,9 +4,11 @@ import type { RollgateConfig } from '../../config/schema.js';
 import { TrainerHub } from '../algorithms/rl/trainer-hub.js';
 import { createKeyRing, type KeyRing } from '../auth/keys.js';
 import type { ForwardEngine } from '../gateway/engine/forward-engine.js';
+import { FleetSync } from '../gateway/swap/fleet-sync.js';
 import { gateEngine } from '../gateway/swap/gated-engine.js';
 import { PauseGate } from '../gateway/swap/pause-gate.js';
 import { ResubmitBook, recordedIdsFromStore, resubmittingEngine } from '../gateway/swap/swap-resubmit.js';
+import { LocalFleetState } from '../store/core/fleet-state.js';
 import { startRetention } from '../store/core/retention-service.js';
 import { createOtlpIngester, type OtlpIngester } from '../tracing/otlp-ingest.js';
 import type { CoreServices } from './core-services.js';
@@ -14,6 +16,8 @@ import type { GatewayParts } from './parts.js';
 
 export interface ControlServices {
   readonly gate: PauseGate;
+  /** Pool updates and pauses shared with every replica of the store (docs/store.md, "A fleet of gateways"). */
+  readonly fleet: FleetSync;
   readonly keys: KeyRing;
   readonly rlHub: TrainerHub;
   readonly ingester: OtlpIngester;
@@ -37,7 +41,7 @@ function createPauseGate(config: RollgateConfig, core: CoreServices): PauseGate 
   });
 }
 
-function bindMetrics(core: CoreServices, control: Omit<ControlServices, 'routesEngine' | 'keys'>): void {
+function bindMetrics(core: CoreServices, control: Omit<ControlServices, 'routesEngine' | 'keys' | 'fleet'>): void {
   const { metrics, pools, store, readiness } = core;
   const { gate, rlHub, ingester } = control;
   rlHub.swapStats.onSwap((model, report) => {
@@ -66,16 +70,21 @@ function bindMetrics(core: CoreServices, control: Omit<ControlServices, 'routesE
   });
 }
 
-export function buildControlServices(options: {
+export async function buildControlServices(options: {
   readonly config: RollgateConfig;
   readonly core: CoreServices;
   readonly parts: GatewayParts;
-}): ControlServices {
+}): Promise<ControlServices> {
   const { config, core, parts } = options;
   const { store, logger } = core;
   const gate = createPauseGate(config, core);
   // Closed before the forward stack: calls held by a pause are refused rather than kept until the grace period ends.
   parts.add({ name: 'pause-gate', close: async () => gate.close() });
+  // A store only this process opens keeps no fleet record: the gateway keeps it, and applies it the same way.
+  const fleet = new FleetSync({ fleet: store.fleet ?? new LocalFleetState(), pools: core.pools, gate, logger });
+  parts.add({ name: 'fleet-sync', close: async () => fleet.close() });
+  // Before the first call: a replica started mid-pause or after a version bump joins it.
+  await fleet.start();
   const keys = createKeyRing(config.auth);
   const rlHub = new TrainerHub();
   parts.add({ name: 'rl-hub', close: async () => rlHub.close() });
@@ -93,5 +102,5 @@ export function buildControlServices(options: {
       nextSequenceId: ({ rid, aid }) => store.nextSequenceId(rid, aid),
       recordedIds: recordedIdsFromStore(store),
     });
-  return { gate, keys, rlHub, ingester, resubmitBook, routesEngine };
+  return { gate, fleet, keys, rlHub, ingester, resubmitBook, routesEngine };
 }

@@ -164,7 +164,7 @@ if (PG_URL === undefined) {
       const pool = new pg.Pool({ connectionString: url, max: 6 });
       try {
         const results = await Promise.all(Array.from({ length: 6 }, () => migrate({ pool, schema })));
-        expect(results.flatMap((r) => r.applied)).toEqual([1, 2, 3, 4, 5, 6]);
+        expect(results.flatMap((r) => r.applied)).toEqual([1, 2, 3, 4, 5, 6, 7]);
         const versions = await pool.query(`SELECT version FROM "${schema}".rollgate_migrations ORDER BY version`);
         expect(versions.rows).toEqual([
           { version: 1 },
@@ -173,6 +173,7 @@ if (PG_URL === undefined) {
           { version: 4 },
           { version: 5 },
           { version: 6 },
+          { version: 7 },
         ]);
       } finally {
         await pool.end();
@@ -188,7 +189,7 @@ if (PG_URL === undefined) {
           `INSERT INTO "${schema}".rollouts (rollout_id, input, start_time, end_time, status, config)
            VALUES ('ro-old-failed', 'null', 1, 2, 'failed', '{"timeout_seconds":null,"unresponsive_seconds":null,"max_attempts":1,"retry_condition":[]}')`,
         );
-        expect((await migrate({ pool, schema })).applied).toEqual([4, 5, 6]);
+        expect((await migrate({ pool, schema })).applied).toEqual([4, 5, 6, 7]);
       } finally {
         await pool.end();
       }
@@ -214,7 +215,7 @@ if (PG_URL === undefined) {
                   ('ro-early', 'null', 3, 4, 'failed', '{}')`,
         );
         expect((await migrate({ pool, schema, upTo: 3 })).applied).toEqual([3]);
-        expect((await migrate({ pool, schema })).applied).toEqual([4, 5, 6]);
+        expect((await migrate({ pool, schema })).applied).toEqual([4, 5, 6, 7]);
       } finally {
         await pool.end();
       }

@@ -52,6 +52,13 @@ export function resolveRoute(options: {
 }): ResolvedRoute {
   const { context } = options;
   const entry = entryFor(options.state, options.modelName);
+  // Served under a version the fleet may have left: better refused, and tried again once it is confirmed.
+  if (options.state.fenced !== null) {
+    throw new GatewayError(
+      'no_backend',
+      `Model '${entry.config.name}' is not served here now: ${options.state.fenced}`,
+    );
+  }
   const { member, decision } = choose(entry, context);
   if (member === undefined) {
     throw new GatewayError('no_backend', `No backend available for model '${entry.config.name}'`);

@@ -49,6 +49,9 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     replace: (model, request) => replacePool({ state, model, request }),
     setDraining: (request) => setDraining(state, request),
     setHeld: (request) => setHeld(state, request),
+    fence: (reason) => {
+      state.fenced = reason;
+    },
     close: () => closePools(state),
   };
 }

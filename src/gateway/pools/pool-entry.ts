@@ -93,5 +93,6 @@ export function createPoolRegistryState(options: PoolRegistryOptions): PoolRegis
     listing,
     started: false,
     closing: null,
+    fenced: null,
   };
 }

@@ -59,6 +59,8 @@ export interface PoolRegistryState {
   readonly listing: readonly ModelListing[];
   started: boolean;
   closing: Promise<void> | null;
+  /** Why new calls are refused (PoolRegistry.fence); null: they are served. */
+  fenced: string | null;
 }
 
 /** The order docs/agl-v1.md hashes over: endpoint strings sorted by code unit, like Python's sorted(). */

@@ -49,7 +49,7 @@ async function swap(entry: PoolEntry, request: ReplacePoolRequest): Promise<Pool
   const members = createMembers({ backends: request.backends, model: entry.config, version: request.version });
   const prefixCache = entry.config.prefixCache;
   // Only a version change can make cached KV stale; re-registering the same version resets nothing.
-  if (prefixCache.strategy === 'reset' && request.version !== entry.policy.version) {
+  if (prefixCache.strategy === 'reset' && request.version !== entry.policy.version && request.cachesReset !== true) {
     try {
       await resetPrefixCaches({
         model,

@@ -71,6 +71,11 @@ export interface ReplacePoolRequest {
    * version is added to those resident.
    */
   readonly resident?: readonly number[];
+  /**
+   * The engines' prefix caches were already reset for this version: another replica took the update and reset
+   * them (the `reset` strategy) before sharing it, so this one only follows (docs/store.md, "A fleet of gateways").
+   */
+  readonly cachesReset?: boolean;
 }
 
 export interface PoolRegistry extends ModelRegistry {
@@ -92,6 +97,11 @@ export interface PoolRegistry extends ModelRegistry {
    * liveness check does not take their still counters for a stall.
    */
   setHeld(options: { readonly model: string; readonly urls: readonly string[] }): void;
+  /**
+   * While `reason` is not null every new call is refused with 503 no_backend and Retry-After: this replica cannot
+   * confirm which version its pools serve (the fleet record is out of reach). null serves again.
+   */
+  fence(reason: string | null): void;
   /** Probes every backend of every pool once now. */
   probeAll(): Promise<void>;
   /**

@@ -2,6 +2,7 @@
 // Field names keep the wire's snake_case spelling so the REST API and every backend share one shape.
 // This file must stay free of HTTP and OpenTelemetry types.
 
+import type { FleetStateStore } from './fleet-state.js';
 import type { WriteHealth } from './write-health.js';
 
 export const ROLLOUT_STATUSES = [
@@ -444,6 +445,11 @@ export interface LightningStore extends RolloutLifecycle {
    * May do a small real write; never called on the hot path. Absent: the store cannot tell.
    */
   checkWritable?(): Promise<WriteHealth>;
+  /**
+   * The record every gateway replica on this store shares (core/fleet-state.ts); absent: only one process opens
+   * the store, and the gateway keeps the record itself.
+   */
+  readonly fleet?: FleetStateStore;
   /** Idempotent: stops timers, flushes pending writes, closes files/connections. */
   close(): Promise<void>;
 }

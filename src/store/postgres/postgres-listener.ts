@@ -17,16 +17,25 @@ export interface PostgresListenerOptions {
 export interface PostgresListener {
   /** Resolves once the first LISTEN is in place (rejects if the first connection fails). */
   readonly ready: Promise<void>;
-  /** `onPayload` for each notification; `onResync` after every reconnect (missed notifications). */
-  subscribe(handlers: { onPayload: (payload: string) => void; onResync: () => void }): () => void;
+  /**
+   * `onPayload` for each notification; `onLost` when the connection drops (notifications go unheard until the
+   * next `onResync`); `onResync` after every reconnect (missed notifications).
+   */
+  subscribe(handlers: ListenerHandlers): () => void;
   close(): Promise<void>;
+}
+
+export interface ListenerHandlers {
+  onPayload: (payload: string) => void;
+  onLost?: () => void;
+  onResync: () => void;
 }
 
 export function createPostgresListener(options: PostgresListenerOptions): PostgresListener {
   const { clientConfig, channel, logger } = options;
   const baseDelayMs = options.reconnectDelayMs ?? 100;
   const maxDelayMs = options.maxReconnectDelayMs ?? 5_000;
-  const subscribers = new Set<{ onPayload: (payload: string) => void; onResync: () => void }>();
+  const subscribers = new Set<ListenerHandlers>();
   let client: pg.Client | null = null;
   let closed = false;
   let delayMs = baseDelayMs;
@@ -59,6 +68,7 @@ export function createPostgresListener(options: PostgresListenerOptions): Postgr
       // keep trying in the background.
       if (!closed && hasConnectedOnce) {
         logger.warn('postgres listener connection lost', { channel, error: error?.message });
+        for (const s of subscribers) s.onLost?.();
         scheduleReconnect();
       }
     };

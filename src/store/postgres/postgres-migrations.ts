@@ -182,6 +182,19 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE spans RESET (toast_tuple_target);
     `,
   },
+  {
+    version: 7,
+    description: 'fleet state: pool versions and pause shared by every replica',
+    // One row (the CHECK keeps it one): writes take its row lock, so the revision grows by one per write.
+    sql: `
+      CREATE TABLE fleet_state (
+        id boolean PRIMARY KEY DEFAULT true CHECK (id),
+        revision bigint NOT NULL,
+        state json NOT NULL
+      );
+      INSERT INTO fleet_state (revision, state) VALUES (0, '{"pause":null,"pools":{}}');
+    `,
+  },
 ];
 
 /** Quotes an SQL identifier (schema names come from configuration). */

@@ -12,6 +12,7 @@ import { silentLogger } from '../../logger.js';
 import { WATCHED_ATTEMPT_STATUSES } from '../core/attempt-status.js';
 import { validateCompletionQuery } from '../core/completion-query.js';
 import { DeletionListeners, type RolloutDeletedListener } from '../core/deletion-listeners.js';
+import type { FleetStateStore } from '../core/fleet-state.js';
 import { decideAttemptExpiry } from '../core/flows/attempt-expiry.js';
 import { decideAttemptUpdate } from '../core/flows/attempt-update.js';
 import { dequeueWorkerEffect } from '../core/flows/dequeue-claim.js';
@@ -85,6 +86,7 @@ import {
   withTransaction,
 } from './postgres-db.js';
 import { deleteRolloutsInTransaction, POSTGRES_DELETE_BATCH } from './postgres-delete.js';
+import { createPostgresFleetState } from './postgres-fleet-state.js';
 import { createPostgresListener, type PostgresListener } from './postgres-listener.js';
 import { migrate } from './postgres-migrations.js';
 import {
@@ -259,6 +261,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
   /** Resolves once migrations ran and the listener is up; every call waits for it. */
   readonly ready: Promise<void>;
   readonly schema: string;
+  readonly fleet: FleetStateStore;
   readonly #pool: pg.Pool;
   /** The retention round lock's own connection (postgres-round-lock.ts). */
   readonly #roundLockConfig: pg.ClientConfig;
@@ -341,6 +344,7 @@ export class PostgresStore implements LightningStore, RolloutLifecycle {
     })();
     // Callers see the failure through `ready` (and every method); do not also report it as unhandled.
     this.ready.catch(() => undefined);
+    this.fleet = createPostgresFleetState({ pool, schema, listener, ready: this.ready });
     if (this.#watchdogIntervalMs > 0) {
       this.#watchdogTimer = setInterval(() => {
         void this.#runWatchdog().catch((error: unknown) =>

@@ -1,0 +1,110 @@
+// What every gateway replica of one store must agree on to label a sample right: each pool's version (and the
+// backends and resident adapter versions that go with it) and whether the fleet is paused (docs/store.md, "A fleet
+// of gateways"). One record with a revision that only grows; every write is one transaction on it and tells every
+// replica, which then reads the record and applies what changed. PostgreSQL keeps it in a table and tells through
+// NOTIFY (postgres-fleet-state.ts); a store that only one process opens (SQLite, memory) keeps it in that process,
+// through the same interface, so a gateway applies a change by one code path whatever the store.
+
+/** A backend as the admin API takes it; the store does not interpret it. */
+export interface FleetBackend {
+  readonly url: string;
+  readonly type: string;
+  readonly apiKey?: string;
+}
+
+export interface FleetPoolRecord {
+  readonly version: number;
+  readonly backends: readonly FleetBackend[];
+  /** Backends whose engines were frozen (keep-mode swap) during the update. */
+  readonly frozen: readonly string[];
+  /** Versioned adapters: the versions the engines hold; null: the new version is added to those resident. */
+  readonly resident: readonly number[] | null;
+  /** The fleet revision of the write that set this record. */
+  readonly revision: number;
+}
+
+export interface FleetPauseRecord {
+  readonly paused: boolean;
+  readonly retryAfterSeconds: number | null;
+  readonly reason: string | null;
+  readonly revision: number;
+}
+
+export interface FleetState {
+  /** Grows by one with every write; 0: nothing was ever written. */
+  readonly revision: number;
+  /** null: never paused or resumed through the fleet. */
+  readonly pause: FleetPauseRecord | null;
+  readonly pools: Readonly<Record<string, FleetPoolRecord>>;
+}
+
+export type FleetChange =
+  | { readonly kind: 'pool'; readonly model: string; readonly pool: Omit<FleetPoolRecord, 'revision'> }
+  | { readonly kind: 'pause'; readonly pause: Omit<FleetPauseRecord, 'revision'> };
+
+export interface FleetStateSubscriber {
+  /** Another write committed (possibly several): read the record again. */
+  onChange(): void;
+  /** Changes may now go unseen (the database connection is down) until onResync. */
+  onLost(): void;
+  /** Seen again; changes made meanwhile were missed, so read the record again. */
+  onResync(): void;
+}
+
+export interface FleetStateStore {
+  read(): Promise<FleetState>;
+  /** Applies `change` in one transaction, bumps the revision, tells every replica; resolves with the new state. */
+  write(change: FleetChange): Promise<FleetState>;
+  subscribe(subscriber: FleetStateSubscriber): () => void;
+}
+
+export const EMPTY_FLEET_STATE: FleetState = { revision: 0, pause: null, pools: {} };
+
+/** The state after `change`, at the next revision. */
+export function applyFleetChange(state: FleetState, change: FleetChange): FleetState {
+  const revision = state.revision + 1;
+  switch (change.kind) {
+    case 'pool':
+      return { ...state, revision, pools: { ...state.pools, [change.model]: { ...change.pool, revision } } };
+    case 'pause':
+      return { ...state, revision, pause: { ...change.pause, revision } };
+  }
+}
+
+/** Reads a stored record back, refusing anything that is not one (a hand-edited row must not reach the pools). */
+export function parseFleetState(revision: number, value: unknown): FleetState {
+  if (typeof value !== 'object' || value === null) throw new Error('fleet state: not an object');
+  const { pause, pools } = value as { pause?: unknown; pools?: unknown };
+  if (typeof pools !== 'object' || pools === null) throw new Error('fleet state: pools missing');
+  return {
+    revision,
+    pause: pause === null || pause === undefined ? null : (pause as FleetPauseRecord),
+    pools: pools as Record<string, FleetPoolRecord>,
+  };
+}
+
+/** The record of a store only one process opens: kept in memory, told to subscribers after the write returns. */
+export class LocalFleetState implements FleetStateStore {
+  #state: FleetState = EMPTY_FLEET_STATE;
+  readonly #subscribers = new Set<FleetStateSubscriber>();
+
+  async read(): Promise<FleetState> {
+    return this.#state;
+  }
+
+  async write(change: FleetChange): Promise<FleetState> {
+    this.#state = applyFleetChange(this.#state, change);
+    // As NOTIFY is delivered after commit: the writer has its answer before anyone is told.
+    queueMicrotask(() => {
+      for (const s of this.#subscribers) s.onChange();
+    });
+    return this.#state;
+  }
+
+  subscribe(subscriber: FleetStateSubscriber): () => void {
+    this.#subscribers.add(subscriber);
+    return () => {
+      this.#subscribers.delete(subscriber);
+    };
+  }
+}
