@@ -104,7 +104,12 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
     const poolsReady = pools.ready();
     const report = await options.readiness?.check();
     const ready = poolsReady && report?.ready !== false;
-    const reason = report?.ready === false ? report.reason : poolsReady ? undefined : 'a pool has no healthy backend';
+    const reason =
+      report?.ready === false
+        ? report.reason
+        : poolsReady
+          ? undefined
+          : (pools.fenced() ?? 'a pool has no healthy backend');
     const body = {
       ready,
       ...(reason === undefined ? {} : { reason }),

@@ -52,6 +52,7 @@ export function createPoolRegistry(options: PoolRegistryOptions): PoolRegistry {
     fence: (reason) => {
       state.fenced = reason;
     },
+    fenced: () => state.fenced,
     close: () => closePools(state),
   };
 }

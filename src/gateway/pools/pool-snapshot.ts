@@ -55,6 +55,8 @@ export function poolSnapshot(entry: PoolEntry): PoolSnapshot {
 
 /** True when every pool has at least one healthy, non-draining backend. */
 export function poolsReady(state: PoolRegistryState): boolean {
+  // A fenced replica takes no calls: the load balancer should send them elsewhere.
+  if (state.fenced !== null) return false;
   for (const entry of state.entries.values()) {
     if (!entry.members.some((m) => !m.draining && entry.health.isHealthy(m.backend.url))) return false;
   }

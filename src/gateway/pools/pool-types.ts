@@ -82,7 +82,7 @@ export interface PoolRegistry extends ModelRegistry {
   /** Starts active health probes (no-op for pools with probes off). Idempotent. */
   start(): void;
   snapshot(): readonly PoolSnapshot[];
-  /** True when every pool has at least one healthy, non-draining backend. */
+  /** True when every pool has at least one healthy, non-draining backend and the registry is not fenced. */
   ready(): boolean;
   /**
    * Swaps a pool's backends and version in one step; old backends finish their calls, then close. With the
@@ -102,6 +102,8 @@ export interface PoolRegistry extends ModelRegistry {
    * confirm which version its pools serve (the fleet record is out of reach). null serves again.
    */
   fence(reason: string | null): void;
+  /** Why new calls are refused now (fence); null: they are served. */
+  fenced(): string | null;
   /** Probes every backend of every pool once now. */
   probeAll(): Promise<void>;
   /**

@@ -4,10 +4,10 @@
 // A replica starting reads the record first, so it joins a pause or a version bump made before it started.
 // A replica that cannot hear of writes (its database connection is down) cannot confirm its pools' version: it
 // refuses new calls (503 no_backend, Retry-After) until it hears again and has read and applied the record.
-import type { BackendConfig } from '../../../config/schema.js';
+import type { BackendConfig, ModelConfig } from '../../../config/schema.js';
 import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { FleetPoolRecord, FleetState, FleetStateStore } from '../../store/core/fleet-state.js';
+import type { FleetBackend, FleetPoolRecord, FleetState, FleetStateStore } from '../../store/core/fleet-state.js';
 import type { PoolRegistry, PoolSnapshot, ReplacePoolRequest } from '../pools/pool-types.js';
 import type { PauseGate, PauseState } from './pause-gate.js';
 
@@ -27,6 +27,10 @@ function backendsOf(record: FleetPoolRecord): BackendConfig[] {
   });
 }
 
+function fleetBackend(b: BackendConfig): FleetBackend {
+  return { url: b.url, type: b.type, ...(b.apiKey === undefined ? {} : { apiKey: b.apiKey }) };
+}
+
 function sameUrls(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   const set = new Set(a);
@@ -38,6 +42,8 @@ export interface FleetSyncOptions {
   readonly pools: PoolRegistry;
   readonly gate: PauseGate;
   readonly logger: Logger;
+  /** The configured models (their version and backends before any update). */
+  readonly models: readonly ModelConfig[];
 }
 
 export class FleetSync {
@@ -47,6 +53,10 @@ export class FleetSync {
   readonly #logger: Logger;
   /** Per pool, and for the pause: the revision of the record applied here. */
   readonly #applied = new Map<string, number>();
+  /** Pools this replica updated without sharing it: the next read puts them back where the fleet is. */
+  readonly #unshared = new Set<string>();
+  /** What each pool serves while the fleet record has nothing for it: the configuration every replica starts from. */
+  readonly #baseline: ReadonlyMap<string, Omit<FleetPoolRecord, 'revision'>>;
   /** -1: this replica's own pause or resume was not shared, so whatever the record says applies. */
   #pauseApplied = 0;
   /** Every read-and-apply and every local update runs in turn, so two never interleave on the pools. */
@@ -63,6 +73,12 @@ export class FleetSync {
     this.#pools = options.pools;
     this.#gate = options.gate;
     this.#logger = options.logger;
+    this.#baseline = new Map(
+      options.models.map((m) => [
+        m.name,
+        { version: m.version, backends: m.backends.map(fleetBackend), frozen: [], resident: null },
+      ]),
+    );
   }
 
   /** Reads and applies the record, then follows every write. Rejects when the first read fails. */
@@ -91,11 +107,7 @@ export class FleetSync {
           model,
           pool: {
             version: request.version,
-            backends: request.backends.map((b) => ({
-              url: b.url,
-              type: b.type,
-              ...(b.apiKey === undefined ? {} : { apiKey: b.apiKey }),
-            })),
+            backends: request.backends.map(fleetBackend),
             frozen: [...(request.frozen ?? [])],
             resident: request.resident === undefined ? null : [...request.resident],
           },
@@ -154,7 +166,7 @@ export class FleetSync {
     } catch (error) {
       // The next read applies the record whatever its revision: this replica's own change is undone.
       if (what.model === null) this.#pauseApplied = -1;
-      else this.#applied.delete(what.model);
+      else this.#unshared.add(what.model);
       this.#fence('the fleet state cannot be confirmed: writing it to the store failed');
       this.#scheduleRetry();
       this.#logger.error('fleet state write failed', { err: String(error) });
@@ -197,12 +209,17 @@ export class FleetSync {
 
   async #apply(state: FleetState): Promise<void> {
     const snapshots = new Map(this.#pools.snapshot().map((p) => [p.model, p]));
-    for (const [model, record] of Object.entries(state.pools)) {
-      if (record.revision <= (this.#applied.get(model) ?? 0)) continue;
+    const models = new Set([...Object.keys(state.pools), ...this.#unshared]);
+    for (const model of models) {
+      const baseline = this.#baseline.get(model);
+      const record = state.pools[model] ?? (baseline === undefined ? undefined : { ...baseline, revision: 0 });
+      if (record === undefined) continue;
+      if (record.revision <= (this.#applied.get(model) ?? 0) && !this.#unshared.has(model)) continue;
       const local = snapshots.get(model);
       if (local === undefined) {
         this.#logger.warn('fleet state names a pool this replica does not serve', { model });
         this.#applied.set(model, record.revision);
+        this.#unshared.delete(model);
         continue;
       }
       const urls = record.backends.map((b) => b.url);
@@ -223,6 +240,7 @@ export class FleetSync {
         this.#logger.info('pool follows the fleet', { model, version: record.version, revision: record.revision });
       }
       this.#applied.set(model, record.revision);
+      this.#unshared.delete(model);
     }
     // Never written: the fleet runs (revision 0, which only a replica whose own pause failed to share applies).
     const pause = state.pause ?? { paused: false, retryAfterSeconds: null, reason: null, revision: 0 };
