@@ -160,7 +160,8 @@ function mountRoutes({ app, config, core, control }: AppAssembly): void {
       store,
       engine: routesEngine(),
       gate,
-      pools,
+      // A v1 trainer's model registration moves the pool on every replica, as PUT /admin/pools does.
+      pools: { snapshot: () => pools.snapshot(), replace: (model, request) => fleet.replacePool(model, request) },
       trainTemperature: config.aglV1.trainTemperature,
       valTemperature: config.aglV1.valTemperature,
       attribution,

@@ -94,8 +94,9 @@ export class LocalFleetState implements FleetStateStore {
 
   async write(change: FleetChange): Promise<FleetState> {
     this.#state = applyFleetChange(this.#state, change);
-    // As NOTIFY is delivered after commit: the writer has its answer before anyone is told.
-    queueMicrotask(() => {
+    // As NOTIFY is delivered after commit: the writer has its answer before anyone is told (a microtask would run
+    // before the awaiting writer resumes).
+    setImmediate(() => {
       for (const s of this.#subscribers) s.onChange();
     });
     return this.#state;
