@@ -2,8 +2,9 @@
 // backends and resident adapter versions that go with it) and whether the fleet is paused (docs/store.md, "A fleet
 // of gateways"). One record with a revision that only grows; every write is one transaction on it and tells every
 // replica, which then reads the record and applies what changed. PostgreSQL keeps it in a table and tells through
-// NOTIFY (postgres-fleet-state.ts); a store that only one process opens (SQLite, memory) keeps it in that process,
-// through the same interface, so a gateway applies a change by one code path whatever the store.
+// NOTIFY (postgres-fleet-state.ts); a store that only one process opens keeps it in that process (and SQLite also in
+// its file, so a restarted gateway serves what it served), through the same interface, so a gateway applies a change
+// by one code path whatever the store.
 
 /** A backend as the admin API takes it; the store does not interpret it. */
 export interface FleetBackend {
@@ -83,17 +84,48 @@ export function parseFleetState(revision: number, value: unknown): FleetState {
   };
 }
 
-/** The record of a store only one process opens: kept in memory, told to subscribers after the write returns. */
+/** Where a one-process store keeps the record between runs: the serialised record, or undefined if never written. */
+export interface FleetStateSlot {
+  load(): string | undefined;
+  /** Durable when it returns; throws when it cannot be. */
+  save(serialised: string): void;
+}
+
+/** The record as a slot stores it. */
+export function serialiseFleetState(state: FleetState): string {
+  return JSON.stringify({ revision: state.revision, pause: state.pause, pools: state.pools });
+}
+
+function deserialiseFleetState(text: string): FleetState {
+  const value: unknown = JSON.parse(text);
+  const revision = (value as { revision?: unknown } | null)?.revision;
+  if (typeof revision !== 'number' || !Number.isSafeInteger(revision)) throw new Error('fleet state: no revision');
+  return parseFleetState(revision, value);
+}
+
+/**
+ * The record of a store only one process opens: in memory, and in `slot` when one is given (read once, written on
+ * every change before it is answered); subscribers are told after the writer has its answer.
+ */
 export class LocalFleetState implements FleetStateStore {
-  #state: FleetState = EMPTY_FLEET_STATE;
+  #state: FleetState;
+  readonly #slot: FleetStateSlot | null;
   readonly #subscribers = new Set<FleetStateSubscriber>();
+
+  constructor(slot?: FleetStateSlot) {
+    this.#slot = slot ?? null;
+    const stored = slot?.load();
+    this.#state = stored === undefined ? EMPTY_FLEET_STATE : deserialiseFleetState(stored);
+  }
 
   async read(): Promise<FleetState> {
     return this.#state;
   }
 
   async write(change: FleetChange): Promise<FleetState> {
-    this.#state = applyFleetChange(this.#state, change);
+    const next = applyFleetChange(this.#state, change);
+    this.#slot?.save(serialiseFleetState(next));
+    this.#state = next;
     // As NOTIFY is delivered after commit: the writer has its answer before anyone is told (a microtask would run
     // before the awaiting writer resumes).
     setImmediate(() => {

@@ -1039,6 +1039,19 @@ export class SqliteBackend implements StoreBackend {
    * Commits everything pending in one transaction and settles the callers waiting on it. When that fails, each
    * unit is committed on its own: the ones that still fail are rejected to their own callers and undone in memory.
    */
+  /** A value of the meta table (the fleet record, core/fleet-state.ts), as committed. */
+  readMeta(key: string): string | undefined {
+    return this.#stmt.metaValue.get(key);
+  }
+
+  /** Writes a meta value in a commit of its own, after what is pending, durable when it returns. */
+  writeMeta(key: string, value: string): void {
+    if (this.#closed) throw new Error('the store is closed');
+    if (this.#lost !== null) throw new StorageLost(this.#lost);
+    this.flushNow();
+    this.#stmt.upsertMeta.run(key, value);
+  }
+
   flushNow(): void {
     const batch = this.#batch;
     if (batch === null) return;

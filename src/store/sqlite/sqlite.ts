@@ -1,5 +1,6 @@
 // The embedded durable LightningStore (the default of `rollgate serve`): one SQLite file, WAL, batched commits.
 import { CoreStore, type CoreStoreOptions } from '../core/core-store.js';
+import { type FleetStateStore, LocalFleetState } from '../core/fleet-state.js';
 import type { WriteHealth } from '../core/write-health.js';
 import { SqliteBackend, type SqliteSynchronous } from './sqlite-backend.js';
 import type { CheckpointResult } from './sqlite-wal-checkpointer.js';
@@ -15,6 +16,9 @@ export interface SqliteStoreOptions extends CoreStoreOptions {
   onWriteHealth?: (health: WriteHealth) => void;
 }
 
+/** The meta row holding the fleet record. */
+const FLEET_STATE_KEY = 'fleet_state';
+
 export class SqliteStore extends CoreStore {
   constructor(options: SqliteStoreOptions) {
     const backend = new SqliteBackend({
@@ -26,9 +30,15 @@ export class SqliteStore extends CoreStore {
     });
     super(backend, options);
     this.#sqlite = backend;
+    // One process opens the file: the record lives here, and in the file so that a restart serves what was served.
+    this.fleet = new LocalFleetState({
+      load: () => backend.readMeta(FLEET_STATE_KEY),
+      save: (serialised) => backend.writeMeta(FLEET_STATE_KEY, serialised),
+    });
   }
 
   readonly #sqlite: SqliteBackend;
+  readonly fleet: FleetStateStore;
 
   /** Runs a WAL checkpoint now, off the event loop (retention.ts: bulk deletes keep the WAL bounded this way). */
   async checkpointWal(): Promise<CheckpointResult | null> {
