@@ -80,8 +80,14 @@ export async function buildControlServices(options: {
   const gate = createPauseGate(config, core);
   // Closed before the forward stack: calls held by a pause are refused rather than kept until the grace period ends.
   parts.add({ name: 'pause-gate', close: async () => gate.close() });
-  // A store only this process opens keeps no fleet record: the gateway keeps it, and applies it the same way.
-  const fleet = new FleetSync({ fleet: store.fleet ?? new LocalFleetState(), pools: core.pools, gate, logger, models: config.models });
+  // A store without a fleet record (memory, or one a caller built) gets one in this process, applied the same way.
+  const fleet = new FleetSync({
+    fleet: store.fleet ?? new LocalFleetState(),
+    pools: core.pools,
+    gate,
+    logger,
+    models: config.models,
+  });
   parts.add({ name: 'fleet-sync', close: async () => fleet.close() });
   // Before the first call: a replica started mid-pause or after a version bump joins it.
   await fleet.start();
