@@ -1,14 +1,16 @@
 // Several gateways on one PostgreSQL store act as one for what decides what a sample means (docs/store.md, "A
 // fleet of gateways"): a version bump through replica A changes the version replica B stamps on its spans and the
 // cache salt it sends upstream; a pause through A holds B's calls; a resume through B releases A's; a replica
-// started after the bump and during the pause joins both. Also measures how long a change takes to reach another
-// replica. Real sockets, real PostgreSQL, the engine twin as the backend. Runs when ROLLGATE_TEST_PG_URL is set.
+// started after the bump and during the pause joins both; a replica whose LISTEN connection is cut refuses calls
+// (503 no_backend, Retry-After, /ready 503) until it hears again. Also measures how long a change takes to reach
+// another replica. Real sockets, real PostgreSQL, the engine twin as the backend. Runs when ROLLGATE_TEST_PG_URL is set.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../../../src/contracts/span-attributes.js';
 import { versionCacheSalt } from '../../../src/gateway/swap/cache-salt.js';
 import type { Span } from '../../../src/store/core/types.js';
+import { openPostgresStore } from '../../../src/store/postgres/postgres-store.js';
 import { type ConfigOverrides, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, startMockVllm } from '../../servers/mock-vllm.js';
 
@@ -172,6 +174,58 @@ if (PG_URL === undefined) {
       expect((await call(c, late)).status).toBe(200);
       expect((await spanOf(c, late)).attributes[A.ATTR_MODEL_VERSION]).toBe(2);
       expect(upstreamSalt(late)).toBe(versionCacheSalt({ pool: MODEL, version: 2 }));
+    }, 60_000);
+
+    it('a replica whose database connection is down refuses calls, and serves again once it is back', async () => {
+      // Its own store, so that its LISTEN connection can be told apart from the other replicas' and cut.
+      const application = `rollgate-fleet-${randomBytes(4).toString('hex')}`;
+      const store = await openPostgresStore({ url: pgUrl, schema, poolSize: 4, applicationName: application });
+      const gw = await startTestGateway(
+        { models: [{ name: MODEL, version: 1, backends: [{ url: mock.url }], health: { intervalMs: 0 } }] },
+        { store },
+      );
+      const killer = new pg.Client({ connectionString: pgUrl });
+      await killer.connect();
+      try {
+        expect((await call(gw, rid())).status).toBe(200);
+        // The listener reconnects within ~100 ms: cut it again and again, and look while it is down.
+        const refusals: Array<{ status: number; retryAfter: string | null; code: string }> = [];
+        let readyRefused = false;
+        const deadline = Date.now() + 5_000;
+        while (Date.now() < deadline && (refusals.length === 0 || !readyRefused)) {
+          await killer.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+            `${application}:listen`,
+          ]);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          const answer = await call(gw, rid());
+          if (answer.status !== 200) {
+            const body = (await answer.json()) as { error: { code: string } };
+            refusals.push({
+              status: answer.status,
+              retryAfter: answer.headers.get('retry-after'),
+              code: body.error.code,
+            });
+          } else {
+            await answer.arrayBuffer();
+          }
+          if ((await fetch(`${gw.url}/ready`)).status === 503) readyRefused = true;
+        }
+        expect(refusals.length).toBeGreaterThan(0);
+        for (const refusal of refusals) expect(refusal).toMatchObject({ status: 503, code: 'no_backend' });
+        expect(refusals.every((r) => r.retryAfter !== null)).toBe(true);
+        expect(readyRefused).toBe(true);
+        // Left alone, it hears again, reads the record (the version the fleet moved to) and serves.
+        await until(async () => (await fetch(`${gw.url}/ready`)).status === 200);
+        const back = rid();
+        expect((await call(gw, back)).status).toBe(200);
+        expect((await spanOf(gw, back)).attributes[A.ATTR_MODEL_VERSION]).toBe(
+          await versionOn(replicas[0] as TestGateway),
+        );
+      } finally {
+        await killer.end();
+        await gw.close();
+        await store.close();
+      }
     }, 60_000);
 
     it(`a change reaches another replica within milliseconds (${BUMPS} bumps)`, async () => {
