@@ -3,7 +3,8 @@
 //                                         (public), else 503 with the reason
 //   POST /admin/pause                     {retry_after_seconds?, reason?} -> pause state
 //   POST /admin/resume                    -> pause state
-//   GET  /admin/state                     -> pause state (inflight drops only when upstream responses close)
+//   GET  /admin/state                     -> pause state (inflight drops only when upstream responses close) and
+//                                         the fleet record's revision seen here (docs/store.md)
 //   POST /admin/drain                     {timeout_seconds?} -> waits until inflight == 0 (or the timeout), state
 //   GET  /admin/pools                     pools with health, in-flight counts and versions
 //   PUT  /admin/pools/:model              {version, backends[], frozen_backends?, resident_versions?} -> atomic
@@ -95,6 +96,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
   // retiring backends included, so a trainer can see that no old-version server is still answering.
   const state = () => ({
     ...gate.state(),
+    fleet: fleet.view(),
     upstream_inflight: pools
       .snapshot()
       .reduce((n, pool) => n + [...pool.backends, ...pool.retiring].reduce((m, b) => m + b.inflight, 0), 0),
@@ -152,7 +154,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono<AppEnv> {
     return c.json({ ...state(), drained });
   });
 
-  app.get('/admin/pools', (c) => c.json({ pools: pools.snapshot() }));
+  app.get('/admin/pools', (c) => c.json({ pools: pools.snapshot(), fleet: fleet.view() }));
 
   app.put('/admin/pools/:model', async (c) => {
     const { frozen_backends, resident_versions, ...body } = parseRequest(replaceBody, await readJsonBody(c));

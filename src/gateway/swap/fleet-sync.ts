@@ -46,6 +46,14 @@ export interface FleetSyncOptions {
   readonly models: readonly ModelConfig[];
 }
 
+/** What /admin/state and /admin/pools show of the fleet record. */
+export interface FleetView {
+  /** The newest revision of the record this replica has read or written (0: none yet). */
+  readonly revision: number;
+  /** False while this replica refuses calls because it cannot confirm the record. */
+  readonly confirmed: boolean;
+}
+
 export class FleetSync {
   readonly #fleet: FleetStateStore;
   readonly #pools: PoolRegistry;
@@ -59,6 +67,7 @@ export class FleetSync {
   readonly #baseline: ReadonlyMap<string, Omit<FleetPoolRecord, 'revision'>>;
   /** -1: this replica's own pause or resume was not shared, so whatever the record says applies. */
   #pauseApplied = 0;
+  #revision = 0;
   /** Every read-and-apply and every local update runs in turn, so two never interleave on the pools. */
   #chain: Promise<unknown> = Promise.resolve();
   #refreshQueued = false;
@@ -143,6 +152,10 @@ export class FleetSync {
     });
   }
 
+  view(): FleetView {
+    return { revision: this.#revision, confirmed: this.#pools.fenced() === null };
+  }
+
   close(): void {
     this.#closed = true;
     this.#unsubscribe?.();
@@ -162,7 +175,9 @@ export class FleetSync {
    */
   async #share(what: { readonly model: string | null }, write: () => Promise<FleetState>): Promise<FleetState> {
     try {
-      return await write();
+      const state = await write();
+      this.#revision = Math.max(this.#revision, state.revision);
+      return state;
     } catch (error) {
       // The next read applies the record whatever its revision: this replica's own change is undone.
       if (what.model === null) this.#pauseApplied = -1;
@@ -208,6 +223,7 @@ export class FleetSync {
   }
 
   async #apply(state: FleetState): Promise<void> {
+    this.#revision = Math.max(this.#revision, state.revision);
     const snapshots = new Map(this.#pools.snapshot().map((p) => [p.model, p]));
     const models = new Set([...Object.keys(state.pools), ...this.#unshared]);
     for (const model of models) {

@@ -138,6 +138,10 @@ if (PG_URL === undefined) {
       // Bumped through A: B stamps the new version and sends the new salt upstream.
       expect((await bump(a, 2)).status).toBe(200);
       await until(async () => (await versionOn(b)) === 2);
+      const fleetOf = async (gw: TestGateway) =>
+        ((await (await admin(gw, 'GET', '/admin/pools')).json()) as { fleet: { revision: number } }).fleet;
+      expect(await fleetOf(b)).toEqual(await fleetOf(a));
+      expect((await fleetOf(b)).revision).toBeGreaterThan(0);
       const after = rid();
       expect((await call(b, after)).status).toBe(200);
       expect((await spanOf(b, after)).attributes[A.ATTR_MODEL_VERSION]).toBe(2);

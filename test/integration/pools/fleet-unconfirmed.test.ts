@@ -109,11 +109,15 @@ describe('a replica that cannot confirm the fleet state', () => {
     const ready = await fetch(`${gw.url}/ready`);
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { reason: string }).reason).toMatch(/cannot be confirmed/);
+    const state = (await (await fetch(`${gw.url}/admin/state`)).json()) as { fleet: { confirmed: boolean } };
+    expect(state.fleet.confirmed).toBe(false);
     expect(mock.requests.filter((r) => r.path === '/v1/chat/completions')).toHaveLength(1);
 
     fleet.restore();
     await until(async () => (await fetch(`${gw.url}/ready`)).status === 200);
     expect((await call()).status).toBe(200);
+    const back = (await (await fetch(`${gw.url}/admin/state`)).json()) as { fleet: { confirmed: boolean } };
+    expect(back.fleet.confirmed).toBe(true);
   });
 
   it('an update that cannot be shared fails, and the replica goes back to what the fleet serves', async () => {
