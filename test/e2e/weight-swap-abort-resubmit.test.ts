@@ -8,39 +8,20 @@
 import { APIError as AnthropicAPIError } from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBatch } from '../../src/algorithms/rl/batch.js';
 import * as A from '../../src/contracts/span-attributes.js';
-import type { Rollout } from '../../src/store/core/types.js';
 import { anthropicAgents } from '../helpers/anthropic-agent.js';
-import { SwapRig as Rig, SWAP_POOL, type SwapRig, weightsVersion } from '../helpers/swap-rig.js';
+import { SwapRig as Rig, SWAP_POOL, type SwapRig, swapBatch, weightsVersion } from '../helpers/swap-rig.js';
 
 /** What the twin completes `Q:` with; given part of it after `Q:`, it completes the rest. */
 const TARGET = 'abcdefghijklmnopqrstuvwxyz0123456789ABCD';
 
-async function batchOf(
+function batchOf(
   rig: SwapRig,
   rid: string,
   currentVersion: number,
   staleness: { readonly maxStaleness?: number; readonly staleTokens?: 'drop' | 'mask' } = {},
 ) {
-  const rollout = await rig.gw.gateway.store.getRolloutById(rid);
-  const finished = new Map<string, Rollout>(rollout ? [[rid, { ...rollout, status: 'succeeded' }]] : []);
-  return buildBatch({
-    store: rig.gw.gateway.store,
-    batchId: 'b',
-    step: 0,
-    rollouts: [{ rolloutId: rid, groupId: 'g' }],
-    finished,
-    currentVersion,
-    maxStaleness: staleness.maxStaleness ?? 0,
-    ...(staleness.staleTokens === undefined ? {} : { staleTokens: staleness.staleTokens }),
-    estimator: 'reinforce',
-    normalizeStd: false,
-    level: 'transition',
-    maxPromptLength: 4096,
-    maxResponseLength: 4096,
-    rewardFillna: 1,
-  });
+  return swapBatch(rig.gw.gateway.store, [rid], { currentVersion, ...staleness });
 }
 
 describe('abort-resubmit mode', () => {

@@ -6,10 +6,15 @@
 //   of the weights the ledger says computed it.
 // - drain: today's behaviour (wait for the generations to finish, then load) still works, with the same checks.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBatch } from '../../src/algorithms/rl/batch.js';
 import * as A from '../../src/contracts/span-attributes.js';
-import type { Rollout } from '../../src/store/core/types.js';
-import { SwapRig as Rig, SWAP_POOL, type SwapRig, spanTokenVersions, weightsVersion } from '../helpers/swap-rig.js';
+import {
+  SwapRig as Rig,
+  SWAP_POOL,
+  type SwapRig,
+  spanTokenVersions,
+  swapBatch,
+  weightsVersion,
+} from '../helpers/swap-rig.js';
 import type { LedgerEntry } from '../servers/mock-vllm.js';
 
 const AGENTS = 8;
@@ -71,26 +76,7 @@ describe('keep mode', () => {
     const crossed = rig.twin.ledger.entries.filter((e) => new Set(e.weights.map(weightsVersion)).size > 1);
     expect(crossed.filter((e) => (e.finishedAt ?? 0) <= answeredAt)).toEqual([]);
     // The RL batch trains on those calls with a version per token (the staleness allows one version back).
-    const finished = new Map<string, Rollout>();
-    for (const rid of agents.rolloutIds) {
-      const rollout = await rig.gw.gateway.store.getRolloutById(rid);
-      if (rollout) finished.set(rid, { ...rollout, status: 'succeeded' });
-    }
-    const batch = await buildBatch({
-      store: rig.gw.gateway.store,
-      batchId: 'b',
-      step: 0,
-      rollouts: agents.rolloutIds.map((rolloutId) => ({ rolloutId, groupId: 'g' })),
-      finished,
-      currentVersion: 2,
-      maxStaleness: 1,
-      estimator: 'reinforce',
-      normalizeStd: false,
-      level: 'transition',
-      maxPromptLength: 4096,
-      maxResponseLength: 4096,
-      rewardFillna: 1,
-    });
+    const batch = await swapBatch(rig.gw.gateway.store, agents.rolloutIds, { currentVersion: 2, maxStaleness: 1 });
     expect(batch.samples).toHaveLength(agents.completed());
     const spans = await rig.spans(agents.rolloutIds);
     for (const sample of batch.samples) {

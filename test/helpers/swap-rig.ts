@@ -5,11 +5,12 @@
 import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { createAdminGatewayControl } from '../../src/algorithms/rl/admin-gateway-control.js';
+import { buildBatch } from '../../src/algorithms/rl/batch.js';
 import { rlOptionsSchema } from '../../src/algorithms/rl/options.js';
 import { createWeightsPlugin } from '../../src/algorithms/rl/weights-plugin.js';
 import * as A from '../../src/contracts/span-attributes.js';
 import { silentLogger } from '../../src/logger.js';
-import type { Span } from '../../src/store/core/types.js';
+import type { LightningStore, Rollout, Span } from '../../src/store/core/types.js';
 import { type MockVllm, type MockVllmOptions, startEngineTwin, type TwinWeights } from '../servers/mock-vllm.js';
 import { startTestGateway, type TestGateway } from './gateway.js';
 
@@ -46,7 +47,123 @@ export interface AgentRun {
   completed(): number;
   /** Resolves once `n` more calls completed. */
   waitForCalls(n: number): Promise<void>;
+  /** How many agents' current streams have relayed at least `chunks` chunks of text or reasoning, now. */
+  streamsPast(chunks: number): number;
   stop(): Promise<void>;
+}
+
+export interface StreamingAgentOptions {
+  readonly maxTokens?: number;
+  readonly api?: 'chat' | 'completions';
+  /** The pool the agents call (default SWAP_POOL). */
+  readonly model?: string;
+  /** Keys added to every request (e.g. vLLM's `ignore_eos`, a temperature). */
+  readonly extraBody?: Readonly<Record<string, unknown>>;
+  readonly dispatcher?: Agent;
+  /** The SDK's retries (default its own, 2); 0 lets every failed call reach the test. */
+  readonly maxRetries?: number;
+}
+
+/**
+ * Streaming openai-SDK agents (one rollout each) on a gateway, calling one after another until stopped. Text and reasoning both count as an answer (vLLM 0.32's
+ * qwen3 reasoning parser puts an answer without `</think>` in `reasoning`; earlier releases in `reasoning_content`).
+ */
+export function runStreamingAgents(gatewayUrl: string, count: number, options: StreamingAgentOptions = {}): AgentRun {
+  let stopped = false;
+  let completed = 0;
+  const failures: unknown[] = [];
+  const finishReasons: string[] = [];
+  const chunksNow = new Array<number>(count).fill(0);
+  const waiters = new Set<() => void>();
+  const model = options.model ?? SWAP_POOL;
+  const dispatcher = options.dispatcher;
+  const agentFetch = dispatcher
+    ? (((url: string, init?: Record<string, unknown>) =>
+        undiciFetch(url, { ...init, dispatcher })) as unknown as typeof fetch)
+    : undefined;
+  const rolloutIds = Array.from({ length: count }, (_, i) => `swap-${process.pid}-${Date.now()}-${i}`);
+  const loops = rolloutIds.map(async (rid, i) => {
+    const client = new OpenAI({
+      baseURL: `${gatewayUrl}/rollout/${rid}/attempt/a1/v1`,
+      apiKey: 'agent',
+      ...(options.maxRetries === undefined ? {} : { maxRetries: options.maxRetries }),
+      ...(agentFetch ? { fetch: agentFetch } : {}),
+    });
+    const extra = options.extraBody ?? {};
+    const maxTokens = options.maxTokens === undefined ? {} : { max_tokens: options.maxTokens };
+    for (let turn = 0; !stopped; turn++) {
+      chunksNow[i] = 0;
+      const took = (piece: unknown) => {
+        if (typeof piece === 'string' && piece.length > 0) chunksNow[i] = (chunksNow[i] ?? 0) + 1;
+      };
+      try {
+        let text = '';
+        if (options.api === 'completions') {
+          // The completions API's default max_tokens is 16: the agents ask for room for the whole answer.
+          const stream = await client.completions.create({
+            model,
+            prompt: `${rid} turn ${turn}`,
+            stream: true,
+            max_tokens: 4096,
+            ...maxTokens,
+            ...extra,
+          });
+          for await (const chunk of stream) {
+            const piece = chunk.choices[0]?.text ?? '';
+            text += piece;
+            took(piece);
+            const reason = chunk.choices[0]?.finish_reason;
+            if (reason) finishReasons.push(reason);
+          }
+        } else {
+          const stream = await client.chat.completions.create({
+            model,
+            messages: [{ role: 'user', content: `${rid} turn ${turn}` }],
+            stream: true,
+            ...maxTokens,
+            ...extra,
+          });
+          for await (const chunk of stream) {
+            const delta = chunk.choices[0]?.delta as Record<string, unknown> | undefined;
+            for (const piece of [delta?.content, delta?.reasoning, delta?.reasoning_content]) {
+              if (typeof piece === 'string') text += piece;
+              took(piece);
+            }
+            const reason = chunk.choices[0]?.finish_reason;
+            if (reason) finishReasons.push(reason);
+          }
+        }
+        if (text.length === 0) throw new Error('empty answer');
+        completed += 1;
+        for (const w of [...waiters]) w();
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+  });
+  return {
+    rolloutIds,
+    failures,
+    finishReasons,
+    completed: () => completed,
+    waitForCalls: (n) => {
+      const target = completed + n;
+      return new Promise<void>((resolve) => {
+        const check = () => {
+          if (completed < target) return;
+          waiters.delete(check);
+          resolve();
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    streamsPast: (chunks) => chunksNow.filter((n) => n >= chunks).length,
+    async stop() {
+      stopped = true;
+      await Promise.all(loops);
+    },
+  };
 }
 
 /** The version a twin weight set stands for: the adapter's version (1 after the first load). */
@@ -183,86 +300,8 @@ export class SwapRig {
   }
 
   /** Streaming agents (one rollout each) calling one after another until stopped. */
-  runAgents(
-    count: number,
-    options: { readonly maxTokens?: number; readonly api?: 'chat' | 'completions' } = {},
-  ): AgentRun {
-    let stopped = false;
-    let completed = 0;
-    const failures: unknown[] = [];
-    const finishReasons: string[] = [];
-    const waiters = new Set<() => void>();
-    const pool = this.#agentPool;
-    const agentFetch = ((url: string, init?: Record<string, unknown>) =>
-      undiciFetch(url, { ...init, dispatcher: pool })) as unknown as typeof fetch;
-    const rolloutIds = Array.from({ length: count }, (_, i) => `swap-${process.pid}-${Date.now()}-${i}`);
-    const loops = rolloutIds.map(async (rid) => {
-      const client = new OpenAI({
-        baseURL: `${this.gw.url}/rollout/${rid}/attempt/a1/v1`,
-        apiKey: 'agent',
-        fetch: agentFetch,
-      });
-      for (let turn = 0; !stopped; turn++) {
-        try {
-          const maxTokens = options.maxTokens === undefined ? {} : { max_tokens: options.maxTokens };
-          let text = '';
-          if (options.api === 'completions') {
-            // The completions API's default max_tokens is 16: the agents ask for room for the whole answer.
-            const stream = await client.completions.create({
-              model: SWAP_POOL,
-              prompt: `${rid} turn ${turn}`,
-              stream: true,
-              max_tokens: 4096,
-              ...maxTokens,
-            });
-            for await (const chunk of stream) {
-              text += chunk.choices[0]?.text ?? '';
-              const reason = chunk.choices[0]?.finish_reason;
-              if (reason) finishReasons.push(reason);
-            }
-          } else {
-            const stream = await client.chat.completions.create({
-              model: SWAP_POOL,
-              messages: [{ role: 'user', content: `${rid} turn ${turn}` }],
-              stream: true,
-              ...maxTokens,
-            });
-            for await (const chunk of stream) {
-              text += chunk.choices[0]?.delta.content ?? '';
-              const reason = chunk.choices[0]?.finish_reason;
-              if (reason) finishReasons.push(reason);
-            }
-          }
-          if (text.length === 0) throw new Error('empty answer');
-          completed += 1;
-          for (const w of [...waiters]) w();
-        } catch (error) {
-          failures.push(error);
-        }
-      }
-    });
-    return {
-      rolloutIds,
-      failures,
-      finishReasons,
-      completed: () => completed,
-      waitForCalls: (n) => {
-        const target = completed + n;
-        return new Promise<void>((resolve) => {
-          const check = () => {
-            if (completed < target) return;
-            waiters.delete(check);
-            resolve();
-          };
-          waiters.add(check);
-          check();
-        });
-      },
-      async stop() {
-        stopped = true;
-        await Promise.all(loops);
-      },
-    };
+  runAgents(count: number, options: StreamingAgentOptions = {}): AgentRun {
+    return runStreamingAgents(this.gw.url, count, { ...options, dispatcher: this.#agentPool });
   }
 
   /**
@@ -314,4 +353,36 @@ export async function twinPost(twin: MockVllm, path: string, body: unknown = {})
     body: JSON.stringify(body),
   });
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${await response.text()}`);
+}
+
+/**
+ * The RL batch (transition level, reinforce, no std normalisation) over `rolloutIds`, each taken as succeeded: what
+ * the swap tests train on, with the staleness they allow.
+ */
+export async function swapBatch(
+  store: LightningStore,
+  rolloutIds: readonly string[],
+  options: { readonly currentVersion: number; readonly maxStaleness?: number; readonly staleTokens?: 'drop' | 'mask' },
+) {
+  const finished = new Map<string, Rollout>();
+  for (const rid of rolloutIds) {
+    const rollout = await store.getRolloutById(rid);
+    if (rollout) finished.set(rid, { ...rollout, status: 'succeeded' });
+  }
+  return buildBatch({
+    store,
+    batchId: 'b',
+    step: 0,
+    rollouts: rolloutIds.map((rolloutId) => ({ rolloutId, groupId: 'g' })),
+    finished,
+    currentVersion: options.currentVersion,
+    maxStaleness: options.maxStaleness ?? 0,
+    ...(options.staleTokens === undefined ? {} : { staleTokens: options.staleTokens }),
+    estimator: 'reinforce',
+    normalizeStd: false,
+    level: 'transition',
+    maxPromptLength: 4096,
+    maxResponseLength: 4096,
+    rewardFillna: 1,
+  });
 }

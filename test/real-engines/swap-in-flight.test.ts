@@ -11,16 +11,19 @@
 // - abort-resubmit: vLLM `POST /pause?mode=abort` ends them; every answer an agent gets is one version's, and the
 //   aborted tries stay out of the RL batch.
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { buildBatch } from '../../src/algorithms/rl/batch.js';
 import * as A from '../../src/contracts/span-attributes.js';
-import type { Rollout, Span } from '../../src/store/core/types.js';
+import type { Span } from '../../src/store/core/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { REPO_ROOT } from '../helpers/python.js';
-import { attachWeightsPlugin, spanTokenVersions } from '../helpers/swap-rig.js';
+import {
+  type AgentRun,
+  attachWeightsPlugin,
+  runStreamingAgents,
+  spanTokenVersions,
+  swapBatch,
+} from '../helpers/swap-rig.js';
 import { realEngineHome } from './vllm-server.js';
 
 const vllm = inject('vllm');
@@ -43,66 +46,6 @@ async function post(url: string, body: unknown): Promise<{ status: number; body:
   return {
     status: response.status,
     body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text },
-  };
-}
-
-interface Agents {
-  readonly rolloutIds: readonly string[];
-  readonly failures: unknown[];
-  readonly finishReasons: string[];
-  /** Streams that have relayed at least this many content chunks, now. */
-  streamsPast(chunks: number): number;
-  completed(): number;
-  stop(): Promise<void>;
-}
-
-/** Streaming chat agents (one rollout each), calling one after another until stopped. */
-function runAgents(gw: TestGateway, pool: string, count: number): Agents {
-  let stopped = false;
-  let completed = 0;
-  const failures: unknown[] = [];
-  const finishReasons: string[] = [];
-  const chunksNow = new Array<number>(count).fill(0);
-  const run = randomUUID().slice(0, 8);
-  const rolloutIds = Array.from({ length: count }, (_, i) => `swap-${pool}-${run}-${i}`);
-  const loops = rolloutIds.map(async (rid, i) => {
-    const client = new OpenAI({ baseURL: `${gw.url}/rollout/${rid}/attempt/a1/v1`, apiKey: 'agent', maxRetries: 0 });
-    for (let turn = 0; !stopped; turn++) {
-      chunksNow[i] = 0;
-      try {
-        const stream = await client.chat.completions.create({
-          model: pool,
-          messages: [{ role: 'user', content: `Agent ${i}, turn ${turn}: write.` }],
-          stream: true,
-          max_tokens: ANSWER_TOKENS,
-          temperature: 1,
-          // vLLM's own sampling key: the tiny random model would otherwise stop at a random EOS.
-          ...({ ignore_eos: true } as Record<string, unknown>),
-        });
-        for await (const chunk of stream) {
-          // Text and reasoning both count (vLLM's qwen3 reasoning parser puts an answer without `</think>` there).
-          // (vLLM 0.32 names the field `reasoning`; earlier releases `reasoning_content`).
-          const delta = chunk.choices[0]?.delta as Record<string, unknown> | undefined;
-          if (delta?.content || delta?.reasoning || delta?.reasoning_content) chunksNow[i] = (chunksNow[i] ?? 0) + 1;
-          const reason = chunk.choices[0]?.finish_reason;
-          if (reason) finishReasons.push(reason);
-        }
-        completed += 1;
-      } catch (error) {
-        failures.push(error);
-      }
-    }
-  });
-  return {
-    rolloutIds,
-    failures,
-    finishReasons,
-    streamsPast: (chunks) => chunksNow.filter((n) => n >= chunks).length,
-    completed: () => completed,
-    async stop() {
-      stopped = true;
-      await Promise.all(loops);
-    },
   };
 }
 
@@ -167,33 +110,9 @@ async function spansOf(gw: TestGateway, rolloutIds: readonly string[]): Promise<
   return all;
 }
 
-/** The RL batch over the agents' rollouts (transition level, one version of staleness allowed). */
-async function batchOf(gw: TestGateway, rolloutIds: readonly string[]) {
-  const finished = new Map<string, Rollout>();
-  for (const rid of rolloutIds) {
-    const rollout = await gw.gateway.store.getRolloutById(rid);
-    if (rollout) finished.set(rid, { ...rollout, status: 'succeeded' });
-  }
-  return buildBatch({
-    store: gw.gateway.store,
-    batchId: 'b',
-    step: 0,
-    rollouts: rolloutIds.map((rolloutId) => ({ rolloutId, groupId: 'g' })),
-    finished,
-    currentVersion: 2,
-    maxStaleness: 1,
-    estimator: 'reinforce',
-    normalizeStd: false,
-    level: 'transition',
-    maxPromptLength: 4096,
-    maxResponseLength: 4096,
-    rewardFillna: 1,
-  });
-}
-
 interface Swapped {
   readonly gw: TestGateway;
-  readonly agents: Agents;
+  readonly agents: AgentRun;
   readonly swap: Record<string, unknown>;
   readonly rows: Row[];
 }
@@ -220,7 +139,13 @@ async function swapUnderAgents(mode: Mode): Promise<Swapped> {
     pause: { mode: 'hold' },
   });
   const detach = attachWeightsPlugin(gw, { model: pool });
-  const agents = runAgents(gw, pool, AGENTS);
+  const agents = runStreamingAgents(gw.url, AGENTS, {
+    model: pool,
+    maxTokens: ANSWER_TOKENS,
+    maxRetries: 0,
+    // vLLM's own sampling key: the tiny random model would otherwise stop at a random EOS.
+    extraBody: { temperature: 1, ignore_eos: true },
+  });
   try {
     // Every agent's first stream is a few tokens in.
     await until(
@@ -289,7 +214,7 @@ describe('keep mode on real vLLM', () => {
     for (const error of asIfV1) expect(error).toBeGreaterThan(1e-2);
 
     // The RL batch trains on every call it can vouch for, with a version per token.
-    const batch = await batchOf(result.gw, agents.rolloutIds);
+    const batch = await swapBatch(result.gw.gateway.store, agents.rolloutIds, { currentVersion: 2, maxStaleness: 1 });
     expect(batch.samples).toHaveLength(sure.length);
     expect(batch.samples.filter((s) => new Set(s.token_versions).size > 1)).toHaveLength(spanned.length);
     expect(await (await fetch(`${vllm.baseUrl}/is_paused`)).json()).toEqual({ is_paused: false });
@@ -345,7 +270,7 @@ describe('abort-resubmit mode on real vLLM', () => {
       `abort-resubmit swap on real vLLM: ${aborted.length} aborted tries, ${agents.failures.length} streams ended with weights_swapped; max |recorded - recomputed| per kept call: ${errors.map((e) => e.toExponential(1)).join(', ')}`,
     );
     for (const error of errors) expect(error).toBeLessThan(1e-3);
-    const batch = await batchOf(result.gw, agents.rolloutIds);
+    const batch = await swapBatch(result.gw.gateway.store, agents.rolloutIds, { currentVersion: 2, maxStaleness: 1 });
     const batched = new Set(batch.samples.flatMap((s) => s.sequence_ids.map((seq) => `${s.rollout_id}/${seq}`)));
     for (const row of aborted) expect(batched.has(`${row.span.rollout_id}/${row.span.sequence_id}`)).toBe(false);
   });
