@@ -66,10 +66,10 @@ it('exports each recorded call as its stored span, ids and attributes alike', as
   const span = stored[0] as Obj;
   await gw.close(); // flushes the export
   const call = exported.find((s) => s.spanId === span.span_id);
-  expect(call, JSON.stringify(exported.map((s) => s.name))).toBeDefined();
-  expect(call?.traceId).toBe(span.trace_id);
-  expect(call?.name).toBe(span.name);
-  const attributes = Object.fromEntries((call?.attributes as Obj[]).map((a) => [a.key, plain(a.value)]));
+  if (call === undefined) throw new Error(`no exported span with the stored span's id: ${JSON.stringify(exported)}`);
+  expect(call.traceId).toBe(span.trace_id);
+  expect(call.name).toBe(span.name);
+  const attributes = Object.fromEntries((call.attributes as Obj[]).map((a) => [a.key, plain(a.value)]));
   expect(attributes).toEqual({ ...span.attributes, [A.ATTR_SESSION_ID]: 'ro-export' });
-  expect(Number(call?.endTimeUnixNano) / 1e9).toBeCloseTo(span.end_time, 3);
+  expect(Number(call.endTimeUnixNano) / 1e9).toBeCloseTo(span.end_time, 3);
 });
