@@ -12,6 +12,7 @@ Token layout: ``tokens = prompt_ids + response_ids``. ``loss_mask``, ``logprobs`
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
@@ -239,8 +240,6 @@ def row_from_export(line: Mapping[str, Any] | str, *, group_id: str | None = Non
     """One row of ``rollgate export --format jsonl`` (a parsed object or the JSON line). The export selects rows by
     rollout status, so pass ``status`` when you exported other than succeeded rollouts; ``group_id`` when you know
     the group (the export does not carry it)."""
-    import json
-
     obj: Mapping[str, Any] = json.loads(line) if isinstance(line, str) else line
     for key in ("rollout_id", "prompt_ids", "response_ids", "response_mask"):
         if key not in obj:
