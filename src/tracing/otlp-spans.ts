@@ -147,6 +147,13 @@ function plainOf(value: unknown): Plain {
 
 /** AnyValue -> a store attribute: primitives and homogeneous primitive arrays as such, anything else as JSON text. */
 function attributeValue(value: unknown): AttributeValue | undefined {
+  // A top-level double the store cannot hold as a number (NaN, ±Infinity: OTLP/JSON writes them as these strings)
+  // is kept as that text instead of dropped, so the attribute's rules still see it: a reward of Infinity is refused
+  // by the one reward rule (the span is skipped and counted), not stored as a span without its reward.
+  if (isRecord(value) && value.doubleValue !== undefined && value.doubleValue !== null) {
+    const n = doubleOf(value.doubleValue);
+    if (n === undefined) return String(Number(value.doubleValue));
+  }
   const plain = plainOf(value);
   if (plain === null) return undefined;
   if (typeof plain !== 'object') return plain;
