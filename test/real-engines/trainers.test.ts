@@ -2,7 +2,7 @@
 // Python module in test/real-engines/trainers/ builds the trainer's real type from rollgate rows and has the
 // package validate it (TRL: a real GRPOTrainer step on the tiny Qwen3 model; Tinker: its Datum conversion, its
 // training client's proto encoding and its custom-loss runner; verl: its agent-loop worker's post-processing and
-// collation). The packages come from env/setup.sh (requirements-trainers.txt and requirements-verl.txt, each in its
+// collation; miles: Sample.validate and its generate-function loader). The packages come from env/setup.sh (requirements-trainers.txt and requirements-verl-miles.txt, each in its
 // own folder on PYTHONPATH over the suite's venv). No vLLM server is used.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ const ENV_DIR = join(REPO_ROOT, 'test/real-engines/env');
 const TESTS_DIR = join(REPO_ROOT, 'test/real-engines/trainers');
 
 /** The folder setup.sh installs a set of trainer packages into: named by its requirement file and the venv's. */
-function packagesPath(home: string, name: 'trainers' | 'verl'): string {
+function packagesPath(home: string, name: 'trainers' | 'verl-miles'): string {
   const hash = createHash('sha256')
     .update(readFileSync(join(ENV_DIR, 'requirements-vllm.txt')))
     .update(readFileSync(join(ENV_DIR, `requirements-${name}.txt`)))
@@ -26,7 +26,7 @@ function packagesPath(home: string, name: 'trainers' | 'verl'): string {
   return join(path, 'site-packages');
 }
 
-async function runModule(module: string, packages: 'trainers' | 'verl'): Promise<void> {
+async function runModule(module: string, packages: 'trainers' | 'verl-miles'): Promise<void> {
   const env = realEngineHome();
   const run = await runPython({
     python: { command: env.python, version: '', hasNumpy: true, canInstall: false },
@@ -57,6 +57,10 @@ describe('trainer adapters against the installed trainers', () => {
   });
 
   it('verl collates the AgentLoopOutputs of the agent-loop adapter into its batch', async () => {
-    await runModule('test_verl_agent_loop', 'verl');
+    await runModule('test_verl_agent_loop', 'verl-miles');
+  });
+
+  it('miles validates the Samples of the Sample adapter and calls its generate function as its rollout does', async () => {
+    await runModule('test_miles_sample', 'verl-miles');
   });
 });

