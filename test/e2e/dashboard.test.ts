@@ -24,6 +24,7 @@ import {
   RESOURCES,
   type SeededDashboard,
   seedDashboard,
+  seedLongRollout,
 } from './helpers/dashboard-seed.js';
 
 const hasChromium = isChromiumAvailable();
@@ -160,6 +161,18 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     await waitForCount(page, '[data-testid=rollouts-table] tbody tr', 1);
     expect(page.url()).toContain('q=featured');
     expect(await texts(page, '[data-testid=rollouts-table] tbody td:first-child')).toEqual([FEATURED_ROLLOUT]);
+    await page.close();
+  });
+
+  it('a rollout longer than one page of spans shows its true span count and final reward, and says what it counted', async () => {
+    await seedLongRollout(gw.gateway.store, { rid: 'ro-long', calls: 520, reward: 0.25 });
+    const page = await openPage(gw.url, '/rollouts/ro-long');
+    await page.locator('[data-testid=timeline]').waitFor();
+    expect(await page.locator('[data-testid=span-count] .metric-value').textContent()).toBe('521');
+    expect(await page.locator('[data-testid=final-reward] .metric-value').textContent()).toBe((0.25).toFixed(3));
+    // The calls counted are those of the loaded page, and the label says so instead of passing them off as all.
+    expect(await page.locator('[data-testid=llm-calls] .metric-value').textContent()).toBe('500');
+    expect(await page.locator('[data-testid=llm-calls]').textContent()).toContain('first 500 of 521 spans');
     await page.close();
   });
 

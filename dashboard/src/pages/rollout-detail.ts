@@ -113,8 +113,18 @@ export const rolloutDetailPage: Page = (root, ctx) => {
       const attempts = [...attemptsPage.items].sort((a, b) => a.sequence_id - b.sequence_id);
       const allSpans = spansPage.items;
       const spans = selectedAttempt ? allSpans.filter((s) => s.attempt_id === selectedAttempt) : allSpans;
+      // One page of spans is loaded; a long rollout has more. The counts below are of what was loaded, and say so,
+      // instead of passing one page's counts off as the rollout's.
+      const partial = spansPage.total > allSpans.length;
+      const ofLoaded = partial
+        ? ` (first ${formatCount(allSpans.length)} of ${formatCount(spansPage.total)} spans)`
+        : '';
       const totals = tokenTotals(spans);
-      const reward = finalReward(spans);
+      // The final reward is the last one: past the loaded page, the store's own answer has it.
+      const reward =
+        partial && !selectedAttempt
+          ? ((await ctx.api.rewards([rid], ctx.signal))[0]?.reward ?? null)
+          : finalReward(spans);
       const latest = attempts[attempts.length - 1];
 
       const attemptFilter = h(
@@ -123,7 +133,7 @@ export const rolloutDetailPage: Page = (root, ctx) => {
         h(
           'a',
           { href: paths.rollout(rid), class: `btn small${selectedAttempt ? '' : ' on'}` },
-          `All attempts (${allSpans.length} spans)`,
+          `All attempts (${formatCount(spansPage.total)} spans)`,
         ),
         attempts.map((a) =>
           h(
@@ -132,7 +142,9 @@ export const rolloutDetailPage: Page = (root, ctx) => {
               href: paths.rollout(rid, a.attempt_id),
               class: `btn small${a.attempt_id === selectedAttempt ? ' on' : ''}`,
             },
-            `#${a.sequence_id} (${allSpans.filter((s) => s.attempt_id === a.attempt_id).length})`,
+            partial
+              ? `#${a.sequence_id}`
+              : `#${a.sequence_id} (${allSpans.filter((s) => s.attempt_id === a.attempt_id).length})`,
           ),
         ),
       );
@@ -165,10 +177,14 @@ export const rolloutDetailPage: Page = (root, ctx) => {
           'div',
           { class: 'metrics' },
           metric('final reward', formatReward(reward), 'final-reward'),
-          metric('LLM calls', formatCount(totals.calls), 'llm-calls'),
-          metric('prompt tokens', formatCount(totals.input), 'prompt-tokens-total'),
-          metric('response tokens', formatCount(totals.output), 'response-tokens-total'),
-          metric('spans', formatCount(spans.length), 'span-count'),
+          metric(`LLM calls${ofLoaded}`, formatCount(totals.calls), 'llm-calls'),
+          metric(`prompt tokens${ofLoaded}`, formatCount(totals.input), 'prompt-tokens-total'),
+          metric(`response tokens${ofLoaded}`, formatCount(totals.output), 'response-tokens-total'),
+          metric(
+            selectedAttempt ? `spans${ofLoaded}` : 'spans',
+            formatCount(selectedAttempt ? spans.length : spansPage.total),
+            'span-count',
+          ),
           // Faithful history's verdicts over the rollout's calls (absent for rollouts of other pools).
           ...(historyCalls(r) > 0
             ? [

@@ -334,3 +334,39 @@ export async function addRound(store: LightningStore, options: { round: number; 
     t0: Date.now() / 1000,
   });
 }
+
+/**
+ * A rollout longer than one page of the store API's spans (500): `calls` LLM calls, then its final reward, which
+ * only a reader of every page (or the store's reward route) sees.
+ */
+export async function seedLongRollout(
+  store: LightningStore,
+  options: { readonly rid: string; readonly calls: number; readonly reward: number },
+): Promise<void> {
+  const { attempt } = await store.startRollout({ rollout_id: options.rid, input: { question: 'long' } });
+  const tokens = ANSWER_TOKENS.slice(0, 3);
+  const t0 = 1_700_000_000;
+  for (let i = 0; i < options.calls; i++) {
+    await store.addSpan(
+      span({
+        rid: options.rid,
+        aid: attempt.attempt_id,
+        name: `chat ${MODEL}`,
+        startS: t0 + i,
+        durationS: 0.5,
+        attributes: llmAttributes({ question: `Step ${i}.`, answer: '5', tokens }),
+      }),
+    );
+  }
+  await store.addSpan(
+    span({
+      rid: options.rid,
+      aid: attempt.attempt_id,
+      name: REWARD_SPAN_NAME,
+      startS: t0 + options.calls,
+      durationS: 0,
+      attributes: rewardAttributes(options.reward),
+    }),
+  );
+  await store.updateAttempt(options.rid, attempt.attempt_id, { status: 'succeeded' });
+}
