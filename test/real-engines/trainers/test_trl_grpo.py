@@ -21,7 +21,16 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from fixtures import routes_for, row, tiny_model_dir, with_tool_output
-from rollgate.adapters.trl_grpo import TESTED_TRL_VERSION, make_rollout_func, rollgate_reward, rollout_output
+from trl.experimental.async_grpo.async_rollout_worker import RolloutSample
+from trl.experimental.async_grpo.packing import TreeRow
+
+from rollgate.adapters.trl_grpo import (
+    TESTED_TRL_VERSION,
+    make_rollout_func,
+    rollgate_reward,
+    rollout_output,
+    to_rollout_samples,
+)
 from rollgate.rows import Row, RowError
 
 
@@ -51,6 +60,51 @@ class Contract(unittest.TestCase):
         func = make_rollout_func(lambda prompts: [row("ro-1", [1], [2])])
         with self.assertRaisesRegex(RowError, "2 prompts but 1 rows"):
             func(["a", "b"], None)
+
+
+class AsyncGrpo(unittest.TestCase):
+    """RolloutSamples through async GRPO's own packer (TreeRow), which turns them into the loss's inputs."""
+
+    @staticmethod
+    def _queue_dict(sample: Any) -> dict[str, Any]:
+        # The fields async GRPO's RolloutQueueDataset hands the packer for each RolloutSample.
+        keys = ("input_ids", "completion_mask", "old_log_probs", "advantage", "group_id", "metrics")
+        return {k: getattr(sample, k) for k in keys}
+
+    def test_packed_targets_are_the_policy_tokens_with_their_logprobs(self) -> None:
+        prompt = [1, 2, 3]
+        rows = [
+            with_tool_output("ro-1", prompt, advantage=1.5, group_id="g"),
+            row("ro-2", prompt, [7, 8, 9], advantage=-0.5, group_id="g", token_versions=[2, 3, 3]).mask_stale(3),
+            row("ro-3", [4, 5], [6], advantage=0.25, group_id="h"),
+        ]
+        samples = to_rollout_samples(rows)
+        self.assertTrue(all(isinstance(s, RolloutSample) for s in samples))
+        self.assertEqual([s.group_id for s in samples], [0, 0, 1])
+        tree = TreeRow()
+        for s in samples:
+            tree.add(self._queue_dict(s))
+        packed = tree.pack()
+        # the shared prompt is forwarded once: fewer unique tokens than the three rows hold
+        self.assertLess(packed["input_ids"].numel(), sum(len(r.tokens) for r in rows))
+        by_sample: dict[int, list[tuple[int, float, float]]] = {}
+        labels = packed["shift_labels"]
+        for t, lp, adv, seg in zip(packed["token_index"].tolist(), packed["old_log_probs"].tolist(),
+                                   packed["advantages"].tolist(), packed["segment_id"].tolist()):
+            by_sample.setdefault(seg, []).append((int(labels[t]), lp, adv))
+        self.assertEqual(by_sample[0], [(11, -0.25, 1.5), (12, -0.5, 1.5), (13, -0.75, 1.5), (14, -1.0, 1.5)])
+        self.assertEqual([tok for tok, _, _ in by_sample[1]], [8, 9])  # token 7 is stale (version 2 < 3)
+        self.assertEqual(by_sample[2], [(6, -0.5, 0.25)])
+
+    def test_refusals(self) -> None:
+        for r, message in [
+            (row("ro-1", [1], [2], logprobs=None), "no logprobs"),
+            (row("ro-1", [1], [2], advantage=None), "no advantage"),
+            (row("ro-1", [1], [2], model_version=None), "no model_version"),
+            (row("ro-1", [1], [2], status="failed"), "not trainable"),
+        ]:
+            with self.subTest(message=message), self.assertRaisesRegex(RowError, message):
+                to_rollout_samples([r])
 
 
 class CapturingTrainer(trl.GRPOTrainer):

@@ -23,6 +23,13 @@ TRL computes its own group advantages from the rewards its reward functions retu
 Refused with :class:`rollgate.rows.RowError`: rows of failed or cancelled rollouts and rows with a drop reason,
 rows without response tokens, a rollout with more than one row (TRL takes one completion per prompt), and a row
 count that differs from the prompt count. TRL has no routing replay: routed experts are not passed on.
+
+TRL's async GRPO (``trl.experimental.async_grpo``) takes ``RolloutSample`` objects from its rollout worker's queue
+instead: :func:`to_rollout_samples` builds them from rows. Each covers the whole sequence: ``input_ids`` is
+``tokens``, ``completion_mask`` is 0 on the prompt and ``loss_mask`` on the response, ``old_log_probs`` is 0.0 on the
+prompt and the row's logprobs on the response, with the row's (the gateway's group-normalized) advantage. Rows
+without logprobs, advantage or model version are refused (the async loss's ratio is taken against those logprobs),
+as are untrainable rows and rows without response tokens. A rollout with several rows gives several samples.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from typing import Any, Callable, Sequence
 from ..rows import Row, RowError
 from ._checks import refuse_empty, refuse_untrainable
 
-__all__ = ["rollout_output", "make_rollout_func", "rollgate_reward", "TESTED_TRL_VERSION"]
+__all__ = ["rollout_output", "make_rollout_func", "rollgate_reward", "to_rollout_samples", "TESTED_TRL_VERSION"]
 
 TESTED_TRL_VERSION = "1.16.0"
 _NAME = "TRL rollout_func"
@@ -88,3 +95,40 @@ def rollgate_reward(completions: list[Any], rollgate_reward: list[float | None],
     if len(rollgate_reward) != len(completions):
         raise RowError(f"rollgate_reward: {len(rollgate_reward)} rewards for {len(completions)} completions")
     return [None if r is None else float(r) for r in rollgate_reward]
+
+
+def to_rollout_samples(rows: Sequence[Row], *, advantages: Sequence[float] | None = None) -> list[Any]:
+    """TRL async GRPO ``RolloutSample`` objects, one per row. ``group_id`` (an int there) numbers the rows' groups in
+    order of first appearance; ``advantages``, when given, replaces the rows' own (one per row). ``prompt`` and
+    ``completion`` (messages, only logged by TRL) are left empty: rows carry token ids, not messages."""
+    import numpy as np
+    from trl.experimental.async_grpo.async_rollout_worker import RolloutSample
+
+    name = "TRL async GRPO RolloutSample"
+    refuse_untrainable(rows, name)
+    refuse_empty(rows, name)
+    if advantages is not None and len(advantages) != len(rows):
+        raise RowError(f"{name}: {len(advantages)} advantages for {len(rows)} rows")
+    groups: dict[str | None, int] = {}
+    out = []
+    for i, r in enumerate(rows):
+        adv = r.advantage if advantages is None else advantages[i]
+        needed = (("logprobs", r.logprobs), ("advantage", adv), ("model_version", r.model_version))
+        missing = [what for what, value in needed if value is None]
+        if missing:
+            raise RowError(f"{name}: row {r.rollout_id} has no {', '.join(missing)}")
+        group = groups.setdefault(r.group_id if r.group_id is not None else f"rollout:{r.rollout_id}", len(groups))
+        out.append(
+            RolloutSample(
+                prompt=[],
+                completion=[],
+                input_ids=np.asarray(r.tokens, dtype=np.int64),
+                completion_mask=np.asarray((0,) * r.prompt_len + r.loss_mask, dtype=np.int64),
+                old_log_probs=np.asarray((0.0,) * r.prompt_len + tuple(r.logprobs or ()), dtype=np.float32),
+                advantage=float(adv),
+                model_version=int(r.model_version),
+                group_id=group,
+                metrics={} if r.reward is None else {"reward": float(r.reward)},
+            )
+        )
+    return out
