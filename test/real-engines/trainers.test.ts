@@ -1,9 +1,10 @@
 // The trainer adapters (clients/python/src/rollgate/adapters) against the trainers' own installed packages: each
 // Python module in test/real-engines/trainers/ builds the trainer's real type from rollgate rows and has the
-// package validate it (TRL: a real GRPOTrainer step on the tiny Qwen3 model and async GRPO's packer; Tinker: its Datum conversion, its
-// training client's proto encoding and its custom-loss runner; verl: its agent-loop worker's post-processing and
-// collation; miles: Sample.validate and its generate-function loader). The packages come from env/setup.sh (requirements-trainers.txt and requirements-verl-miles.txt, each in its
-// own folder on PYTHONPATH over the suite's venv). No vLLM server is used.
+// package validate it (TRL: a real GRPOTrainer step on the tiny Qwen3 model and async GRPO's packer; Tinker: its
+// Datum conversion, its training client's proto encoding and its custom-loss runner; verl: its agent-loop worker's
+// post-processing and collation; miles: Sample.validate and its generate-function loader). The packages come from
+// env/setup.sh (requirements-trainers.txt and requirements-verl-miles.txt, each in its own folder on PYTHONPATH
+// over the suite's venv). No vLLM server is used.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
