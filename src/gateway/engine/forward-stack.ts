@@ -10,7 +10,7 @@ import { callRoleRulesLookup } from '../capture/call-role-rules.js';
 import { createStaticModelRegistry, type ModelRegistry } from '../pools/model-registry.js';
 import type { CallRecord } from '../recording/call-record.js';
 import type { StoreWriter } from '../recording/store-writer.js';
-import { BoundedMemoryMap } from '../request/bounded-memory-map.js';
+import { createBoundedMemoryStore } from '../request/bounded-memory-store.js';
 import { createResponseCache, type ResponseCache } from '../request/response-cache.js';
 import { createForwardEngine, type ForwardEngine } from './forward-engine.js';
 import type { RecordingOptions } from './recording-policy.js';
@@ -52,7 +52,7 @@ export function createForwardStack(options: ForwardStackOptions): ForwardStack {
     options.responseCache ??
     createResponseCache({
       keyv: new Keyv({
-        store: new BoundedMemoryMap({ maxEntries: RESPONSE_CACHE_MAX_ENTRIES, maxChars: RESPONSE_CACHE_MAX_CHARS }),
+        store: createBoundedMemoryStore({ maxEntries: RESPONSE_CACHE_MAX_ENTRIES, maxChars: RESPONSE_CACHE_MAX_CHARS }),
         namespace: 'rollgate-response-cache',
       }),
       ttlMs: RESPONSE_CACHE_TTL_MS,

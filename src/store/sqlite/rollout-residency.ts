@@ -2,7 +2,7 @@
 // never reads the file) and any written since the last commit (so a caller reads its own pending writes). Once a
 // commit holds a finished rollout, it leaves; reads of finished rollouts come from the file, through a small
 // LRU cache of committed rows. The file is the truth: anything not resident can be read back from it at any time.
-import { LruMap } from '../core/lru-map.js';
+import { LRUCache } from 'lru-cache';
 import type { Attempt, Rollout } from '../core/types.js';
 import { TERMINAL_STATUSES } from '../core/types.js';
 
@@ -28,17 +28,17 @@ export class RolloutResidency {
   readonly #load: (rolloutId: string) => RolloutRecord | undefined;
   readonly #resident = new Map<string, RolloutRecord>();
   /** Committed records of rollouts that are not resident. */
-  readonly #finished: LruMap<string, RolloutRecord>;
+  readonly #finished: LRUCache<string, RolloutRecord>;
   /**
    * Ids the file was just found to have nothing for: creating a rollout asks about its new id a few times before
    * the first write. Rows only appear through writable(), which forgets the id here.
    */
-  readonly #absent: LruMap<string, true>;
+  readonly #absent: LRUCache<string, true>;
 
   constructor(options: RolloutResidencyOptions) {
     this.#load = options.load;
-    this.#finished = new LruMap({ max: options.cacheMax });
-    this.#absent = new LruMap({ max: options.cacheMax });
+    this.#finished = new LRUCache({ max: options.cacheMax });
+    this.#absent = new LRUCache({ max: options.cacheMax });
   }
 
   get residentCount(): number {

@@ -4,7 +4,7 @@
 // reuse); a clean close stores the exact values, so a restart continues without a gap.
 // Only recently used counters stay in memory (an LRU); one that leaves has its exact value written at the next
 // commit, and one read again continues from memory's exact value until then, from the file after.
-import { LruMap } from '../core/lru-map.js';
+import { LRUCache } from 'lru-cache';
 
 export interface StoredCounter {
   /** The counter row's value; null when there is none. */
@@ -29,7 +29,7 @@ interface Counter {
 export class SequenceCounters {
   readonly #load: (rolloutId: string) => StoredCounter;
   readonly #block: number;
-  readonly #counters: LruMap<string, Counter>;
+  readonly #counters: LRUCache<string, Counter>;
   /** Reservations not yet committed: rollout -> high-water mark to store (never lowers a row). */
   readonly #reservations = new Map<string, number>();
   /** Exact values of counters that left memory, to store over their reservation (lowers the row). */
@@ -38,11 +38,14 @@ export class SequenceCounters {
   constructor(options: SequenceCountersOptions) {
     this.#load = options.load;
     this.#block = options.block;
-    this.#counters = new LruMap({
+    this.#counters = new LRUCache({
       max: options.max,
-      // Also when the value is the reservation: that reservation may not be committed yet, and the exact value
-      // is what a reload must continue from.
-      onEvict: (id, counter) => this.#exact.set(id, counter.value),
+      // Only a counter dropped to make room (not one deleted with its rollout). Also when the value is the
+      // reservation: that reservation may not be committed yet, and the exact value is what a reload must
+      // continue from.
+      dispose: (counter, id, reason) => {
+        if (reason === 'evict') this.#exact.set(id, counter.value);
+      },
     });
   }
 
