@@ -7,6 +7,7 @@
 // bounded; after a restart (or an eviction) the attempt's next call with tools is its main thread again, which for
 // an agent loop is the same shape. Until one is known, no call is auxiliary by this rule.
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 
 /** Rollout attempts whose main thread is kept; the oldest written go first (about 1-2 kB each for 20-50 tools). */
 const MAX_ATTEMPTS = 16_384;
@@ -40,8 +41,8 @@ function joined(names: readonly string[]): string {
 export type ThreadVerdict = 'main' | 'other' | 'unknown';
 
 export class MainThreads {
-  // Insertion order is write order: the first key is the oldest attempt.
-  readonly #shapes = new Map<string, Shape>();
+  // Only adopt() writes and judge() peeks, so the order is write order: the oldest attempt goes first.
+  readonly #shapes = new LRUCache<string, Shape>({ max: MAX_ATTEMPTS });
 
   /** Records the call as the attempt's main thread when it has none yet and the call offers tools. */
   adopt(attempt: string, call: ShapeSource): void {
@@ -51,10 +52,6 @@ export class MainThreads {
       sorted: joined([...call.toolNames].sort()),
       system: systemDigest(call.systemTexts()),
     };
-    if (this.#shapes.size >= MAX_ATTEMPTS) {
-      const oldest = this.#shapes.keys().next();
-      if (oldest.done !== true) this.#shapes.delete(oldest.value);
-    }
     this.#shapes.set(attempt, shape);
   }
 
@@ -64,7 +61,7 @@ export class MainThreads {
    * set differs.
    */
   judge(attempt: string, call: ShapeSource): ThreadVerdict {
-    const shape = this.#shapes.get(attempt);
+    const shape = this.#shapes.peek(attempt);
     if (shape === undefined) return 'unknown';
     if (joined(call.toolNames) === shape.listed || joined([...call.toolNames].sort()) === shape.sorted) return 'main';
     return systemDigest(call.systemTexts()) === shape.system ? 'main' : 'other';

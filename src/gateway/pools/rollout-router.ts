@@ -13,6 +13,7 @@
 // The rollout -> backend map holds active rollouts only: a record is kept while a call of the rollout is in
 // flight and for `rolloutIdleMs` after its last one, and never more than `maxRollouts` records (least recently
 // used forgotten first). Pruning runs when a call is counted, so no timer is needed.
+import { LRUCache } from 'lru-cache';
 import type { RoutingConfig, RoutingPolicy } from '../../../config/routing-schema.js';
 import { stickyIndex } from './sticky-hash.js';
 
@@ -49,10 +50,9 @@ export class RolloutRouter {
   readonly policy: RoutingPolicy;
   readonly maxImbalance: number;
   readonly #idleMs: number;
-  readonly #maxRollouts: number;
   readonly #now: () => number;
-  /** Insertion order is recency order: every touch re-inserts, so the oldest record is always first. */
-  readonly #records = new Map<string, RolloutRecord>();
+  /** Recency is set by touches only (reads peek), so the least recently touched record goes first. */
+  readonly #records: LRUCache<string, RolloutRecord>;
   /** Rotating start of the least-loaded scan for unattributed calls, so ties spread. */
   #next = 0;
   #roundRobin = 0;
@@ -61,8 +61,8 @@ export class RolloutRouter {
     this.policy = options.config.policy;
     this.maxImbalance = options.config.maxImbalance;
     this.#idleMs = options.config.rolloutIdleMs;
-    this.#maxRollouts = options.config.maxRollouts;
     this.#now = options.now ?? Date.now;
+    this.#records = new LRUCache({ max: options.config.maxRollouts });
   }
 
   /** Rollouts currently remembered. */
@@ -120,23 +120,19 @@ export class RolloutRouter {
   commit(options: { readonly rolloutId: string; readonly url: string }): () => void {
     const now = this.#now();
     this.#prune(now);
-    const existing = this.#records.get(options.rolloutId);
+    const existing = this.#records.peek(options.rolloutId);
     const record = existing ?? { url: options.url, inflight: 0, touched: now };
     record.url = options.url;
     record.inflight += 1;
+    // Past maxRollouts, the set forgets the least recently touched record.
     this.#touch(options.rolloutId, record, now);
-    while (this.#records.size > this.#maxRollouts) {
-      const oldest = this.#records.keys().next();
-      if (oldest.done === true) break;
-      this.#records.delete(oldest.value);
-    }
     let released = false;
     return () => {
       if (released) return;
       released = true;
       record.inflight -= 1;
       // A record already forgotten (over maxRollouts) stays forgotten: its rollout is routed as new next time.
-      if (this.#records.get(options.rolloutId) === record) this.#touch(options.rolloutId, record, this.#now());
+      if (this.#records.peek(options.rolloutId) === record) this.#touch(options.rolloutId, record, this.#now());
     };
   }
 
@@ -148,7 +144,7 @@ export class RolloutRouter {
 
   /** The rollout's record unless it has idled out (pruning may not have reached it yet). */
   #live(rolloutId: string): RolloutRecord | undefined {
-    const record = this.#records.get(rolloutId);
+    const record = this.#records.peek(rolloutId);
     if (record === undefined) return undefined;
     return this.#expired(record, this.#now()) ? undefined : record;
   }
@@ -159,16 +155,17 @@ export class RolloutRouter {
 
   #touch(rolloutId: string, record: RolloutRecord, now: number): void {
     record.touched = now;
-    this.#records.delete(rolloutId);
     this.#records.set(rolloutId, record);
   }
 
   /** Drops idled-out records from the old end; each record is visited at most once per call. */
   #prune(now: number): void {
     for (let budget = this.#records.size; budget > 0; budget -= 1) {
-      const first = this.#records.entries().next();
+      const first = this.#records.rkeys().next();
       if (first.done === true) return;
-      const [rolloutId, record] = first.value;
+      const rolloutId = first.value;
+      const record = this.#records.peek(rolloutId);
+      if (record === undefined) return;
       if (now - record.touched <= this.#idleMs) return;
       // A call longer than the idle limit keeps its rollout: moved to the young end, looked at again later.
       if (record.inflight > 0) this.#touch(rolloutId, record, now);

@@ -4,6 +4,7 @@
 // (resident), optionally pins each rollout to the version its first call used (so a multi-turn rollout finishes on
 // one policy), and counts what uses each version (recent pins, calls in flight), which tells the rl plugin which
 // versions nobody needs any more and may be unloaded.
+import { LRUCache } from 'lru-cache';
 
 /** Rollouts a pool remembers pins for; the least recently used one is forgotten first. */
 const MAX_PINNED_ROLLOUTS = 100_000;
@@ -24,8 +25,7 @@ export interface AdapterVersionsSnapshot {
 
 export class AdapterVersions {
   readonly #resident = new Set<number>();
-  /** Insertion-ordered, so the first entry is the least recently used. */
-  readonly #pins = new Map<string, { readonly version: number; usedMs: number }>();
+  readonly #pins = new LRUCache<string, { readonly version: number; usedMs: number }>({ max: MAX_PINNED_ROLLOUTS });
   readonly #inflight = new Map<number, number>();
   readonly #options: { readonly pinRollouts: boolean; readonly pinIdleMs: number; readonly now: () => number };
 
@@ -45,14 +45,10 @@ export class AdapterVersions {
    */
   versionFor(rolloutId: string | null, current: number): number {
     if (!this.#options.pinRollouts || rolloutId === null) return current;
-    const pin = this.#pins.get(rolloutId);
+    const pin = this.#pins.peek(rolloutId);
     const version = pin !== undefined && this.#resident.has(pin.version) ? pin.version : current;
-    this.#pins.delete(rolloutId);
+    // The set makes the rollout the most recently used.
     this.#pins.set(rolloutId, { version, usedMs: this.#options.now() });
-    if (this.#pins.size > MAX_PINNED_ROLLOUTS) {
-      const oldest = this.#pins.keys().next().value;
-      if (oldest !== undefined) this.#pins.delete(oldest);
-    }
     return version;
   }
 

@@ -3,18 +3,19 @@
 // deflated against. The store keeps dictionaries in a table of their own, never deleted with rollouts, each made
 // from a first call it stored; every REFRESH_SPANS first calls a new one is made from the latest, so a workload
 // that changes its prompts is followed. A dictionary made inside a transaction is used only once that committed.
+import { LRUCache } from 'lru-cache';
 import { dictionaryOf, type SharedDictionary, type SpanBase } from './span-codec.js';
 
 /** First calls encoded with one dictionary before a newer one is made. */
 const REFRESH_SPANS = 1_000;
-/** Dictionaries kept in memory for reads (32 KiB each). */
+/** Dictionaries kept in memory for reads (32 KiB each); the least recently used goes first. */
 const CACHED_MAX = 64;
 
 export class SpanDictionaries {
   #current: SharedDictionary | null = null;
   #served = 0;
   #pending: SharedDictionary | null = null;
-  readonly #cache = new Map<number, Buffer>();
+  readonly #cache = new LRUCache<number, Buffer>({ max: CACHED_MAX });
 
   /** The dictionary forFirstCall would give now, without counting a use (for encoding ahead of the commit). */
   peek(): SharedDictionary | null {
@@ -65,10 +66,6 @@ export class SpanDictionaries {
 
   /** A dictionary read from the store (or made here), for decoding. */
   remember(dictionary: SharedDictionary): void {
-    if (this.#cache.size >= CACHED_MAX) {
-      const oldest = this.#cache.keys().next();
-      if (oldest.done !== true) this.#cache.delete(oldest.value);
-    }
     this.#cache.set(dictionary.id, dictionary.bytes);
   }
 

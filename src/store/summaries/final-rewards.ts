@@ -2,6 +2,7 @@
 // reward spans only. A finished rollout's reward is cached (bounded, forgotten when the rollout is deleted), so a
 // page polled every few seconds reads the store once per new rollout, not once per row per poll.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { LRUCache } from 'lru-cache';
 import { findFinalReward } from '../../adapters/reward.js';
 import { sortSpansBySequence } from '../../adapters/span-order.js';
 import { isTerminalStatus } from '../core/rollout-status.js';
@@ -16,7 +17,8 @@ const YIELD_EVERY = 25;
 
 export class FinalRewards {
   readonly #store: Pick<LightningStore, 'querySpans' | 'onRolloutDeleted'>;
-  readonly #cache = new Map<string, number | null>();
+  /** Oldest written first (a read does not keep a reward): lru-cache holds no null, so each reward is boxed. */
+  readonly #cache = new LRUCache<string, { readonly reward: number | null }>({ max: MAX_CACHED });
   readonly #unsubscribe: () => void;
 
   constructor(store: Pick<LightningStore, 'querySpans' | 'onRolloutDeleted'>) {
@@ -32,8 +34,9 @@ export class FinalRewards {
     let read = 0;
     for (const rollout of rollouts) {
       const id = rollout.rollout_id;
-      if (this.#cache.has(id)) {
-        out.push({ rollout_id: id, reward: this.#cache.get(id) ?? null });
+      const cached = this.#cache.peek(id);
+      if (cached !== undefined) {
+        out.push({ rollout_id: id, reward: cached.reward });
         continue;
       }
       if (rollout.attempt === undefined) {
@@ -55,10 +58,6 @@ export class FinalRewards {
   }
 
   #remember(id: string, reward: number | null): void {
-    if (this.#cache.size >= MAX_CACHED) {
-      const oldest = this.#cache.keys().next().value;
-      if (oldest !== undefined) this.#cache.delete(oldest);
-    }
-    this.#cache.set(id, reward);
+    this.#cache.set(id, { reward });
   }
 }
