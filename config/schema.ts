@@ -177,6 +177,13 @@ const modelSchema = z
     backends: z.array(backendSchema).min(1),
     tokenIds: z.boolean().default(true).describe('Ask vLLM backends for return_token_ids'),
     logprobs: z.enum(['off', 'train', 'always']).default('train').describe('When to inject logprobs'),
+    routedExperts: z
+      .enum(['off', 'capture'])
+      .default('off')
+      .describe(
+        'MoE routing replay (R3): capture = record the experts each token was routed through (vLLM started with ' +
+          '--enable-return-routed-experts; SGLang asked with return_routed_experts) and strip them from the agent',
+      ),
     agentView: z
       .enum(['requested', 'raw'])
       .default('requested')

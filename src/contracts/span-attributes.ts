@@ -59,6 +59,17 @@ export type TokenIdsReason =
 /** `rollgate.choices.<i>.prompt_token_ids`: choice i's own prompt, only where it differs from `prompt_token_ids`. */
 export const choicePromptTokenIdsAttr = (index: number): string => `rollgate.choices.${index}.prompt_token_ids`;
 /** Why the chosen-token logprobs were left out although the engine sent some; absent when they were kept. */
+/**
+ * MoE routing replay: the first choice's routed experts as a base64 `.npy` array of shape (prompt + response - 1,
+ * layers, top_k), narrowest unsigned dtype; row i is token i of the prompt ids followed by the response ids
+ * (docs/training-data.md#routed-experts).
+ */
+export const ATTR_ROUTED_EXPERTS = 'rollgate.routed_experts' as const;
+/** Whether the routes the engine sent were kept: `ok`, or why not (`malformed`, `not_covering`). */
+export const ATTR_ROUTED_EXPERTS_STATUS = 'rollgate.routed_experts.status' as const;
+export const ROUTED_EXPERTS_STATUS_VALUE_OK = 'ok' as const;
+export const ROUTED_EXPERTS_STATUS_VALUE_MALFORMED = 'malformed' as const;
+export const ROUTED_EXPERTS_STATUS_VALUE_NOT_COVERING = 'not_covering' as const;
 export const ATTR_LOGPROBS_DROPPED = 'rollgate.logprobs.dropped' as const;
 /** A value at or below vLLM's -9999.0 placeholder (clamped -inf, or no entry for the sampled token). */
 export const LOGPROBS_DROPPED_VALUE_FLOOR = 'floor' as const;

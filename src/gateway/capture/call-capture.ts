@@ -19,6 +19,7 @@ import {
   readResponseObject,
   readResponseTokens,
 } from './responses-capture.js';
+import { RoutesCapture } from './routes-capture.js';
 
 type Obj = Record<string, unknown>;
 
@@ -112,6 +113,8 @@ export class CallCapture {
   readonly #byIndex = new Map<number, CapturedChoice>();
   #sawChunk = false;
   #responsesDeltas: ResponsesDeltas | null = null;
+  /** MoE routed experts, where the engine sends them (routes-capture.ts). */
+  readonly routes = new RoutesCapture();
 
   constructor(endpoint: Endpoint) {
     this.endpoint = endpoint;
@@ -155,6 +158,7 @@ export class CallCapture {
     if (call.promptTokenIds === null) call.promptTokenIds = intArray(body.prompt_token_ids);
     const usage = readUsage(body.usage);
     if (usage !== null) call.usage = usage;
+    this.routes.top(body);
   }
 
   #logprobs(choice: CapturedChoice, value: unknown): void {
@@ -209,6 +213,7 @@ export class CallCapture {
       }
       this.#tokenIds(choice, raw, hasText);
       this.#logprobs(choice, raw.logprobs);
+      this.routes.choice(choice.index, raw);
       const finish = finishReasonOf(raw.finish_reason);
       if (finish !== null) choice.finishReason = finish;
     }
@@ -296,6 +301,7 @@ export class CallCapture {
       }
       this.#tokenIds(choice, raw, hasText);
       this.#logprobs(choice, raw.logprobs);
+      this.routes.choice(choice.index, raw);
       choice.finishReason = finishReasonOf(raw.finish_reason);
     }
   }

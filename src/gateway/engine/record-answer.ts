@@ -5,6 +5,7 @@ import { responseAttributes } from '../../tracing/call-attributes.js';
 import type { CallCapture } from '../capture/call-capture.js';
 import { canonicalRecord } from '../capture/canonical.js';
 import { logprobSemanticsAttributes } from '../capture/logprob-semantics.js';
+import { routedExpertsAttributes } from '../capture/routed-experts-record.js';
 import { FAITHFUL_UPSTREAM_PATH } from '../history/faithful-call.js';
 import type { ResolvedRoute } from '../pools/model-registry.js';
 import type { BackendType, RewrittenBody } from '../request/body-rewrite.js';
@@ -69,4 +70,6 @@ export function recordCapture(run: CallRun, captured: CapturedAnswer): void {
   const prefix = run.call.continues;
   const record = prefix === undefined ? own : prefixedRecord(own, prefix);
   run.record.assign(responseAttributes(call, record, { captureContent: run.captureContent }));
+  // A continued call's stored ids start with the earlier call's, which its own routes do not cover.
+  if (prefix === undefined) run.record.assign(routedExpertsAttributes(capture.routes, own));
 }

@@ -19,6 +19,7 @@ export function rewriteFor(call: ForwardCall, route: ResolvedRoute, maxTokensAtM
     mode: call.mode,
     ...(call.forcedBody === undefined ? {} : { forced: call.forcedBody }),
     cacheSalt: route.model.cacheSalt,
+    routedExperts: route.model.routedExperts === 'capture',
     ...(maxTokensAtMost === undefined ? {} : { maxTokensAtMost }),
   });
 }
@@ -37,6 +38,7 @@ export function stripFor(call: ForwardCall, target: StripFor): AgentViewStrip | 
     overrides: rewritten.overrides,
     agentView: call.agentView ?? route.model.agentView,
     backendType: route.backend.type,
+    routedExperts: route.model.routedExperts === 'capture',
   });
 }
 

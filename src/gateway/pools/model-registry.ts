@@ -36,6 +36,8 @@ export interface ModelPolicy {
   readonly upstreamModel: string | null;
   readonly tokenIds: boolean;
   readonly logprobs: LogprobsPolicy;
+  /** MoE routing replay: record the routed experts and keep them from the agent (capture/routed-experts.ts). */
+  readonly routedExperts: 'off' | 'capture';
   /** What the backends' logprobs mean (declared in config; the gateway cannot see the server flag). */
   readonly logprobsMode: LogprobsMode;
   /** Whether the agent's answer keeps what the gateway injected for the recording (agent-view.ts). */
@@ -72,6 +74,7 @@ export function modelPolicy(model: ModelConfig, version: number): ModelPolicy {
     upstreamModel: upstreamModelOf(model, version),
     tokenIds: model.tokenIds,
     logprobs: model.logprobs,
+    routedExperts: model.routedExperts,
     logprobsMode: model.logprobsMode,
     agentView: model.agentView,
     version,

@@ -16,10 +16,14 @@
 //   streams flush the logprobs of a step a parser swallowed in a chunk of their own, dropped like vLLM's.
 // - vLLM's Responses API: `enable_response_messages` adds `input_messages` / `output_messages` (null when not
 //   asked), the logprobs include fills `logprobs` on output_text parts (null when not asked).
+// - MoE routed experts (a pool with `routedExperts: capture`): vLLM sends them per choice whenever it was started
+//   with the flag (`routed_experts`, null when off, and 0.21's top-level `prompt_routed_experts`); SGLang under
+//   `sgl_ext` when asked. They are megabytes per call that no agent reads, so they are nulled (vLLM's spelling
+//   when off) or removed (SGLang's), unless the agent asked SGLang for them itself.
 // The span records the full upstream data: stripping happens after the capture has read the chunk.
 
 import type { Endpoint } from '../../contracts/call-record.js';
-import { type BackendType, RESPONSES_MESSAGES_KEY } from './body-rewrite.js';
+import { type BackendType, RESPONSES_MESSAGES_KEY, SGLANG_ROUTED_EXPERTS_KEY } from './body-rewrite.js';
 import { type MemberCount, memberPattern, nullMembers } from './json-null-members.js';
 
 /** `requested`: the agent gets what it asked for; `raw`: it also gets what the gateway injected. */
@@ -37,6 +41,8 @@ export interface AgentViewStrip {
   readonly logprobs: boolean;
   /** How injected id members leave: nulled (vLLM writes unasked ids as null) or removed (SGLang leaves them out). */
   readonly idMembers: 'null' | 'remove';
+  /** The routed experts the pool captures are taken out (vLLM: nulled; SGLang: removed from `sgl_ext`). */
+  readonly routedExperts?: boolean;
 }
 
 type Obj = Record<string, unknown>;
@@ -45,6 +51,8 @@ const RESPONSES_RAW_MESSAGES = ['input_messages', 'output_messages'] as const;
 const PROMPT_TOKEN_IDS = memberPattern('prompt_token_ids');
 const TOKEN_IDS = memberPattern('token_ids');
 const LOGPROBS = memberPattern('logprobs');
+const ROUTED_EXPERTS = memberPattern('routed_experts');
+const PROMPT_ROUTED_EXPERTS = memberPattern('prompt_routed_experts');
 
 function isObj(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -71,6 +79,8 @@ export interface AgentViewOptions {
   readonly agentView: AgentView;
   /** The backend that answers (default vllm): SGLang leaves unasked id members out instead of nulling them. */
   readonly backendType?: BackendType;
+  /** The pool captures routed experts (`routedExperts: capture`). */
+  readonly routedExperts?: boolean;
 }
 
 /** What to strip from this call's answer; null when nothing was injected (the answer passes untouched). */
@@ -78,6 +88,8 @@ export function agentViewStrip(options: AgentViewOptions): AgentViewStrip | null
   const { endpoint, client, overrides } = options;
   if (options.agentView === 'raw') return null;
   const idMembers = options.backendType === 'sglang' ? 'remove' : 'null';
+  const routedExperts = options.routedExperts === true && client[SGLANG_ROUTED_EXPERTS_KEY] !== true;
+  const routes = routedExperts ? { routedExperts } : {};
   if (endpoint === 'responses') {
     // body-rewrite.ts adds the logprobs include only when the agent's own list lacks it.
     const tokenIds = RESPONSES_MESSAGES_KEY in overrides && client[RESPONSES_MESSAGES_KEY] !== true;
@@ -86,8 +98,8 @@ export function agentViewStrip(options: AgentViewOptions): AgentViewStrip | null
   }
   const tokenIds = 'return_token_ids' in overrides && client.return_token_ids !== true;
   const logprobs = 'logprobs' in overrides && !clientAskedLogprobs(endpoint, client);
-  if (!tokenIds && !logprobs) return null;
-  return { endpoint, tokenIds, logprobs, idMembers };
+  if (!tokenIds && !logprobs && !routedExperts) return null;
+  return { endpoint, tokenIds, logprobs, idMembers, ...routes };
 }
 
 /**
@@ -98,6 +110,9 @@ function injectedMembers(body: Obj, strip: AgentViewStrip): MemberCount[] | null
   let promptIds = strip.tokenIds && present(body.prompt_token_ids) ? 1 : 0;
   let ids = 0;
   let logprobs = 0;
+  let routes = 0;
+  const promptRoutes = strip.routedExperts === true && present(body.prompt_routed_experts) ? 1 : 0;
+  if (strip.routedExperts === true && isObj(body.sgl_ext) && present(body.sgl_ext.routed_experts)) routes++;
   const choices = body.choices;
   if (Array.isArray(choices)) {
     for (const choice of choices) {
@@ -107,13 +122,19 @@ function injectedMembers(body: Obj, strip: AgentViewStrip): MemberCount[] | null
         if (present(choice.prompt_token_ids)) promptIds++;
       }
       if (strip.logprobs && present(choice.logprobs)) logprobs++;
+      if (strip.routedExperts === true) {
+        if (present(choice.routed_experts)) routes++;
+        if (isObj(choice.sgl_ext) && present(choice.sgl_ext.routed_experts)) routes++;
+      }
     }
   }
-  if (promptIds + ids + logprobs === 0) return null;
+  if (promptIds + ids + logprobs + routes + promptRoutes === 0) return null;
   const members: MemberCount[] = [];
   if (promptIds > 0) members.push({ pattern: PROMPT_TOKEN_IDS, count: promptIds });
   if (ids > 0) members.push({ pattern: TOKEN_IDS, count: ids });
   if (logprobs > 0) members.push({ pattern: LOGPROBS, count: logprobs });
+  if (routes > 0) members.push({ pattern: ROUTED_EXPERTS, count: routes });
+  if (promptRoutes > 0) members.push({ pattern: PROMPT_ROUTED_EXPERTS, count: promptRoutes });
   return members;
 }
 
@@ -131,13 +152,27 @@ function strippedChoice(choice: Obj, strip: AgentViewStrip): Obj {
     dropIds(out, 'prompt_token_ids', strip);
   }
   if (strip.logprobs && present(out.logprobs)) out.logprobs = null;
+  if (strip.routedExperts === true) dropRoutes(out);
   return out;
+}
+
+/** Routed experts leave like unasked ids: vLLM's member nulled, SGLang's taken out of `sgl_ext` (dropped if then empty). */
+function dropRoutes(target: Obj): void {
+  if (present(target.routed_experts)) target.routed_experts = null;
+  if (present(target.prompt_routed_experts)) target.prompt_routed_experts = null;
+  const ext = target.sgl_ext;
+  if (isObj(ext) && present(ext.routed_experts)) {
+    const { routed_experts: _routes, ...rest } = ext;
+    if (Object.keys(rest).length === 0) delete target.sgl_ext;
+    else target.sgl_ext = rest;
+  }
 }
 
 /** The parsed body with injected values nulled or removed (for layouts the byte surgery does not read). */
 export function strippedObject(body: Obj, strip: AgentViewStrip): Obj {
   const out = { ...body };
   if (strip.tokenIds) dropIds(out, 'prompt_token_ids', strip);
+  if (strip.routedExperts === true) dropRoutes(out);
   if (Array.isArray(body.choices)) {
     out.choices = body.choices.map((choice: unknown) => (isObj(choice) ? strippedChoice(choice, strip) : choice));
   }
@@ -216,6 +251,7 @@ function carriesOnlyInjected(chunk: Obj, strip: AgentViewStrip): boolean {
     if (!isObj(choice) || present(choice.finish_reason)) return false;
     if (!strip.logprobs && present(choice.logprobs)) return false;
     if (!strip.tokenIds && (present(choice.token_ids) || present(chunk.prompt_token_ids))) return false;
+    if (strip.routedExperts !== true && (present(choice.routed_experts) || isObj(choice.sgl_ext))) return false;
     if (!isObj(choice.delta) || !isEmptyDelta(choice.delta)) return false;
   }
   return true;

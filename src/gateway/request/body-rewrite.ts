@@ -39,7 +39,12 @@ export interface RewriteOptions {
   readonly cacheSalt?: string | null;
   /** The most the agent's max tokens may ask for (engine/context-fit.ts); absent: as the agent sent them. */
   readonly maxTokensAtMost?: number;
+  /** The pool captures MoE routed experts: SGLang is asked for them per request (vLLM by its launch flag). */
+  readonly routedExperts?: boolean;
 }
+
+/** SGLang's request field for the routed experts (capture/routed-experts.ts). */
+export const SGLANG_ROUTED_EXPERTS_KEY = 'return_routed_experts';
 
 /** The keys an agent sets its answer budget with, per route (the Messages API's arrives translated to chat). */
 export const MAX_TOKENS_KEYS: Readonly<Record<Endpoint, readonly string[]>> = {
@@ -115,6 +120,9 @@ export function rewriteBody(client: Record<string, unknown>, options: RewriteOpt
     if (typeof current !== 'number' || !Number.isInteger(current) || current < COMPLETIONS_LOGPROBS)
       set('logprobs', COMPLETIONS_LOGPROBS);
   }
+
+  if (!responses && options.routedExperts === true && options.backendType === 'sglang')
+    set(SGLANG_ROUTED_EXPERTS_KEY, true);
 
   for (const [key, value] of Object.entries(options.forced ?? {})) set(key, value);
 
