@@ -3,19 +3,25 @@
 // the web Request costs a list of chunks, their concatenation and a copy into an ArrayBuffer, three times the body
 // in garbage per call, which for 100 KB agent bodies (tool definitions) is a visible share of the proxy's CPU.
 //
-// Reading the IncomingMessage marks it read (`readableDidRead`), so @hono/node-server's own body readers refuse it
-// afterwards ("Body is unusable") instead of reading it again, and its clean-up after the answer finds it ended and
-// does not drain it. Its own consumed-mark is a private symbol, out of reach: the body is read once, here.
+// Only public API is used: the IncomingMessage is `c.env.incoming`, which @hono/node-server documents and types
+// as its `HttpBindings` ("Accessing Node.js API" in its README), and everything read of it (`readableDidRead`,
+// `complete`, `read()`, its events) is node's own stream API. What the package does around it is also public
+// behaviour, not something this file reaches into: its Request refuses a body whose IncomingMessage was read
+// (`readableDidRead`, "Body is unusable") rather than reading it twice, and after the answer it drains only an
+// IncomingMessage that has not ended, so a body read whole here is not read again. Nothing here touches the
+// package's private symbols (its consumed-body mark); the body is read once, here or through Hono's request.
 import { IncomingMessage } from 'node:http';
+import type { Http2Bindings, HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import { GatewayError } from '../src/errors.js';
 
 const DECIMAL = /^\d+$/;
 
+/** The node request under the call; null for an in-process `app.request` (no bindings) and for HTTP/2. */
 function incomingOf(c: Context): IncomingMessage | null {
-  const env: unknown = c.env;
-  if (typeof env !== 'object' || env === null || !('incoming' in env)) return null;
-  const incoming = env.incoming;
+  // The app is served by @hono/node-server, whose bindings these are; `app.request` in tests passes none.
+  const env: Partial<HttpBindings | Http2Bindings> | undefined = c.env;
+  const incoming = typeof env === 'object' && env !== null ? env.incoming : undefined;
   // An HTTP/2 request is not an IncomingMessage: it keeps the general path.
   return incoming instanceof IncomingMessage ? incoming : null;
 }
