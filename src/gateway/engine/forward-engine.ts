@@ -121,8 +121,7 @@ async function answer(run: CallRun): Promise<CallEnding> {
     run.retries = sent.retries;
     if (miss !== null) miss = missForVersion(miss, call, route.model.version);
     recordServedBy(run, { route, rewritten, faithful: faithful !== null });
-    const changed = registry.versionChangedInFlight?.bind(registry);
-    if (changed !== undefined) run.versionChangedInFlight = () => changed(route);
+    run.versionChangedInFlight = () => registry.versionChangedInFlight(route);
     run.versions = CallVersions.watch({ registry, route, tokensSoFar: run.tokensRelayed });
     return await relayAnswer(run, { response, rewritten, miss, strip: stripFor(call, { route, rewritten }) });
   } catch (error) {

@@ -7,7 +7,7 @@ import type { RollgateConfig } from '../../../config/schema.js';
 import type { Logger } from '../../logger.js';
 import { createTracing, type Tracing } from '../../tracing/provider.js';
 import { callRoleRulesLookup } from '../capture/call-role-rules.js';
-import { createStaticModelRegistry, type ModelRegistry } from '../pools/model-registry.js';
+import type { ModelRegistry } from '../pools/model-registry.js';
 import type { CallRecord } from '../recording/call-record.js';
 import type { StoreWriter } from '../recording/store-writer.js';
 import { createBoundedMemoryStore } from '../request/bounded-memory-store.js';
@@ -29,8 +29,8 @@ export interface ForwardStackOptions {
   /** Where exported spans go, e.g. a batch OTLP exporter that must never delay a call; none: nothing is exported. */
   readonly spanProcessors?: readonly SpanProcessor[];
   readonly logger: Logger;
-  /** Replaces the config's round-robin registry (health, sticky routing). */
-  readonly registry?: ModelRegistry;
+  /** The model pools (model-pool.ts: health, sticky routing, swaps); closed with the stack. */
+  readonly registry: ModelRegistry;
   /** Record messages of calls without a rollout (default true; see forward-engine.ts). */
   readonly captureUnattributedContent?: boolean;
   /** Answers opted-in temperature-0 calls (response-cache.ts); default: bounded, in memory. Closed with the stack. */
@@ -47,7 +47,7 @@ export interface ForwardStack {
 }
 
 export function createForwardStack(options: ForwardStackOptions): ForwardStack {
-  const registry = options.registry ?? createStaticModelRegistry({ models: options.config.models });
+  const { registry } = options;
   const responseCache =
     options.responseCache ??
     createResponseCache({

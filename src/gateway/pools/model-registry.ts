@@ -1,11 +1,10 @@
-// Which backend serves a call. The forward path only sees `ModelRegistry.resolve`, so health checks,
-// sticky routing and draining can replace the round-robin choice here without touching it.
-// One undici keep-alive Pool per backend, created once and closed with the registry.
+// What the forward path sees of the model pools (model-pool.ts implements it, with health checks, sticky routing
+// and draining behind `resolve`): a model's policy at its version, its backends (one undici keep-alive Pool each,
+// created once and closed with the registry), and the calls' counting, health reports and version watches.
 import { Pool } from 'undici';
 import { type HistoryConfig, resolveHistory } from '../../../config/history-schema.js';
 import type { ClampMaxTokensConfig } from '../../../config/max-tokens-schema.js';
 import type { LogprobsMode, ModelConfig, PrefixCacheStrategy } from '../../../config/schema.js';
-import { GatewayError } from '../../errors.js';
 import type { RecordingFailurePolicy } from '../engine/recording-policy.js';
 import type { AgentView } from '../request/agent-view.js';
 import type { BackendType, LogprobsPolicy } from '../request/body-rewrite.js';
@@ -124,35 +123,29 @@ export interface ModelRegistry {
   /** Throws GatewayError model_not_found / no_backend. */
   resolve(modelName: unknown, context: ResolveContext): ResolvedRoute;
   list(): readonly ModelListing[];
-  /** Upstream retry policy for the route's model; absent or null = one try. */
-  retryPolicy?(route: ResolvedRoute): RetryPolicy | null;
+  /** Upstream retry policy for the route's model; null = one try. */
+  retryPolicy(route: ResolvedRoute): RetryPolicy | null;
   /** Counts a call on the route's backend until the returned release is called (idempotent). */
-  begin?(route: ResolvedRoute): () => void;
-  report?(route: ResolvedRoute, outcome: TryOutcome): void;
+  begin(route: ResolvedRoute): () => void;
+  report(route: ResolvedRoute, outcome: TryOutcome): void;
   /**
    * While the route's call is still counted (before its release): whether the pool moved to another version
    * on the same backend server meanwhile, so the weights may have changed under the generation.
    */
-  versionChangedInFlight?(route: ResolvedRoute): boolean;
+  versionChangedInFlight(route: ResolvedRoute): boolean;
   /**
    * Tells `listener` each time the pool moves the route's backend server to another version while the call runs
    * (`known: false` when that happened before this call, so where it fell in the answer cannot be told). Returns
    * the unsubscribe function.
    */
-  watchVersion?(route: ResolvedRoute, listener: (change: VersionChange) => void): () => void;
+  watchVersion(route: ResolvedRoute, listener: (change: VersionChange) => void): () => void;
   /**
    * Tells `listener` when the route's backend is marked down (health probes, or stalls seen by other calls), so a
    * try still waiting for its answer can end at once instead of at its first-byte timeout. Returns the
    * unsubscribe function.
    */
-  watchDown?(route: ResolvedRoute, listener: () => void): () => void;
+  watchDown(route: ResolvedRoute, listener: () => void): () => void;
   close(): Promise<void>;
-}
-
-interface ModelEntry {
-  readonly policy: ModelPolicy;
-  readonly backends: readonly Backend[];
-  next: number;
 }
 
 /** One keep-alive undici Pool per backend URL, with the model's connect, first-byte and idle timeouts. */
@@ -173,57 +166,5 @@ export function createBackend(config: ModelConfig['backends'][number], model: Mo
       bodyTimeout: model.timeouts.idleMs,
       keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
     }),
-  };
-}
-
-export interface StaticModelRegistryOptions {
-  readonly models: readonly ModelConfig[];
-  /** Epoch seconds reported as `created` by /v1/models. */
-  readonly createdS?: number;
-}
-
-/** Models from config, round-robin over each model's backends. */
-export function createStaticModelRegistry(options: StaticModelRegistryOptions): ModelRegistry {
-  const created = options.createdS ?? Math.floor(Date.now() / 1000);
-  const entries = new Map<string, ModelEntry>();
-  for (const model of options.models) {
-    entries.set(model.name, {
-      policy: modelPolicy(model, model.version),
-      backends: model.backends.map((backend) => createBackend(backend, model)),
-      next: 0,
-    });
-  }
-  const listing: ModelListing[] = [...entries.keys()].map((id) => ({
-    id,
-    object: 'model',
-    created,
-    owned_by: 'rollgate',
-  }));
-  // With a single model configured, any name reaches it: agents often send placeholders ("auto").
-  const only = entries.size === 1 ? (entries.values().next().value as ModelEntry) : undefined;
-  let closing: Promise<void> | null = null;
-
-  return {
-    resolve(modelName) {
-      const entry = (typeof modelName === 'string' ? entries.get(modelName) : undefined) ?? only;
-      if (entry === undefined) {
-        throw new GatewayError('model_not_found', `The model '${String(modelName)}' is not served here`, {
-          param: 'model',
-        });
-      }
-      const backend = entry.backends[entry.next % entry.backends.length];
-      if (backend === undefined) throw new GatewayError('no_backend', `No backend for model '${entry.policy.name}'`);
-      entry.next = (entry.next + 1) % entry.backends.length;
-      return { model: entry.policy, backend };
-    },
-    list() {
-      return listing;
-    },
-    close() {
-      closing ??= Promise.all(
-        [...entries.values()].flatMap((entry) => entry.backends.map((backend) => backend.pool.close())),
-      ).then(() => undefined);
-      return closing;
-    },
   };
 }

@@ -32,15 +32,13 @@ export class CallVersions {
   /**
    * Watches the route's backend for version changes while the call runs. `tokensSoFar` is the number of response
    * ids relayed to the agent so far, or null when this kind of answer cannot tell (non-stream, ids only at the end).
-   * Null when the registry cannot watch.
    */
   static watch(options: {
     readonly registry: ModelRegistry;
     readonly route: ResolvedRoute;
     readonly tokensSoFar: () => number | null;
-  }): CallVersions | null {
+  }): CallVersions {
     const { registry, route } = options;
-    if (registry.watchVersion === undefined) return null;
     const versions = new CallVersions(route.model.version, options.tokensSoFar);
     versions.#unwatch = registry.watchVersion(route, (change) => versions.#change(change));
     return versions;

@@ -168,11 +168,11 @@ function recordTry(record: TryRecord): void {
  */
 function livenessFor<T>(options: SendOptions<T>, route: ResolvedRoute, request: UpstreamRequest): TryLiveness | null {
   const { registry } = options;
-  if (request.stream === true || registry.watchDown === undefined) return null;
+  if (request.stream === true) return null;
   return tryLiveness({
     call: options.signal,
     callAborted: options.aborted,
-    watchDown: (listener) => registry.watchDown?.(route, listener) ?? (() => undefined),
+    watchDown: (listener) => registry.watchDown(route, listener),
   });
 }
 
@@ -188,10 +188,10 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
     const route = registry.resolve(options.modelName, { ...options.context, exclude: tried });
     const wentDown = down.get(route.backend.url);
     if (wentDown !== undefined) throw new UpstreamTriesFailed(wentDown, retries - 1);
-    const policy = registry.retryPolicy?.(route) ?? null;
+    const policy = registry.retryPolicy(route);
     const maxTries = policy?.maxAttempts ?? 1;
     const { request, data } = options.build(route);
-    const release = registry.begin?.(route) ?? (() => undefined);
+    const release = registry.begin(route);
     const tryBase = { tracer, parent: options.parent, route, index: retries, startMs: performance.now() };
     tried.add(route.backend.url);
     const totalMs = route.model.totalTimeoutMs;
@@ -226,7 +226,7 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       // A backend marked down is already out of the healthy set: no second report of the same outage.
       const retryable = backendDown || RETRYABLE_ERROR_CODES.has(code);
       // First-byte timeouts count too: with generation-sized limits, a backend that stays silent that long is stalled.
-      if (!backendDown) registry.report?.(route, { ok: false, reason: errorType });
+      if (!backendDown) registry.report(route, { ok: false, reason: errorType });
       const delayMs = retryable && !lastTry && policy !== null ? retryDelayMs(policy, { retry: retries }) : null;
       const retrying = delayMs !== null && budgetAllows(delayMs);
       if (retrying || retries > 0) recordTry({ ...tryBase, errorType, failure: errorType });
@@ -242,9 +242,9 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
     try {
       const status = response.statusCode;
       if (status >= 500) {
-        registry.report?.(route, { ok: false, reason: `HTTP ${status}` });
+        registry.report(route, { ok: false, reason: `HTTP ${status}` });
       } else {
-        registry.report?.(route, { ok: true });
+        registry.report(route, { ok: true });
       }
       const retryable = policy !== null && !lastTry && isRetryableStatus(policy, status);
       if (retryable) {
@@ -273,7 +273,7 @@ export async function sendUpstream<T>(options: SendOptions<T>): Promise<SentUpst
       // answers) is reported like one that never answered, so passive health ejects it.
       response.body.once('error', (error: unknown) => {
         if (errorCode(error) === 'UND_ERR_BODY_TIMEOUT' && !(error instanceof TotalTimeoutError)) {
-          registry.report?.(route, { ok: false, reason: 'UND_ERR_BODY_TIMEOUT' });
+          registry.report(route, { ok: false, reason: 'UND_ERR_BODY_TIMEOUT' });
         }
       });
       const remainingMs = Math.max(0, totalMs - (performance.now() - startedMs));

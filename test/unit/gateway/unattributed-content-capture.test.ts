@@ -7,6 +7,7 @@ import { configSchema } from '../../../config/schema.js';
 import * as A from '../../../src/contracts/span-attributes.js';
 import type { CallAttribution } from '../../../src/gateway/engine/forward-call.js';
 import { createForwardStack, type ForwardStack } from '../../../src/gateway/engine/forward-stack.js';
+import { createPoolRegistry } from '../../../src/gateway/pools/model-pool.js';
 import { StoreWriter } from '../../../src/gateway/recording/store-writer.js';
 import { WebResponseSink } from '../../../src/gateway/stream/web-sink.js';
 import { silentLogger } from '../../../src/logger.js';
@@ -43,6 +44,7 @@ function startProxy(captureUnattributedContent?: boolean): { proxy: ForwardStack
     storeWriter: new StoreWriter({ store, logger: silentLogger }),
     spanProcessors: [collector],
     logger: silentLogger,
+    registry: createPoolRegistry({ models: config.models, logger: silentLogger }),
     ...(captureUnattributedContent === undefined ? {} : { captureUnattributedContent }),
   });
   opened.push(proxy);
