@@ -16,6 +16,7 @@ import { findFinalReward } from '../adapters/reward.js';
 import { sortSpansBySequence } from '../adapters/span-order.js';
 import { tripletsToTrajectories } from '../adapters/trajectories.js';
 import { spansToTriplets, type TrainingDrop } from '../adapters/triplets.js';
+import { rolloutHasRoutes, rowRoutedExperts, spansBySequence } from '../algorithms/rl/row-routes.js';
 import { ATTR_MODEL_VERSION } from '../contracts/span-attributes.js';
 import { silentLogger } from '../logger.js';
 import { normalizeGatewayUrl } from '../runner/attempt-urls.js';
@@ -49,6 +50,11 @@ export interface ExportRow {
   model_version: number | null;
   sequence_ids: number[];
   /**
+   * MoE routing replay: the experts each token of prompt_ids + response_ids was routed through, base64 `.npy` of
+   * shape (prompt + response - 1, layers, top_k) (docs/training-data.md#routed-experts); null when none were captured.
+   */
+  routed_experts: string | null;
+  /**
    * Always false: a row over a length limit is left out (and counted), never cut. Kept for readers of the
    * agent-lightning layout, which filter on it.
    */
@@ -73,6 +79,8 @@ export interface ExportOptions {
   readonly includeAuxiliary?: boolean;
   /** Told once per call left out of the rows (or kept without logprobs: `logprobs_floor`). */
   readonly onDropped?: (drop: TrainingDrop & { readonly rolloutId: string }) => void;
+  /** Told once per row left out because its rollout carries routed experts but the row's are missing (R3). */
+  readonly onRoutesMissing?: (rolloutId: string) => void;
 }
 
 const PAGE = 200;
@@ -105,7 +113,30 @@ function versionOf(spans: readonly Span[], sequenceIds: readonly number[]): numb
   return oldest;
 }
 
+/**
+ * The rows with their routed experts; in a rollout whose calls carry routes (R3), a row without covering ones is
+ * left out (and told), never exported with another token's routes or none. Row indexes stay consecutive.
+ */
+function withRoutes(rows: ExportRow[], spans: readonly Span[], options: ExportOptions): ExportRow[] {
+  if (!rolloutHasRoutes(spans)) return rows;
+  const bySequence = spansBySequence(spans);
+  const kept: ExportRow[] = [];
+  for (const row of rows) {
+    const routes = rowRoutedExperts(
+      { promptIds: row.prompt_ids, responseIds: row.response_ids, sequenceIds: row.sequence_ids },
+      bySequence,
+    );
+    if (routes === null) options.onRoutesMissing?.(row.rollout_id);
+    else kept.push({ ...row, row_index: kept.length, routed_experts: routes });
+  }
+  return kept;
+}
+
 function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions): ExportRow[] {
+  return withRoutes(plainRowsOf(rollout, spans, options), spans, options);
+}
+
+function plainRowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions): ExportRow[] {
   const sorted = sortSpansBySequence(spans);
   const attemptId = sorted[0]?.attempt_id ?? '';
   const onDropped = options.onDropped;
@@ -141,6 +172,7 @@ function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions
       reward: t.reward,
       model_version: versionOf(sorted, [t.metadata.sequence_id]),
       sequence_ids: [t.metadata.sequence_id],
+      routed_experts: null,
       is_drop: false,
     }));
   }
@@ -160,6 +192,7 @@ function rowsOf(rollout: Rollout, spans: readonly Span[], options: ExportOptions
     reward: row.reward,
     model_version: versionOf(sorted, row.sequenceIds),
     sequence_ids: row.sequenceIds,
+    routed_experts: null,
     is_drop: false,
   }));
 }
@@ -234,6 +267,7 @@ export async function writeParquet(rows: AsyncIterable<ExportRow>, path: string)
     reward: [] as Array<number | null>,
     model_version: [] as Array<number | null>,
     sequence_ids: [] as number[][],
+    routed_experts: [] as Array<string | null>,
     is_drop: [] as boolean[],
   };
   for await (const row of rows) {
@@ -252,6 +286,7 @@ export async function writeParquet(rows: AsyncIterable<ExportRow>, path: string)
       { name: 'reward', data: columns.reward, type: 'DOUBLE' },
       { name: 'model_version', data: columns.model_version, type: 'INT32' },
       { name: 'sequence_ids', data: columns.sequence_ids },
+      { name: 'routed_experts', data: columns.routed_experts, type: 'STRING' },
       { name: 'is_drop', data: columns.is_drop, type: 'BOOLEAN' },
     ],
   });
@@ -381,12 +416,16 @@ async function runExport(options: ExportCommandOptions): Promise<number> {
     return EXIT_USAGE_ERROR;
   }
   const report = new ExportReport();
+  let routesMissing = 0;
   try {
     const rows = exportRows({
       store,
       level: options.level,
       onDropped: ({ reason }) => report.callDropped(reason),
       onRowDropped: (drop) => report.rowDropped(drop),
+      onRoutesMissing: () => {
+        routesMissing += 1;
+      },
       statuses,
       ...(options.rollouts ? { rolloutIds: options.rollouts } : {}),
       ...(options.since !== undefined ? { since: options.since } : {}),
@@ -430,6 +469,10 @@ async function runExport(options: ExportCommandOptions): Promise<number> {
       statuses: options.rollouts === undefined ? statuses : null,
     });
     for (const line of lines) process.stderr.write(line);
+    if (routesMissing > 0)
+      process.stderr.write(
+        `rollgate: ${routesMissing} rows left out: routed experts missing or not covering their tokens (routed_experts_missing)\n`,
+      );
     return 0;
   } catch (error) {
     process.stderr.write(`rollgate: export failed: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -15,6 +15,7 @@ import {
 import { createLimiter } from '../concurrency.js';
 import { type AdvantageEstimator, groupAdvantages } from './advantages.js';
 import { rawAdjustedSequenceIds } from './logprob-semantics.js';
+import { rolloutHasRoutes, rowRoutedExperts, spansBySequence } from './row-routes.js';
 import { judgeStaleness, rowTokenVersions, versionsBySequence } from './token-versions.js';
 
 export interface BatchSample {
@@ -36,6 +37,12 @@ export interface BatchSample {
    */
   readonly token_versions?: number[];
   readonly sequence_ids: number[];
+  /**
+   * MoE routing replay: the experts each token of prompt_ids + response_ids was routed through, as a base64 `.npy`
+   * array of shape (prompt + response - 1, layers, top_k) (docs/training-data.md#routed-experts); null when the
+   * rollout's pool captures none. Always set by buildBatch.
+   */
+  readonly routed_experts?: string | null;
 }
 
 export interface DropCounts {
@@ -93,6 +100,11 @@ export interface DropCounts {
    * agent sent (temperature, top_p, ...), so they are not the behaviour policy's.
    */
   raw_logprobs: number;
+  /**
+   * Rows left out because their rollout's calls carry routed experts (R3) but the row's are missing or do not cover
+   * its tokens exactly: a row is never trained with another token's routes, or none.
+   */
+  routed_experts_missing: number;
 }
 
 export interface Batch {
@@ -168,6 +180,7 @@ export function emptyDropCounts(): DropCounts {
     auxiliary: 0,
     failed_call: 0,
     raw_logprobs: 0,
+    routed_experts_missing: 0,
   };
 }
 
@@ -183,6 +196,7 @@ interface SampleDraft {
   readonly rawLogprobs: boolean;
   readonly mask: number[];
   readonly tokenVersions: number[];
+  readonly routedExperts: string | null;
 }
 
 /** Span reads in flight at once: a remote store (HTTP, PostgreSQL) answers them concurrently. */
@@ -206,7 +220,14 @@ interface RolloutRows {
   readonly outcome: 'failed' | 'aborted' | 'no_tokens' | 'ok';
   /** Set when the rollout did not succeed (also when zero-reward mode kept its rows). */
   readonly failure: FailureReason | null;
-  readonly rows: Array<{ row: TrajectoryRow; tokenVersions: number[]; rawLogprobs: boolean }>;
+  readonly rows: Array<{
+    row: TrajectoryRow;
+    tokenVersions: number[];
+    rawLogprobs: boolean;
+    routedExperts: string | null;
+  }>;
+  /** Rows left out for missing routes (R3); the rollout still counts in its group's baseline. */
+  readonly routesMissing: number;
   readonly mismatches: number;
   readonly drops: CallDrops;
   /** Rows left out for their length: the rollout still counts in its group's baseline, with `reward`. */
@@ -225,7 +246,16 @@ function failureOf(rollout: Rollout | undefined): FailureReason | null {
 async function readRollout(options: BuildBatchOptions, rolloutId: string): Promise<RolloutRows> {
   const failure = failureOf(options.finished.get(rolloutId));
   if (failure !== null && options.infraFailures !== 'zero-reward')
-    return { outcome: 'failed', failure, rows: [], mismatches: 0, drops: noDrops(), overlong: 0, reward: 0 };
+    return {
+      outcome: 'failed',
+      failure,
+      rows: [],
+      mismatches: 0,
+      drops: noDrops(),
+      overlong: 0,
+      routesMissing: 0,
+      reward: 0,
+    };
   const read = await readRows(options, rolloutId);
   if (failure === null || read.outcome !== 'ok') return { ...read, failure };
   // zero-reward: whatever the failed rollout recorded trains as a reward-0 answer.
@@ -256,24 +286,30 @@ async function readRows(options: BuildBatchOptions, rolloutId: string): Promise<
     },
   });
   const reward = findFinalReward(sortSpansBySequence(spans)) ?? options.rewardFillna;
-  const none = { rows: [], mismatches, drops, overlong, reward };
+  const none = { rows: [], mismatches, drops, overlong, routesMissing: 0, reward };
   if (drops.aborted > 0) return { outcome: 'aborted', ...none };
   // Rows left out for their length are no sign of missing tokens: the rollout stays in its group.
   if (rows.length === 0 && overlong === 0) return { outcome: 'no_tokens', ...none };
   const versions = versionsBySequence(spans);
   const raw = rawAdjustedSequenceIds(spans);
-  return {
-    outcome: 'ok',
-    rows: rows.map((row) => ({
+  const r3 = rolloutHasRoutes(spans);
+  const bySequence = r3 ? spansBySequence(spans) : null;
+  let routesMissing = 0;
+  const kept: RolloutRows['rows'] = [];
+  for (const row of rows) {
+    const routedExperts = bySequence === null ? null : rowRoutedExperts(row, bySequence);
+    if (r3 && routedExperts === null) {
+      routesMissing += 1;
+      continue;
+    }
+    kept.push({
       row,
       tokenVersions: rowTokenVersions(row, versions),
       rawLogprobs: row.logprobs !== null && row.sequenceIds.some((seq) => raw.has(seq)),
-    })),
-    mismatches,
-    drops,
-    overlong,
-    reward,
-  };
+      routedExperts,
+    });
+  }
+  return { outcome: 'ok', rows: kept, mismatches, drops, overlong, routesMissing, reward };
 }
 
 /**
@@ -336,7 +372,8 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     // Every row of a rollout carries the rollout's final reward: the group compares rollouts, not rows.
     group.rewards.set(rolloutId, result.reward);
     dropped.overlong += result.overlong;
-    for (const { row, tokenVersions, rawLogprobs } of result.rows) {
+    dropped.routed_experts_missing += result.routesMissing;
+    for (const { row, tokenVersions, rawLogprobs, routedExperts } of result.rows) {
       const verdict = judgeStaleness({
         mask: row.responseMask,
         tokenVersions,
@@ -349,7 +386,15 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
         continue;
       }
       dropped.stale_tokens += verdict.maskedTokens;
-      group.drafts.push({ rolloutId, row, version: verdict.version, rawLogprobs, mask: verdict.mask, tokenVersions });
+      group.drafts.push({
+        rolloutId,
+        row,
+        version: verdict.version,
+        rawLogprobs,
+        mask: verdict.mask,
+        tokenVersions,
+        routedExperts,
+      });
     }
   }
 
@@ -375,7 +420,7 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
     if (group.drafts.length === 0) continue;
     groupCount += 1;
     const advantageOf = new Map(ids.map((id, i) => [id, advantages[i] ?? 0]));
-    for (const { rolloutId, row, version, rawLogprobs, mask, tokenVersions } of group.drafts) {
+    for (const { rolloutId, row, version, rawLogprobs, mask, tokenVersions, routedExperts } of group.drafts) {
       if (rawLogprobs) dropped.raw_logprobs += 1;
       samples.push({
         rollout_id: rolloutId,
@@ -389,6 +434,7 @@ export async function buildBatch(options: BuildBatchOptions): Promise<Batch> {
         model_version: version,
         token_versions: tokenVersions,
         sequence_ids: row.sequenceIds,
+        routed_experts: routedExperts,
       });
     }
   }

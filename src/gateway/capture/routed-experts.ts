@@ -93,6 +93,27 @@ function base64Bytes(text: string): Uint8Array | null {
   return Buffer.from(text, 'base64');
 }
 
+/**
+ * The shape in a base64 `.npy` string's header, read from its first bytes only (a stored array can be megabytes);
+ * null when it is no 3-d `.npy`.
+ */
+export function npyBase64Shape(text: string): [number, number, number] | null {
+  const head = Buffer.from(text.slice(0, 4 * 64), 'base64');
+  const major = head[6];
+  const start = major === 1 ? 10 : 12;
+  const length = major === 1 ? head.readUInt16LE(8) : major === 2 || major === 3 ? head.readUInt32LE(8) : -1;
+  if (head.length < 12 || length < 0) return null;
+  const prefix =
+    length + start <= head.length
+      ? head
+      : Buffer.from(text.slice(0, Math.ceil((start + length) / 3) * 4 + 4), 'base64');
+  for (let i = 0; i < NPY_MAGIC.length; i++) if (prefix[i] !== NPY_MAGIC[i]) return null;
+  const header = prefix.subarray(start, start + length).toString('latin1');
+  const dims = /'shape'\s*:\s*\((\d+),\s*(\d+),\s*(\d+),?\s*\)/.exec(header);
+  if (dims === null) return null;
+  return [Number(dims[1]), Number(dims[2]), Number(dims[3])];
+}
+
 /** A base64 `.npy` string (vLLM's current form, and rollgate's stored one). */
 export function decodeNpyBase64(text: string): RoutedExperts | null {
   const bytes = base64Bytes(text);

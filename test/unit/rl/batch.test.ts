@@ -129,6 +129,7 @@ describe('buildBatch', () => {
       no_tokens: 1,
       merge_mismatches: 0,
       raw_logprobs: 0,
+      routed_experts_missing: 0,
       aborted_rollouts: 0,
       incomplete_token_ids: 0,
       token_count_mismatch: 0,

@@ -45,6 +45,7 @@ __all__ = [
     "decode_binary",
     "numpy_available",
     "samples_equal",
+    "decode_routed_experts",
 ]
 
 BATCH_MAGIC = b"RGB1"
@@ -105,6 +106,13 @@ class Sample:
     sequence_ids: list[int]
     token_versions: Any = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def routed_experts(self) -> Any:
+        """MoE routing replay (R3): the experts each token of prompt + response was routed through, as an ``int32``
+        NumPy array of shape ``(prompt_len + response_len - 1, layers, top_k)`` (row i is token i; the last response
+        token never ran through the model); None when the batch carries none. Needs NumPy."""
+        return decode_routed_experts(self.extra.get("routed_experts"))
 
     @property
     def prompt_len(self) -> int:
@@ -353,6 +361,24 @@ def decode_binary(data: bytes | bytearray | memoryview, *, use_numpy: bool | Non
         p += plen
         r += rlen
     return _batch(header, samples)
+
+
+def decode_routed_experts(value: Any) -> Any:
+    """A sample's or exported row's ``routed_experts`` (base64 ``.npy``, narrowest dtype) as an ``int32`` array."""
+    if value is None:
+        return None
+    if _np is None:
+        raise BatchDecodeError("routed_experts: decoding needs NumPy")
+    import base64
+    import io
+
+    try:
+        routes = _np.load(io.BytesIO(base64.b64decode(value, validate=True)), allow_pickle=False)
+    except (ValueError, TypeError) as error:
+        raise BatchDecodeError(f"routed_experts: not a base64 .npy array ({error})") from error
+    if routes.ndim != 3:
+        raise BatchDecodeError(f"routed_experts: expected 3 dimensions, got shape {routes.shape}")
+    return routes.astype(_np.int32, copy=False)
 
 
 def _close(a: float, b: float, tolerance: float) -> bool:
