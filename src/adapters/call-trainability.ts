@@ -4,25 +4,12 @@
 // still has them (finish reasons, usage).
 
 import {
-  ATTR_CALL_OUTCOME,
-  ATTR_CALL_ROLE,
-  ATTR_GEN_AI_REQUEST_CHOICE_COUNT,
-  ATTR_GEN_AI_RESPONSE_FINISH_REASONS,
-  ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
-  ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT,
-  ATTR_MODEL_VERSION_SEGMENTS,
-  ATTR_TOKEN_IDS_REASON,
-  ATTR_TOKEN_IDS_STATUS,
-  ATTR_USAGE_DERIVED,
   CALL_OUTCOME_VALUE_ABORTED,
-  CALL_ROLE_VALUE_AUXILIARY,
-  choiceTokenIdsAttr,
-  FINISH_REASON_VALUE_ABORT,
   TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH,
   TOKEN_IDS_STATUS_VALUE_OK,
 } from '../contracts/span-attributes.js';
-import { readVersionSegments } from '../gateway/swap/version-segments.js';
-import type { Attributes } from '../store/core/types.js';
+import type { StoredCall } from '../contracts/stored-call.js';
+import { segmentsOver } from '../contracts/stored-call.js';
 
 /** Why a call is never a training sample (error calls are told apart by `LlmCall.isError`). */
 export type CallDropReason =
@@ -38,10 +25,8 @@ export type CallDropReason =
   | 'auxiliary';
 
 /** The engine aborted the generation and answered with what it had (a truncated answer that looks complete). */
-function isAbortedCall(attrs: Attributes): boolean {
-  if (attrs[ATTR_CALL_OUTCOME] === CALL_OUTCOME_VALUE_ABORTED) return true;
-  const reasons = attrs[ATTR_GEN_AI_RESPONSE_FINISH_REASONS];
-  return Array.isArray(reasons) && reasons.some((r) => r === FINISH_REASON_VALUE_ABORT);
+function isAbortedCall(call: StoredCall): boolean {
+  return call.outcome === CALL_OUTCOME_VALUE_ABORTED || call.abortFinish;
 }
 
 /**
@@ -49,38 +34,34 @@ function isAbortedCall(attrs: Attributes): boolean {
  * checked it. Usage counts every choice of a call, so only a single-choice call can be compared with
  * its one list of ids; derived usage was computed from the ids and proves nothing.
  */
-function countMismatch(attrs: Attributes, responseIdCount: number): boolean {
-  if (attrs[ATTR_USAGE_DERIVED] === true) return false;
-  const expected = attrs[ATTR_GEN_AI_USAGE_OUTPUT_TOKENS];
-  if (typeof expected !== 'number' || !Number.isInteger(expected)) return false;
-  const choices = attrs[ATTR_GEN_AI_REQUEST_CHOICE_COUNT];
-  if (typeof choices === 'number' && choices !== 1) return false;
-  if (attrs[choiceTokenIdsAttr(1)] !== undefined) return false;
-  return expected !== responseIdCount;
+function countMismatch(call: StoredCall, responseIdCount: number): boolean {
+  if (call.usageDerived || call.outputTokens === null) return false;
+  if (call.choiceCount !== null && call.choiceCount !== 1) return false;
+  if (call.hasSecondChoice) return false;
+  return call.outputTokens !== responseIdCount;
 }
 
-/** The reason `attrs` (a call with `responseIdCount` response ids) must stay out of training data, or null. */
-export function callDropReason(attrs: Attributes, responseIdCount: number): CallDropReason | null {
+/** The reason `call` (with `responseIdCount` response ids) must stay out of training data, or null. */
+export function callDropReason(call: StoredCall, responseIdCount: number): CallDropReason | null {
   // First: an auxiliary call is no sample whatever else happened to it, and its abort says nothing of the rollout.
-  if (attrs[ATTR_CALL_ROLE] === CALL_ROLE_VALUE_AUXILIARY) return 'auxiliary';
-  return tokenDropReason(attrs, responseIdCount);
+  if (call.auxiliary) return 'auxiliary';
+  return tokenDropReason(call, responseIdCount);
 }
 
 /**
  * `callDropReason` without the call's role: for readers told to train auxiliary calls too (RL `trainAuxiliary`,
  * `rollgate export --include-auxiliary`), whose housekeeping calls must still have sound tokens.
  */
-export function tokenDropReason(attrs: Attributes, responseIdCount: number): CallDropReason | null {
-  if (isAbortedCall(attrs)) return 'aborted';
-  const status = attrs[ATTR_TOKEN_IDS_STATUS];
-  if (typeof status === 'string' && status !== TOKEN_IDS_STATUS_VALUE_OK) {
-    return attrs[ATTR_TOKEN_IDS_REASON] === TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH
+export function tokenDropReason(call: StoredCall, responseIdCount: number): CallDropReason | null {
+  if (isAbortedCall(call)) return 'aborted';
+  if (call.tokenIdsStatus !== null && call.tokenIdsStatus !== TOKEN_IDS_STATUS_VALUE_OK) {
+    return call.tokenIdsReason === TOKEN_IDS_REASON_VALUE_COUNT_MISMATCH
       ? 'token_count_mismatch'
       : 'incomplete_token_ids';
   }
   if (responseIdCount === 0) return 'incomplete_token_ids';
-  if (countMismatch(attrs, responseIdCount)) return 'token_count_mismatch';
-  return spansVersions(attrs, responseIdCount) ? 'version_changed_in_flight' : null;
+  if (countMismatch(call, responseIdCount)) return 'token_count_mismatch';
+  return spansVersions(call, responseIdCount) ? 'version_changed_in_flight' : null;
 }
 
 /**
@@ -88,10 +69,9 @@ export function tokenDropReason(attrs: Attributes, responseIdCount: number): Cal
  * (`changed_in_flight`), or names the version of each token (`segments`). A sample carries one version, so
  * either way the call cannot be one; segments that do not cover the ids tell nothing usable either.
  */
-function spansVersions(attrs: Attributes, responseIdCount: number): boolean {
-  if (attrs[ATTR_MODEL_VERSION_CHANGED_IN_FLIGHT] === true) return true;
-  const recorded = attrs[ATTR_MODEL_VERSION_SEGMENTS];
-  if (recorded === undefined) return false;
-  const segments = readVersionSegments(recorded, responseIdCount);
+function spansVersions(call: StoredCall, responseIdCount: number): boolean {
+  if (call.versionChangedInFlight) return true;
+  if (call.versionSegments === null) return false;
+  const segments = segmentsOver(call.versionSegments, responseIdCount);
   return segments === null || new Set(segments.map(([, , version]) => version)).size > 1;
 }

@@ -3,7 +3,7 @@
 // end). The limits are the trainer's when it declares them; otherwise the context length the engine reported for
 // the row's calls (rollgate.engine.max_model_len on their spans), which every row the engine served fits. Calls
 // recorded without it (older spans, OpenAI backends) leave an undeclared limit unchecked.
-import { ATTR_ENGINE_MAX_MODEL_LEN } from '../contracts/span-attributes.js';
+import { readStoredCall } from '../contracts/stored-call.js';
 import type { Span } from '../store/core/types.js';
 
 export type RowDropReason = 'prompt_too_long' | 'response_too_long';
@@ -31,8 +31,8 @@ export interface LengthLimits {
 export function contextLengthsOf(spans: readonly Span[]): Map<number, number> {
   const lengths = new Map<number, number>();
   for (const span of spans) {
-    const value = span.attributes[ATTR_ENGINE_MAX_MODEL_LEN];
-    if (typeof value === 'number' && Number.isInteger(value) && value > 0) lengths.set(span.sequence_id, value);
+    const value = readStoredCall(span.attributes).engineMaxModelLen;
+    if (value !== null) lengths.set(span.sequence_id, value);
   }
   return lengths;
 }

@@ -1,10 +1,8 @@
-// Reads one LLM call's token-level record from a span: the canonical attributes of docs/architecture.md
-// first, then the legacy shapes of docs/architecture.md (LiteLLM proxy, agent-side instrumentation, Weave), which may
-// hold stringified lists or lists of lists.
+// Reads one LLM call's token-level record from a span: the canonical attributes of docs/architecture.md through the
+// typed stored-call reader (contracts/stored-call.ts) first, then the legacy shapes of docs/architecture.md (LiteLLM
+// proxy, agent-side instrumentation, Weave), which may hold stringified lists or lists of lists.
 
 import {
-  ATTR_CLIENT_RETRY_COUNT,
-  ATTR_GEN_AI_RESPONSE_ID,
   ATTR_LEGACY_VLLM_CHOICES,
   ATTR_LEGACY_VLLM_ID,
   ATTR_LEGACY_VLLM_PROMPT_TOKEN_IDS,
@@ -13,12 +11,11 @@ import {
   ATTR_PROMPT_TOKEN_IDS,
   ATTR_RESPONSE_LOGPROBS,
   ATTR_RESPONSE_TOKEN_IDS,
-  ATTR_STREAM_STATUS,
   ATTR_TOKEN_IDS_STATUS,
-  ATTR_UPSTREAM_STATUS_CODE,
   LOGPROB_FLOOR,
   STREAM_STATUS_VALUE_OK,
 } from '../contracts/span-attributes.js';
+import { readStoredCall, type StoredCall } from '../contracts/stored-call.js';
 import type { Attributes, Span } from '../store/core/types.js';
 import { type CallDropReason, callDropReason, tokenDropReason } from './call-trainability.js';
 import { maybeParseLiteral } from './literal.js';
@@ -80,16 +77,23 @@ function firstNonEmpty(...candidates: Array<() => number[]>): number[] {
   return [];
 }
 
-function readPromptIds(attrs: Attributes): number[] {
+/** The canonical list when it is a non-empty list of integers, else empty (a reader then tries the other forms). */
+function canonical(ids: readonly number[] | null): number[] {
+  return ids === null ? [] : (ids as number[]);
+}
+
+function readPromptIds(attrs: Attributes, stored: StoredCall): number[] {
   return firstNonEmpty(
+    () => canonical(stored.promptIds),
     () => readTokenIds(attrs[ATTR_PROMPT_TOKEN_IDS]),
     () => readTokenIds(attrs[ATTR_LEGACY_VLLM_PROMPT_TOKEN_IDS]),
     () => readTokenIds(attrs[`${WEAVE_OUTPUT_PREFIX}prompt_token_ids`]),
   );
 }
 
-function readResponseIds(attrs: Attributes): number[] {
+function readResponseIds(attrs: Attributes, stored: StoredCall): number[] {
   return firstNonEmpty(
+    () => canonical(stored.responseIds),
     () => readResponseTokenIds(attrs[ATTR_RESPONSE_TOKEN_IDS]),
     () => readResponseTokenIds(attrs[ATTR_LEGACY_VLLM_RESPONSE_TOKEN_IDS]),
     () => firstChoiceTokenIds(attrs[ATTR_LEGACY_VLLM_CHOICES]),
@@ -117,8 +121,9 @@ function usableLogprobs(values: unknown, length: number): ReadLogprobs {
   return floor ? { values: null, floor } : { values: values as number[], floor };
 }
 
-function readLogprobs(attrs: Attributes, responseLength: number): ReadLogprobs {
-  const canonical = usableLogprobs(maybeParseLiteral(attrs[ATTR_RESPONSE_LOGPROBS]), responseLength);
+function readLogprobs(attrs: Attributes, stored: StoredCall, responseLength: number): ReadLogprobs {
+  const recorded = stored.responseLogprobs ?? maybeParseLiteral(attrs[ATTR_RESPONSE_LOGPROBS]);
+  const canonical = usableLogprobs(recorded, responseLength);
   if (canonical.values !== null || canonical.floor) return canonical;
   const content = maybeParseLiteral(attrs[ATTR_LOGPROBS_CONTENT]);
   if (!Array.isArray(content)) return UNUSABLE;
@@ -128,26 +133,19 @@ function readLogprobs(attrs: Attributes, responseLength: number): ReadLogprobs {
   return usableLogprobs(chosen, responseLength);
 }
 
-function readResponseId(attrs: Attributes): string | null {
-  for (const key of [ATTR_GEN_AI_RESPONSE_ID, ATTR_LEGACY_VLLM_ID, `${WEAVE_OUTPUT_PREFIX}id`]) {
+function readResponseId(attrs: Attributes, stored: StoredCall): string | null {
+  if (stored.responseId !== null) return stored.responseId;
+  for (const key of [ATTR_LEGACY_VLLM_ID, `${WEAVE_OUTPUT_PREFIX}id`]) {
     const value = attrs[key];
     if (typeof value === 'string' && value !== '') return value;
   }
   return null;
 }
 
-function readRetryCount(attrs: Attributes): number {
-  const raw = attrs[ATTR_CLIENT_RETRY_COUNT];
-  const n = typeof raw === 'string' ? Number(raw) : raw;
-  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : 0;
-}
-
-function isErrorSpan(span: Span): boolean {
+function isErrorSpan(span: Span, stored: StoredCall): boolean {
   if (span.status?.status_code === 'ERROR') return true;
-  const stream = span.attributes[ATTR_STREAM_STATUS];
-  if (typeof stream === 'string' && stream !== STREAM_STATUS_VALUE_OK) return true;
-  const upstream = span.attributes[ATTR_UPSTREAM_STATUS_CODE];
-  return typeof upstream === 'number' && upstream >= 400;
+  if (stored.streamStatus !== null && stored.streamStatus !== STREAM_STATUS_VALUE_OK) return true;
+  return stored.upstreamStatusCode !== null && stored.upstreamStatusCode >= 400;
 }
 
 export interface ReadLlmCallOptions {
@@ -162,11 +160,12 @@ export interface ReadLlmCallOptions {
  */
 export function readLlmCall(span: Span, options: ReadLlmCallOptions = {}): LlmCall | null {
   const attrs = span.attributes ?? {};
-  const promptIds = readPromptIds(attrs);
-  const responseIds = readResponseIds(attrs);
+  const stored = readStoredCall(attrs);
+  const promptIds = readPromptIds(attrs, stored);
+  const responseIds = readResponseIds(attrs, stored);
   const hasIds = promptIds.length > 0 && responseIds.length > 0;
   if (!hasIds && attrs[ATTR_TOKEN_IDS_STATUS] === undefined) return null;
-  const logprobs = hasIds ? readLogprobs(attrs, responseIds.length) : UNUSABLE;
+  const logprobs = hasIds ? readLogprobs(attrs, stored, responseIds.length) : UNUSABLE;
   return {
     span,
     promptIds,
@@ -174,11 +173,11 @@ export function readLlmCall(span: Span, options: ReadLlmCallOptions = {}): LlmCa
     logprobs: logprobs.values,
     logprobsFloor: logprobs.floor,
     dropReason: (options.includeAuxiliary === true ? tokenDropReason : callDropReason)(
-      attrs,
+      stored,
       hasIds ? responseIds.length : 0,
     ),
-    responseId: readResponseId(attrs),
-    clientRetryCount: readRetryCount(attrs),
-    isError: isErrorSpan(span),
+    responseId: readResponseId(attrs, stored),
+    clientRetryCount: stored.clientRetryCount,
+    isError: isErrorSpan(span, stored),
   };
 }

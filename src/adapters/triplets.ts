@@ -3,8 +3,7 @@
 // client retries collapse to the call the agent consumed, rewards are keyed by call index, and calls that
 // cannot be trained on (aborted, incomplete token ids) never become triplets.
 
-import { ATTR_MODEL_VERSION_SEGMENTS, ATTR_RESUBMIT_OF } from '../contracts/span-attributes.js';
-import { readVersionSegments } from '../gateway/swap/version-segments.js';
+import { readStoredCall, segmentsOver } from '../contracts/stored-call.js';
 import type { Span, Triplet } from '../store/core/types.js';
 import type { CallDropReason } from './call-trainability.js';
 import { type LlmCall, readLlmCall } from './llm-call.js';
@@ -53,7 +52,7 @@ export interface TripletOptions {
 /** A call left out only for spanning versions, whose span says which version computed each of its tokens. */
 function hasTokenVersions(call: LlmCall): boolean {
   if (call.dropReason !== 'version_changed_in_flight') return false;
-  return readVersionSegments(call.span.attributes[ATTR_MODEL_VERSION_SEGMENTS], call.responseIds.length) !== null;
+  return segmentsOver(readStoredCall(call.span.attributes).versionSegments, call.responseIds.length) !== null;
 }
 
 function sameIds(a: readonly number[], b: readonly number[]): boolean {
@@ -96,8 +95,8 @@ export function collectLlmCalls(sortedSpans: readonly Span[], options: TripletOp
     }
     // The gateway's own resubmission of a call a weight swap aborted (a stream continued from its tokens so far):
     // the aborted try was replaced, not built upon.
-    const resubmitOf = span.attributes[ATTR_RESUBMIT_OF];
-    if (typeof resubmitOf === 'number' && abortedPending.length > 0) {
+    const resubmitOf = readStoredCall(span.attributes).resubmitOf;
+    if (resubmitOf !== null && abortedPending.length > 0) {
       abortedPending = abortedPending.filter(
         (a) => a.span.attempt_id !== span.attempt_id || a.span.sequence_id !== resubmitOf,
       );

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { callDropReason } from '../adapters/call-trainability.js';
 import { getRewardValue, rewardAttributes } from '../adapters/reward.js';
 import * as A from '../contracts/span-attributes.js';
+import { readStoredCall } from '../contracts/stored-call.js';
 import { GatewayError } from '../errors.js';
 import { nonFinitePath } from '../json-finite.js';
 import type { Attributes, AttributeValue, JsonObject, JsonValue, Span, SpanInput } from '../store/core/types.js';
@@ -182,7 +183,9 @@ function modelRequestData(span: Span): JsonObject {
   if (usage !== null) data.usage = usage;
   if (finishReason !== null) data.finish_reason = finishReason;
   const promptLength = promptIds?.length ?? 0;
-  const untrainable = failed ? null : callDropReason(attrs, promptLength > 0 ? (responseIds?.length ?? 0) : 0);
+  const untrainable = failed
+    ? null
+    : callDropReason(readStoredCall(attrs), promptLength > 0 ? (responseIds?.length ?? 0) : 0);
   if (untrainable !== null) data[UNTRAINABLE_KEY] = untrainable;
   return data;
 }

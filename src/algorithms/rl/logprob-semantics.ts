@@ -4,7 +4,7 @@
 // sampling config adjusts the distribution refuses to start against a pool that declares raw logprobs, and
 // calls whose agent sent such parameters itself (marked on their spans) lose their logprobs in the batch.
 
-import { ATTR_LOGPROBS_RAW_ADJUSTED_PARAMS } from '../../contracts/span-attributes.js';
+import { readStoredCall } from '../../contracts/stored-call.js';
 import { adjustedSamplingParams } from '../../gateway/capture/logprob-semantics.js';
 import type { JsonValue, Span } from '../../store/core/types.js';
 import { AlgorithmConfigError } from '../errors.js';
@@ -37,8 +37,7 @@ export function assertBehaviourLogprobs(check: BehaviourLogprobsCheck): void {
 export function rawAdjustedSequenceIds(spans: readonly Span[]): Set<number> {
   const ids = new Set<number>();
   for (const span of spans) {
-    const params = span.attributes[ATTR_LOGPROBS_RAW_ADJUSTED_PARAMS];
-    if (Array.isArray(params) && params.length > 0) ids.add(span.sequence_id);
+    if (readStoredCall(span.attributes).logprobsRawAdjusted) ids.add(span.sequence_id);
   }
   return ids;
 }

@@ -3,12 +3,7 @@
 // each of its tokens (`rollgate.model_version.segments`, version-segments.ts). Staleness is a property of the
 // tokens the policy generated, so a long rollout that crossed a swap loses only what is really too old.
 import type { TrajectoryRow } from '../../adapters/trajectories.js';
-import {
-  ATTR_MODEL_VERSION,
-  ATTR_MODEL_VERSION_SEGMENTS,
-  ATTR_RESPONSE_TOKEN_IDS,
-} from '../../contracts/span-attributes.js';
-import { readVersionSegments, type VersionSegment } from '../../gateway/swap/version-segments.js';
+import { readStoredCall, segmentsOver, type VersionSegment } from '../../contracts/stored-call.js';
 import type { Span } from '../../store/core/types.js';
 
 export interface CallVersion {
@@ -21,13 +16,12 @@ export interface CallVersion {
 export function versionsBySequence(spans: readonly Span[]): Map<number, CallVersion> {
   const versions = new Map<number, CallVersion>();
   for (const span of spans) {
-    const v = span.attributes[ATTR_MODEL_VERSION];
-    if (typeof v !== 'number' || !Number.isFinite(v)) continue;
-    const ids = span.attributes[ATTR_RESPONSE_TOKEN_IDS];
-    const length = Array.isArray(ids) ? ids.length : 0;
+    const call = readStoredCall(span.attributes);
+    if (call.modelVersion === null) continue;
+    const length = call.responseIds?.length ?? 0;
     versions.set(span.sequence_id, {
-      version: v,
-      segments: readVersionSegments(span.attributes[ATTR_MODEL_VERSION_SEGMENTS], length),
+      version: call.modelVersion,
+      segments: segmentsOver(call.versionSegments, length),
     });
   }
   return versions;

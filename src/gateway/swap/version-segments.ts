@@ -7,10 +7,10 @@
 // before the call could watch) still gets.
 import type { Attributes } from '@opentelemetry/api';
 import * as A from '../../contracts/span-attributes.js';
+import { parseVersionSegments, segmentsOver, type VersionSegment } from '../../contracts/stored-call.js';
 import type { ModelRegistry, ResolvedRoute, VersionChange } from '../pools/model-registry.js';
 
-/** `[start, end, version]`: response ids `start..end-1` were computed by `version`. */
-export type VersionSegment = readonly [number, number, number];
+export type { VersionSegment } from '../../contracts/stored-call.js';
 
 interface Boundary {
   readonly at: number;
@@ -124,33 +124,11 @@ export function versionSegments(initial: number, boundaries: readonly Boundary[]
   return segments;
 }
 
-function isSegment(value: unknown): value is VersionSegment {
-  return (
-    Array.isArray(value) &&
-    value.length === 3 &&
-    value.every((v) => Number.isInteger(v)) &&
-    (value[0] as number) >= 0 &&
-    (value[1] as number) > (value[0] as number)
-  );
-}
-
 /**
  * The segments a span recorded, checked to cover `0..length` in order; null when absent or not usable (a reader
- * then falls back to the span's single version).
+ * then falls back to the span's single version). Read as the stored-call reader reads them (contracts/stored-call.ts).
  */
 export function readVersionSegments(value: unknown, length: number): VersionSegment[] | null {
-  if (typeof value !== 'string') return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    return null;
-  }
-  if (!Array.isArray(parsed) || !parsed.every(isSegment)) return null;
-  let next = 0;
-  for (const [start, end] of parsed) {
-    if (start !== next) return null;
-    next = end;
-  }
-  return next === length ? parsed : null;
+  const segments = segmentsOver(parseVersionSegments(value), length);
+  return segments === null ? null : [...segments];
 }
