@@ -57,6 +57,8 @@ export function chatBodyOfCompletion(completion: unknown, options: TranslateOpti
         }),
         stop_reason: choice.stop_reason ?? null,
         token_ids: choice.token_ids ?? null,
+        // vLLM's chat route carries the MoE routes on the choice too (capture/routed-experts.ts).
+        routed_experts: choice.routed_experts ?? null,
       },
     ],
     service_tier: null,

@@ -3,6 +3,7 @@ import type { ChatTemplate } from './chat-template.js';
 import type { Engine } from './engine.js';
 import type { Exchange } from './exchange.js';
 import type { Ledger } from './ledger.js';
+import type { TwinRoutedExperts } from './routed-experts.js';
 import type { SamplingSettings } from './sampler.js';
 import type { TwinTokenizer } from './tokenizer.js';
 import type { LogprobsMode, MockRespond, ReasoningField, ReasoningParserName, TwinDialect } from './types.js';
@@ -30,6 +31,7 @@ export interface ResolvedOptions {
   defaultSampling: SamplingSettings;
   dialect: TwinDialect;
   metrics: boolean;
+  routedExperts: TwinRoutedExperts | null;
 }
 
 export interface TwinContext {

@@ -42,6 +42,8 @@ export interface LedgerEntry {
   clientDisconnected: boolean;
   startedAt: number;
   finishedAt?: number;
+  /** The routed experts the answer carried, row-major (prompt + generated - 1, layers, top_k); absent when none. */
+  routedExperts?: number[];
 }
 
 export class Ledger {

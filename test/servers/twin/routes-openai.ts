@@ -30,6 +30,7 @@ import {
   openJob,
   sequenceConfig,
 } from './route-parts.js';
+import { twinRoutes, vllmRoutedExperts } from './routed-experts.js';
 import type { TwinTokenizer } from './tokenizer.js';
 import { createToolParser, toolCallId } from './tool-parser.js';
 import type { LogprobsFaultMode, TokenIdsFaultMode } from './types.js';
@@ -120,6 +121,15 @@ function faultsOf(ex: Exchange) {
 }
 
 /** Non-stream faults that damage the body: half a body then a closed socket, garbage, or an error status. */
+/** vLLM's `routed_experts` of a finished choice (null unless the twin serves a MoE with the flag); kept in the ledger. */
+function routedExpertsOf(ctx: TwinContext, c: JobChoice, promptIds: readonly number[]): string | null {
+  const cfg = ctx.options.routedExperts;
+  if (cfg === null) return null;
+  const routes = twinRoutes(cfg, [...promptIds, ...c.seq.ids]);
+  c.entry.routedExperts = routes;
+  return vllmRoutedExperts(cfg, routes);
+}
+
 export function sendNonStreamBody(ex: Exchange, payload: string): void {
   if (ex.gone) return;
   if (ex.faults.some((f) => f.kind === 'close-after')) {
@@ -355,7 +365,7 @@ export async function handleChat(ctx: TwinContext, { ex, body }: RouteRequest): 
         finish_reason: answer.toolCalls.length > 0 ? 'tool_calls' : c.seq.finishReason,
         stop_reason: c.seq.stopReason,
         ...ids.generated(c.seq.ids),
-        routed_experts: null,
+        routed_experts: routedExpertsOf(ctx, c, promptIds),
       };
     }),
     service_tier: null,
@@ -514,7 +524,7 @@ export async function handleCompletions(ctx: TwinContext, { ex, body }: RouteReq
       prompt_logprobs: wantPromptLogprobs ? promptLogprobs(ctx.tokenizer, c.promptIds) : null,
       ...ids.prompt(c.promptIds),
       ...ids.generated(c.seq.ids),
-      routed_experts: null,
+      routed_experts: routedExpertsOf(ctx, c, c.promptIds),
     })),
     service_tier: null,
     system_fingerprint: SYSTEM_FINGERPRINT,

@@ -25,6 +25,7 @@ import { choicePlan } from './plan.js';
 import type { DeltaMessage } from './reasoning-parser.js';
 import { checkContext, commonParams, MAX_LOGPROBS } from './request.js';
 import { addChoices, completionTokens, logprobFormat, openJob, sequenceConfig } from './route-parts.js';
+import { sglangRoutedExperts, twinRoutes } from './routed-experts.js';
 import {
   admitCompletionPrompts,
   completionLogprobsK,
@@ -349,6 +350,12 @@ export async function handleSglangChat(ctx: TwinContext, { ex, body }: RouteRequ
           fault: tokenFault,
         }),
       };
+      const routesCfg = ctx.options.routedExperts;
+      if (routesCfg !== null && body.return_routed_experts === true) {
+        const routes = twinRoutes(routesCfg, [...promptIds, ...c.seq.ids]);
+        c.entry.routedExperts = routes;
+        choice.sgl_ext = { routed_experts: sglangRoutedExperts(routes) };
+      }
       if (returnMeta) {
         choice.meta_info = {
           id: responseId,

@@ -106,6 +106,7 @@ function resolveOptions(options: MockVllmOptions): ResolvedOptions {
     defaultSampling: DEFAULT_SAMPLING,
     dialect: options.dialect ?? 'vllm',
     metrics: options.metrics ?? true,
+    routedExperts: options.routedExperts ?? null,
   };
 }
 

@@ -2,6 +2,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { MockChatMessage } from './chat-template.js';
 import type { Ledger } from './ledger.js';
+import type { TwinRoutedExperts } from './routed-experts.js';
 import type { TokenizerName } from './tokenizer.js';
 
 /** `responses` requests are rendered with the chat template, so a respond() may treat them like `chat`. */
@@ -191,6 +192,11 @@ export interface MockVllmOptions {
   stopStringIds?: 'vllm' | 'cut';
   /** The engine dialect: 'vllm' (default) or 'sglang' (docs/engine-twin.md, "SGLang dialect"). */
   dialect?: TwinDialect;
+  /**
+   * A MoE model's routed experts on every non-stream chat and completions answer (vLLM: as if started with
+   * --enable-return-routed-experts; SGLang: when the request asks with return_routed_experts). routed-experts.ts.
+   */
+  routedExperts?: TwinRoutedExperts;
   /**
    * Serve GET /metrics in the engine's Prometheus text format (default true; vLLM always serves it, SGLang only with
    * --enable-metrics). false: /metrics answers 404, as SGLang without that flag or an OpenAI-style server does.
