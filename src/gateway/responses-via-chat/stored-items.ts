@@ -13,6 +13,7 @@
 // an aborted generation) is a 400 that says how to do without it: nothing is guessed.
 
 import * as A from '../../contracts/span-attributes.js';
+import { readStoredCall } from '../../contracts/stored-call.js';
 import { GatewayError } from '../../errors.js';
 import type { Span } from '../../store/core/types.js';
 import { isObj, type Obj } from '../history/narrow.js';
@@ -134,14 +135,13 @@ class RecordedAnswers {
   #read(id: string): RecordedAnswer | null {
     // The latest call with the id wins (an engine does not repeat ids; a retried call would be the later one).
     for (let i = this.#spans.length - 1; i >= 0; i--) {
-      const attributes = (this.#spans[i] as Span).attributes;
-      if (attributes[A.ATTR_API] !== A.API_VALUE_OPENAI_RESPONSES) continue;
-      const chatId = attributes[A.ATTR_GEN_AI_RESPONSE_ID];
-      if (typeof chatId !== 'string' || responseId(chatId) !== id) continue;
+      const call = readStoredCall((this.#spans[i] as Span).attributes);
+      if (call.api !== A.API_VALUE_OPENAI_RESPONSES) continue;
+      if (call.responseId === null || responseId(call.responseId) !== id) continue;
       // An aborted generation reached the agent as an error, never as an answer it could refer to.
-      if (attributes[A.ATTR_CALL_OUTCOME] === A.CALL_OUTCOME_VALUE_ABORTED) return null;
-      const inputMessages = jsonArray(attributes[A.ATTR_GEN_AI_INPUT_MESSAGES]);
-      const outputMessages = jsonArray(attributes[A.ATTR_GEN_AI_OUTPUT_MESSAGES]);
+      if (call.outcome === A.CALL_OUTCOME_VALUE_ABORTED) return null;
+      const inputMessages = jsonArray(call.inputMessages);
+      const outputMessages = jsonArray(call.outputMessages);
       if (inputMessages === null || outputMessages === null) return null;
       return { inputMessages, items: outputItems(id, outputMessages[0]) };
     }

@@ -5,7 +5,8 @@
 // version of every token (`rollgate.model_version.segments`: the old weights' tokens keep the version that sampled
 // them, the rest is the new one), which the RL batch uses for per-token versions and maxStaleness.
 import type { CanonicalChoice, CanonicalRecord } from '../../contracts/call-record.js';
-import { readVersionSegments, type SegmentPrefix, type VersionSegment } from './version-segments.js';
+import { type RecordedSegments, segmentsOver } from '../../contracts/stored-call.js';
+import type { SegmentPrefix, VersionSegment } from './version-segments.js';
 
 /** What the aborted try(s) of a continued stream gave the agent, as their span recorded it. */
 export interface ContinuedPrefix extends SegmentPrefix {
@@ -48,12 +49,13 @@ export function prefixedRecord(record: CanonicalRecord, prefix: ContinuedPrefix)
 
 /** The prefix's versions from its span: its recorded segments, else its one version for every id. */
 export function recordedSegments(options: {
-  readonly recorded: unknown;
+  /** The span's recorded segments (StoredCall.versionSegments). */
+  readonly recorded: RecordedSegments | null;
   readonly length: number;
   readonly version: number;
 }): VersionSegment[] {
   const { length } = options;
-  const segments = readVersionSegments(options.recorded, length);
-  if (segments !== null) return segments;
+  const segments = segmentsOver(options.recorded, length);
+  if (segments !== null) return [...segments];
   return length === 0 ? [] : [[0, length, options.version]];
 }

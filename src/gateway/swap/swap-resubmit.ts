@@ -14,14 +14,8 @@
 //   that relayed none is sent again as it was, on the same response (the agent only waits).
 // The aborted try keeps its own span with `finish_reason: "abort"`, which no training reader takes as a whole answer.
 // Unmarked calls pass straight through: the only cost is one set insertion per call of a pool in this mode.
-import {
-  ATTR_MODEL_VERSION,
-  ATTR_MODEL_VERSION_SEGMENTS,
-  ATTR_PROMPT_TOKEN_IDS,
-  ATTR_RESPONSE_LOGPROBS,
-  ATTR_RESPONSE_TOKEN_IDS,
-  ATTR_RESUBMIT_OF,
-} from '../../contracts/span-attributes.js';
+import { ATTR_RESUBMIT_OF } from '../../contracts/span-attributes.js';
+import { readStoredCall } from '../../contracts/stored-call.js';
 import { openAIErrorBody } from '../../errors.js';
 import type { LightningStore } from '../../store/core/types.js';
 import type { ForwardCall } from '../engine/forward-call.js';
@@ -97,34 +91,22 @@ export type RecordedIds = (options: {
   readonly seq: number;
 }) => Promise<ContinuedPrefix | null>;
 
-function ids(value: unknown): number[] | null {
-  return Array.isArray(value) && value.every((v) => Number.isInteger(v)) ? (value as number[]) : null;
-}
-
-function numbers(value: unknown, length: number): number[] | null {
-  return Array.isArray(value) && value.length === length && value.every((v) => typeof v === 'number')
-    ? (value as number[])
-    : null;
-}
-
 /** RecordedIds read from the store: the call's span (written before its last byte reached the agent). */
 export function recordedIdsFromStore(store: Pick<LightningStore, 'querySpans'>): RecordedIds {
   return async ({ rid, aid, seq }) => {
     const page = await store.querySpans(rid, { attempt_id: aid });
     for (const span of page.items) {
       if (span.sequence_id !== seq) continue;
-      const attributes = span.attributes;
-      const promptIds = ids(attributes[ATTR_PROMPT_TOKEN_IDS]);
-      const responseIds = ids(attributes[ATTR_RESPONSE_TOKEN_IDS]);
-      const version = attributes[ATTR_MODEL_VERSION];
-      if (promptIds === null || responseIds === null || typeof version !== 'number') continue;
+      const call = readStoredCall(span.attributes);
+      const { promptIds, responseIds, modelVersion: version, responseLogprobs } = call;
+      if (promptIds === null || responseIds === null || version === null) continue;
       const length = responseIds.length;
       return {
         promptIds,
         responseIds,
         length,
-        logprobs: numbers(attributes[ATTR_RESPONSE_LOGPROBS], length),
-        segments: recordedSegments({ recorded: attributes[ATTR_MODEL_VERSION_SEGMENTS], length, version }),
+        logprobs: responseLogprobs?.length === length ? responseLogprobs : null,
+        segments: recordedSegments({ recorded: call.versionSegments, length, version }),
       };
     }
     return null;

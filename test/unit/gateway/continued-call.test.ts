@@ -2,6 +2,7 @@
 // of every token, whatever the aborted tries and the continuation recorded.
 import { describe, expect, it } from 'vitest';
 import type { CanonicalRecord } from '../../../src/contracts/call-record.js';
+import { parseVersionSegments } from '../../../src/contracts/stored-call.js';
 import { prefixedRecord, recordedSegments } from '../../../src/gateway/swap/continued-call.js';
 import { prefixedSegments } from '../../../src/gateway/swap/version-segments.js';
 
@@ -50,11 +51,11 @@ describe('continued call', () => {
   });
 
   it("reads a prefix span's versions: its segments, else its one version for every id", () => {
-    expect(recordedSegments({ recorded: undefined, length: 3, version: 2 })).toEqual([[0, 3, 2]]);
-    expect(recordedSegments({ recorded: '[[0,1,1],[1,3,2]]', length: 3, version: 2 })).toEqual([
+    expect(recordedSegments({ recorded: null, length: 3, version: 2 })).toEqual([[0, 3, 2]]);
+    expect(recordedSegments({ recorded: parseVersionSegments('[[0,1,1],[1,3,2]]'), length: 3, version: 2 })).toEqual([
       [0, 1, 1],
       [1, 3, 2],
     ]);
-    expect(recordedSegments({ recorded: undefined, length: 0, version: 2 })).toEqual([]);
+    expect(recordedSegments({ recorded: null, length: 0, version: 2 })).toEqual([]);
   });
 });
