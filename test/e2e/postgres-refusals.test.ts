@@ -98,12 +98,19 @@ async function expectRefused(response: Response, code = 'store_unavailable'): Pr
 }
 
 /** /ready caches its probe about a second: wait for the answer `status`. */
-async function readyBecomes(status: number): Promise<{ store: { writable: boolean | null; reason?: string } }> {
+type ReadyBody = { store: { writable: boolean | null; reason?: string } };
+
+/**
+ * /ready once it answers `status` (and, when given, `until` holds of its body). A replica that lost its fleet-state
+ * listener is red for that reason too, which can come first when the database refuses connections: a test about
+ * the store's own verdict waits for it.
+ */
+async function readyBecomes(status: number, until: (body: ReadyBody) => boolean = () => true): Promise<ReadyBody> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const response = await fetch(`${(gw as TestGateway).url}/ready`);
-    const body = (await response.json()) as { store: { writable: boolean | null; reason?: string } };
-    if (response.status === status) return body;
+    const body = (await response.json()) as ReadyBody;
+    if (response.status === status && until(body)) return body;
     if (Date.now() > deadline) throw new Error(`/ready stayed ${response.status}: ${JSON.stringify(body)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -147,7 +154,7 @@ describe.skipIf(PG_URL === undefined)('PostgreSQL refusing writes', () => {
       expect(failed).toBeInstanceOf(APIError);
       expect((failed as APIError).status).toBe(503);
       expect(['recording_failed', 'store_unavailable']).toContain((failed as APIError).code);
-      const red = await readyBecomes(503);
+      const red = await readyBecomes(503, (body) => body.store.writable === false);
       expect(red.store.writable).toBe(false);
       expect(red.store.reason).toContain('read-only');
     } finally {
@@ -194,7 +201,7 @@ describe.skipIf(PG_URL === undefined)('PostgreSQL refusing writes', () => {
     try {
       await terminateSessions();
       await expectRefused(await enqueue());
-      const red = await readyBecomes(503);
+      const red = await readyBecomes(503, (body) => body.store.writable === false);
       expect(red.store.writable).toBe(false);
     } finally {
       await admin.query(`ALTER DATABASE "${DATABASE}" CONNECTION LIMIT -1`);
@@ -256,7 +263,7 @@ describe.skipIf(PG_URL === undefined)('PostgreSQL refusing writes', () => {
     expect(refused, 'the tablespace never filled up').not.toBeNull();
     await expectRefused(refused as Response);
     // The probe's SELECT passes on a full disk: readiness must hold the refusal anyway.
-    const red = await readyBecomes(503);
+    const red = await readyBecomes(503, (body) => body.store.writable === false);
     expect(red.store.writable).toBe(false);
     expect(red.store.reason).toContain('disk is full');
     // Room again: the table back on the default tablespace; the next write succeeds and clears readiness.
