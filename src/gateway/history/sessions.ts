@@ -1,6 +1,9 @@
 // The served ids of active rollouts, in memory: per rollout attempt, its few most recent segments. Bounded by a
 // session count and a total token count; the least recently used sessions go first, so what is kept is what the
 // rollouts still running will continue. A session that is gone only costs a new segment (a `no_session` fork).
+// An lru-cache holds them, sized by their tokens; a session grows in place, so each commit puts it back to be
+// sized again, which is also when the others are dropped to make room.
+import { LRUCache } from 'lru-cache';
 import { type Segment, segmentTokens } from './segment.js';
 
 /**
@@ -23,13 +26,22 @@ export interface SessionLimits {
 export type SegmentDraft = Omit<Segment, 'index' | 'version'>;
 
 export class HistorySessions {
-  readonly #limits: SessionLimits;
-  // A Map iterates in insertion order: re-inserting on use keeps the least recently used first.
-  readonly #sessions = new Map<string, Session>();
+  readonly #sessions: LRUCache<string, Session>;
+  /** Tokens of every kept session (the cache's sizes are capped at the budget and never 0, so they are not it). */
   #tokens = 0;
 
   constructor(limits: SessionLimits) {
-    this.#limits = limits;
+    const { maxTokens } = limits;
+    this.#sessions = new LRUCache<string, Session>({
+      max: limits.maxSessions,
+      maxSize: maxTokens,
+      // A session alone over the budget still stays when it is the one just used: sized as the whole budget, it
+      // makes every other go. lru-cache sizes are positive, so a session reserved and not yet committed counts 1.
+      sizeCalculation: (session) => Math.min(Math.max(1, session.tokens), maxTokens),
+      dispose: (session, _key, reason) => {
+        if (reason === 'evict') this.#tokens -= session.tokens;
+      },
+    });
   }
 
   get size(): number {
@@ -40,11 +52,13 @@ export class HistorySessions {
     return this.#tokens;
   }
 
+  /** The session, now the most recently used; a new empty one when there is none. */
   #use(key: string): Session {
     let session = this.#sessions.get(key);
-    if (session === undefined) session = { segments: [], nextIndex: 0, tokens: 0 };
-    else this.#sessions.delete(key);
-    this.#sessions.set(key, session);
+    if (session === undefined) {
+      session = { segments: [], nextIndex: 0, tokens: 0 };
+      this.#sessions.set(key, session);
+    }
     return session;
   }
 
@@ -84,7 +98,7 @@ export class HistorySessions {
       const dropped = session.segments.pop();
       if (dropped !== undefined) this.#count(session, -segmentTokens(dropped));
     }
-    this.#evict(key);
+    this.#resize(key, session);
     return segment;
   }
 
@@ -93,13 +107,12 @@ export class HistorySessions {
     this.#tokens += delta;
   }
 
-  /** Drops least recently used sessions until both limits hold; the session just used stays. */
-  #evict(keep: string): void {
-    for (const [key, session] of this.#sessions) {
-      if (this.#sessions.size <= this.#limits.maxSessions && this.#tokens <= this.#limits.maxTokens) return;
-      if (key === keep) continue;
-      this.#sessions.delete(key);
-      this.#tokens -= session.tokens;
-    }
+  /**
+   * Puts the grown session back so the cache sizes it again (lru-cache does not size a value set over itself);
+   * least recently used sessions go until both limits hold, and this one, the most recent, stays.
+   */
+  #resize(key: string, session: Session): void {
+    this.#sessions.delete(key);
+    this.#sessions.set(key, session);
   }
 }
