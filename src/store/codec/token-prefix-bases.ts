@@ -1,6 +1,7 @@
 // The write path's memory of recent spans per attempt (their token context, long strings and head), so a new
 // span can be stored relative to an earlier one (span-codec.ts) without a SELECT. Bounded by rollouts and by
 // the tokens and characters held; whatever is forgotten is simply stored in full next time.
+import { LRUCache } from 'lru-cache';
 import type { SpanBase } from './span-codec.js';
 import { contextPrefixLength } from './token-ids-varint-codec.js';
 
@@ -38,20 +39,28 @@ export function chooseBase<B extends StoredBase>(candidates: readonly B[], promp
   return best ?? candidates[0] ?? null;
 }
 
-export class TokenPrefixBases<B extends StoredBase = StoredBase> {
-  readonly #maxRollouts: number;
-  readonly #maxTokens: number;
-  /** rollout -> attempt -> candidates, highest sequence id first; Map order is least recently used first. */
-  readonly #rollouts = new Map<string, Map<string, B[]>>();
-  #tokens = 0;
+/** One rollout's candidates per attempt and the tokens they hold. */
+interface RolloutBases<B> {
+  readonly attempts: Map<string, B[]>;
+  tokens: number;
+}
 
+export class TokenPrefixBases<B extends StoredBase = StoredBase> {
+  /** rollout -> attempt -> candidates, highest sequence id first; least recently written rollouts go first. */
+  readonly #rollouts: LRUCache<string, RolloutBases<B>>;
   constructor(options: TokenPrefixBasesOptions = {}) {
-    this.#maxRollouts = options.maxRollouts ?? 1_024;
-    this.#maxTokens = options.maxTokens ?? 8_000_000;
+    const maxTokens = options.maxTokens ?? 8_000_000;
+    this.#rollouts = new LRUCache<string, RolloutBases<B>>({
+      max: options.maxRollouts ?? 1_024,
+      maxSize: maxTokens,
+      // A rollout alone over the budget still stays when it is the one just written: sized as the whole budget,
+      // it makes every other go.
+      sizeCalculation: (rollout) => Math.min(Math.max(1, rollout.tokens), maxTokens),
+    });
   }
 
   candidates(rolloutId: string, attemptId: string): readonly B[] {
-    return this.#rollouts.get(rolloutId)?.get(attemptId) ?? [];
+    return this.#rollouts.peek(rolloutId)?.attempts.get(attemptId) ?? [];
   }
 
   /** chooseBase over this attempt's candidates. */
@@ -60,41 +69,27 @@ export class TokenPrefixBases<B extends StoredBase = StoredBase> {
   }
 
   remember(rolloutId: string, attemptId: string, base: B): void {
-    let attempts = this.#rollouts.get(rolloutId);
-    if (attempts === undefined) {
-      attempts = new Map();
-    } else {
-      this.#rollouts.delete(rolloutId);
-    }
-    this.#rollouts.set(rolloutId, attempts);
-    const list = attempts.get(attemptId) ?? [];
+    const rollout = this.#rollouts.peek(rolloutId) ?? { attempts: new Map<string, B[]>(), tokens: 0 };
+    const list = rollout.attempts.get(attemptId) ?? [];
     let at = 0;
     while (at < list.length && list[at]!.sequenceId > base.sequenceId) at++;
     list.splice(at, 0, base);
-    this.#tokens += size(base);
-    while (list.length > CANDIDATES_PER_ATTEMPT) this.#tokens -= size(list.pop()!);
-    attempts.set(attemptId, list);
-    this.#evict(rolloutId);
+    let delta = size(base);
+    while (list.length > CANDIDATES_PER_ATTEMPT) delta -= size(list.pop()!);
+    rollout.attempts.set(attemptId, list);
+    rollout.tokens += delta;
+    // Put back to be sized again (lru-cache does not size a value set over itself): the most recently written,
+    // so the least recently written rollouts go until both limits hold.
+    this.#rollouts.delete(rolloutId);
+    this.#rollouts.set(rolloutId, rollout);
   }
 
   forgetRollout(rolloutId: string): void {
-    const attempts = this.#rollouts.get(rolloutId);
-    if (attempts === undefined) return;
-    for (const list of attempts.values()) for (const base of list) this.#tokens -= size(base);
     this.#rollouts.delete(rolloutId);
   }
 
   clear(): void {
     this.#rollouts.clear();
-    this.#tokens = 0;
-  }
-
-  #evict(keep: string): void {
-    for (const rolloutId of this.#rollouts.keys()) {
-      if (this.#rollouts.size <= this.#maxRollouts && this.#tokens <= this.#maxTokens) return;
-      if (rolloutId === keep) return;
-      this.forgetRollout(rolloutId);
-    }
   }
 }
 
