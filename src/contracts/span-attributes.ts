@@ -60,11 +60,14 @@ export type TokenIdsReason =
 export const choicePromptTokenIdsAttr = (index: number): string => `rollgate.choices.${index}.prompt_token_ids`;
 /** Why the chosen-token logprobs were left out although the engine sent some; absent when they were kept. */
 /**
- * MoE routing replay: the first choice's routed experts as a base64 `.npy` array of shape (prompt + response - 1,
- * layers, top_k), narrowest unsigned dtype; row i is token i of the prompt ids followed by the response ids
+ * MoE routing replay: the first choice's routed experts, the bytes of a row-major array of shape
+ * `rollgate.routed_experts.shape` = [prompt + response - 1, layers, top_k] in `rollgate.routed_experts.dtype`
+ * (little-endian), as base64; row i is token i of the prompt ids followed by the response ids
  * (docs/training-data.md#routed-experts).
  */
 export const ATTR_ROUTED_EXPERTS = 'rollgate.routed_experts' as const;
+export const ATTR_ROUTED_EXPERTS_SHAPE = 'rollgate.routed_experts.shape' as const;
+export const ATTR_ROUTED_EXPERTS_DTYPE = 'rollgate.routed_experts.dtype' as const;
 /** Whether the routes the engine sent were kept: `ok`, or why not (`malformed`, `not_covering`). */
 export const ATTR_ROUTED_EXPERTS_STATUS = 'rollgate.routed_experts.status' as const;
 export const ROUTED_EXPERTS_STATUS_VALUE_OK = 'ok' as const;

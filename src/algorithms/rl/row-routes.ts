@@ -3,7 +3,7 @@
 // They are taken only when that call's prompt and response ids are the row's tokens exactly and the routes have
 // one row per token but the last; anything else is missing, never routes of other tokens.
 import * as A from '../../contracts/span-attributes.js';
-import { npyBase64Shape } from '../../gateway/capture/routed-experts.js';
+import { isRoutesDtype, storedToNpyBase64 } from '../../gateway/capture/routed-experts.js';
 import type { Span } from '../../store/core/types.js';
 
 export interface RowTokens {
@@ -38,14 +38,16 @@ export function rowRoutedExperts(row: RowTokens, bySequence: ReadonlyMap<number,
   const last = row.sequenceIds[row.sequenceIds.length - 1];
   const span = last === undefined ? undefined : bySequence.get(last);
   if (span === undefined) return null;
-  const routes = span.attributes[A.ATTR_ROUTED_EXPERTS];
-  if (typeof routes !== 'string') return null;
+  const data = span.attributes[A.ATTR_ROUTED_EXPERTS];
+  const shape = ids(span.attributes[A.ATTR_ROUTED_EXPERTS_SHAPE]);
+  const dtype = span.attributes[A.ATTR_ROUTED_EXPERTS_DTYPE];
+  if (typeof data !== 'string' || shape === null || shape.length !== 3 || !isRoutesDtype(dtype)) return null;
   const prompt = ids(span.attributes[A.ATTR_PROMPT_TOKEN_IDS]);
   const response = ids(span.attributes[A.ATTR_RESPONSE_TOKEN_IDS]);
   if (prompt === null || response === null || !sameTokens(row, prompt, response)) return null;
-  const shape = npyBase64Shape(routes);
-  if (shape === null || shape[0] !== prompt.length + response.length - 1) return null;
-  return routes;
+  const [rows = -1, layers = 0, topK = 0] = shape;
+  if (rows !== prompt.length + response.length - 1) return null;
+  return storedToNpyBase64({ data, shape: [rows, layers, topK], dtype });
 }
 
 /** The rollout's spans by sequence id (the ids rows name their calls by). */

@@ -1,9 +1,9 @@
 // The routed experts a call's record keeps (docs/training-data.md#routed-experts): the first choice's, over its
-// prompt and response ids, as one `.npy` string. vLLM's own string is kept byte for byte when it already has exactly
-// those rows; other forms are encoded once, in the narrowest dtype.
+// prompt and response ids, as their bytes in the narrowest dtype (base64) with shape and dtype beside. vLLM's own
+// bytes are kept as they came (it already sends the narrowest dtype); other forms are converted once.
 import type { CanonicalRecord, RecordedAttributes } from '../../contracts/call-record.js';
 import * as A from '../../contracts/span-attributes.js';
-import { encodeNpyBase64 } from './routed-experts.js';
+import { toStoredRoutes } from './routed-experts.js';
 import type { RoutesCapture } from './routes-capture.js';
 
 /** Span attributes for the routes; empty when the answer carried none. */
@@ -23,8 +23,11 @@ export function routedExpertsAttributes(routes: RoutesCapture, record: Canonical
         : A.ROUTED_EXPERTS_STATUS_VALUE_NOT_COVERING;
     return { [A.ATTR_ROUTED_EXPERTS_STATUS]: status };
   }
+  const stored = toStoredRoutes(resolved.routes);
   return {
     [A.ATTR_ROUTED_EXPERTS_STATUS]: A.ROUTED_EXPERTS_STATUS_VALUE_OK,
-    [A.ATTR_ROUTED_EXPERTS]: resolved.npy ?? encodeNpyBase64(resolved.routes),
+    [A.ATTR_ROUTED_EXPERTS]: stored.data,
+    [A.ATTR_ROUTED_EXPERTS_SHAPE]: [...stored.shape],
+    [A.ATTR_ROUTED_EXPERTS_DTYPE]: stored.dtype,
   };
 }

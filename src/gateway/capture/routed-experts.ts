@@ -9,7 +9,10 @@
 // - vLLM 0.21: nested int lists, `prompt_routed_experts` at the top (prompt rows) plus `routed_experts` per choice.
 // - vLLM raw bytes / SGLang (`sgl_ext.routed_experts`): base64 of little-endian int32, flat; the rows follow from
 //   the token count the call returned (prompt + completion - 1, or prompt + completion).
-// The stored form is the `.npy` one (base64, narrowest dtype), so readers need nothing but np.load.
+// Stored: the array's bytes (narrowest dtype) as base64, with its shape and dtype beside; a later turn's routes
+// then start with the earlier turn's, which the span codec stores once (a prefix reference). Batches and exports
+// hand out a `.npy` (base64), made by putting a 192-byte header's base64 before the stored string: 192 is a
+// multiple of 3, so the two base64 strings join without decoding anything.
 
 export type RoutesDtype = 'uint8' | 'uint16' | 'int16' | 'int32';
 export type RoutesArray = Uint8Array | Uint16Array | Int16Array | Int32Array;
@@ -93,27 +96,6 @@ function base64Bytes(text: string): Uint8Array | null {
   return Buffer.from(text, 'base64');
 }
 
-/**
- * The shape in a base64 `.npy` string's header, read from its first bytes only (a stored array can be megabytes);
- * null when it is no 3-d `.npy`.
- */
-export function npyBase64Shape(text: string): [number, number, number] | null {
-  const head = Buffer.from(text.slice(0, 4 * 64), 'base64');
-  const major = head[6];
-  const start = major === 1 ? 10 : 12;
-  const length = major === 1 ? head.readUInt16LE(8) : major === 2 || major === 3 ? head.readUInt32LE(8) : -1;
-  if (head.length < 12 || length < 0) return null;
-  const prefix =
-    length + start <= head.length
-      ? head
-      : Buffer.from(text.slice(0, Math.ceil((start + length) / 3) * 4 + 4), 'base64');
-  for (let i = 0; i < NPY_MAGIC.length; i++) if (prefix[i] !== NPY_MAGIC[i]) return null;
-  const header = prefix.subarray(start, start + length).toString('latin1');
-  const dims = /'shape'\s*:\s*\((\d+),\s*(\d+),\s*(\d+),?\s*\)/.exec(header);
-  if (dims === null) return null;
-  return [Number(dims[1]), Number(dims[2]), Number(dims[3])];
-}
-
 /** A base64 `.npy` string (vLLM's current form, and rollgate's stored one). */
 export function decodeNpyBase64(text: string): RoutedExperts | null {
   const bytes = base64Bytes(text);
@@ -182,11 +164,14 @@ function narrowest(values: RoutesArray): RoutesDtype {
   return max < 256 ? 'uint8' : max < 65536 ? 'uint16' : 'int32';
 }
 
+/** A header length that keeps numpy's 64-byte data alignment and is a whole number of base64 groups. */
+const NPY_HEADER_UNIT = 192;
+
 function npyHeader(descr: string, shape: readonly number[]): Buffer {
   const dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape.join(', ')}), }`;
   // Header padded with spaces and a newline so the data starts on a 64-byte boundary (numpy's own layout).
   const unpadded = 10 + dict.length + 1;
-  const padded = Math.ceil(unpadded / 64) * 64;
+  const padded = Math.ceil(unpadded / NPY_HEADER_UNIT) * NPY_HEADER_UNIT;
   const header = Buffer.alloc(padded, 0x20);
   Buffer.from(NPY_MAGIC).copy(header, 0);
   header[6] = 1;
@@ -197,13 +182,49 @@ function npyHeader(descr: string, shape: readonly number[]): Buffer {
   return header;
 }
 
-/** Routes as a `.npy` file in the narrowest dtype (or the one asked for), as base64. */
-export function encodeNpyBase64(routes: RoutedExperts, dtype: RoutesDtype = narrowest(routes.values)): string {
-  const descr = dtype === 'uint8' ? '|u1' : dtype === 'uint16' ? '<u2' : dtype === 'int16' ? '<i2' : '<i4';
-  const size = dtype === 'uint8' ? 1 : dtype === 'int32' ? 4 : 2;
-  const header = npyHeader(descr, [routes.rows, routes.layers, routes.topK]);
-  const data = Buffer.alloc(routes.values.length * size);
+const DESCR_OF: Readonly<Record<RoutesDtype, string>> = { uint8: '|u1', uint16: '<u2', int16: '<i2', int32: '<i4' };
+
+/** The stored form: the values' bytes in one dtype, as base64, with the shape and dtype to read them. */
+export interface StoredRoutes {
+  readonly data: string;
+  readonly shape: readonly [number, number, number];
+  readonly dtype: RoutesDtype;
+}
+
+export function isRoutesDtype(value: unknown): value is RoutesDtype {
+  return typeof value === 'string' && value in DESCR_OF;
+}
+
+/** The `.npy` (base64) of stored routes: the header's base64 joined to the stored data, nothing decoded. */
+export function storedToNpyBase64(stored: StoredRoutes): string {
+  return npyHeader(DESCR_OF[stored.dtype], stored.shape).toString('base64') + stored.data;
+}
+
+function dtypeOf(values: RoutesArray): RoutesDtype {
+  if (values instanceof Uint8Array) return 'uint8';
+  if (values instanceof Uint16Array) return 'uint16';
+  if (values instanceof Int16Array) return 'int16';
+  return 'int32';
+}
+
+/**
+ * Routes in their stored form. An array already in its narrowest unsigned dtype (vLLM's own) keeps its bytes as
+ * they came; any other is converted once.
+ */
+export function toStoredRoutes(routes: RoutedExperts): StoredRoutes {
+  const shape = [routes.rows, routes.layers, routes.topK] as const;
+  const dtype = narrowest(routes.values);
   const values = routes.values;
+  if (dtypeOf(values) === dtype) {
+    const bytes = Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+    return { data: bytes.toString('base64'), shape, dtype };
+  }
+  return { data: dataBytes(values, dtype).toString('base64'), shape, dtype };
+}
+
+function dataBytes(values: RoutesArray, dtype: RoutesDtype): Buffer {
+  const size = dtype === 'uint8' ? 1 : dtype === 'int32' ? 4 : 2;
+  const data = Buffer.alloc(values.length * size);
   for (let i = 0; i < values.length; i++) {
     const v = values[i] ?? 0;
     if (size === 1) data[i] = v;
@@ -211,7 +232,13 @@ export function encodeNpyBase64(routes: RoutedExperts, dtype: RoutesDtype = narr
     else if (dtype === 'int16') data.writeInt16LE(v, i * 2);
     else data.writeInt32LE(v, i * 4);
   }
-  return Buffer.concat([header, data]).toString('base64');
+  return data;
+}
+
+/** Routes as a `.npy` file in the narrowest dtype (or the one asked for), as base64. */
+export function encodeNpyBase64(routes: RoutedExperts, dtype: RoutesDtype = narrowest(routes.values)): string {
+  const header = npyHeader(DESCR_OF[dtype], [routes.rows, routes.layers, routes.topK]);
+  return Buffer.concat([header, dataBytes(routes.values, dtype)]).toString('base64');
 }
 
 /** The first `rows` rows (a view, no copy). */

@@ -20,11 +20,7 @@ interface RawRoutes {
 export type RoutesProblem = 'malformed' | 'not_covering';
 
 export type ResolvedRoutes =
-  | {
-      readonly ok: true;
-      readonly routes: RoutedExperts /** The engine's own `.npy` string when it can be stored as is. */;
-      readonly npy: string | null;
-    }
+  | { readonly ok: true; readonly routes: RoutedExperts }
   | { readonly ok: false; readonly problem: RoutesProblem };
 
 export class RoutesCapture {
@@ -73,12 +69,9 @@ export class RoutesCapture {
     const raw = this.#byChoice.get(index);
     if (raw === undefined) return null;
     let routes: RoutedExperts | null = null;
-    let npy: string | null = null;
     if (typeof raw.vllm === 'string') {
-      routes = decodeNpyBase64(raw.vllm);
-      if (routes !== null) npy = raw.vllm;
-      // The raw-bytes variant: no .npy header, int32 like SGLang's.
-      else routes = decodeFlatInt32(raw.vllm, tokens);
+      // The raw-bytes variant has no .npy header: int32 like SGLang's.
+      routes = decodeNpyBase64(raw.vllm) ?? decodeFlatInt32(raw.vllm, tokens);
     } else if (Array.isArray(raw.vllm)) {
       routes = decodeNested(index === 0 ? this.#promptRows : null, raw.vllm);
     } else if (raw.sglang.length > 0) {
@@ -87,8 +80,7 @@ export class RoutesCapture {
     if (routes === null) return { ok: false, problem: 'malformed' };
     const rows = tokens - 1;
     if (routes.rows < rows || rows < 0) return { ok: false, problem: 'not_covering' };
-    if (routes.rows === rows) return { ok: true, routes, npy };
-    return { ok: true, routes: sliceRows(routes, rows), npy: null };
+    return { ok: true, routes: routes.rows === rows ? routes : sliceRows(routes, rows) };
   }
 }
 

@@ -35,7 +35,7 @@ def routes(tokens, experts, seed):
     out = np.zeros((rows, LAYERS, TOP_K), dtype=np.int64)
     for t in range(rows):
         for layer in range(LAYERS):
-            first = (seed * 7 + t * 5 + layer * 3) % experts
+            first = (seed * 97 + t * 53 + layer * 31) % experts
             out[t, layer, 0] = first
             out[t, layer, 1] = (first + 1 + (t + layer) % (experts - 1)) % experts
     return out

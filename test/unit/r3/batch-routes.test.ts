@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { buildBatch } from '../../../src/algorithms/rl/batch.js';
 import { exportRows } from '../../../src/commands/export.js';
 import * as A from '../../../src/contracts/span-attributes.js';
-import { decodeNpyBase64, encodeNpyBase64 } from '../../../src/gateway/capture/routed-experts.js';
+import { decodeNpyBase64, encodeNpyBase64, toStoredRoutes } from '../../../src/gateway/capture/routed-experts.js';
 import type { Attributes, Rollout } from '../../../src/store/core/types.js';
 import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
@@ -13,7 +13,7 @@ import { makeSpan, rewardSpan } from '../adapters/fixtures.js';
 const LAYERS = 2;
 const TOP_K = 2;
 
-/** Deterministic routes of `tokens` tokens (rows = tokens - 1), distinct per token. */
+/** Deterministic routes of `tokens` tokens (rows = tokens - 1), distinct per token, as a `.npy`. */
 function routesOver(tokens: readonly number[]): string {
   const rows = tokens.length - 1;
   const values = Int32Array.from({ length: rows * LAYERS * TOP_K }, (_, i) => {
@@ -40,7 +40,14 @@ async function rollout(store: MemoryStore, calls: Call[], reward: number): Promi
       [A.ATTR_MODEL_VERSION]: 0,
       [A.ATTR_ROUTED_EXPERTS_STATUS]: c.routes === 'none' ? A.ROUTED_EXPERTS_STATUS_VALUE_NOT_COVERING : 'ok',
     };
-    if (c.routes !== 'none') attributes[A.ATTR_ROUTED_EXPERTS] = c.routes ?? routesOver([...c.prompt, ...c.response]);
+    if (c.routes !== 'none') {
+      const routes = decodeNpyBase64(c.routes ?? routesOver([...c.prompt, ...c.response]));
+      if (routes === null) throw new Error('routes');
+      const stored = toStoredRoutes(routes);
+      attributes[A.ATTR_ROUTED_EXPERTS] = stored.data;
+      attributes[A.ATTR_ROUTED_EXPERTS_SHAPE] = [...stored.shape];
+      attributes[A.ATTR_ROUTED_EXPERTS_DTYPE] = stored.dtype;
+    }
     await store.addSpan(makeSpan({ seq: seq++, attributes, ...ids }));
   }
   await store.addSpan(rewardSpan(seq, reward, ids));

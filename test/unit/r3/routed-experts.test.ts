@@ -9,8 +9,10 @@ import { canonicalRecord } from '../../../src/gateway/capture/canonical.js';
 import {
   decodeNpyBase64,
   encodeNpyBase64,
+  isRoutesDtype,
   type RoutedExperts,
   readNpy,
+  storedToNpyBase64,
 } from '../../../src/gateway/capture/routed-experts.js';
 import { routedExpertsAttributes } from '../../../src/gateway/capture/routed-experts-record.js';
 
@@ -27,6 +29,14 @@ const fixtures = JSON.parse(
 
 function flat(routes: RoutedExperts): number[] {
   return Array.from(routes.values);
+}
+
+/** The stored attributes as the `.npy` batches and exports hand out. */
+function npyOf(attributes: Record<string, unknown>): string {
+  const shape = attributes[A.ATTR_ROUTED_EXPERTS_SHAPE] as [number, number, number];
+  const dtype = attributes[A.ATTR_ROUTED_EXPERTS_DTYPE];
+  if (!isRoutesDtype(dtype)) throw new Error(`dtype ${String(dtype)}`);
+  return storedToNpyBase64({ data: String(attributes[A.ATTR_ROUTED_EXPERTS]), shape, dtype });
 }
 
 function stored(body: Record<string, unknown>): Record<string, unknown> {
@@ -52,7 +62,7 @@ describe('routed experts from the engines', () => {
     it(`${fixture.name}: stored routes equal the engine's, row for row`, () => {
       const attributes = stored(fixture.body);
       expect(attributes[A.ATTR_ROUTED_EXPERTS_STATUS]).toBe('ok');
-      const routes = decodeNpyBase64(String(attributes[A.ATTR_ROUTED_EXPERTS]));
+      const routes = decodeNpyBase64(npyOf(attributes));
       expect(routes).not.toBeNull();
       if (routes === null) return;
       expect(routes.rows).toBe(fixture.expected.length);
@@ -62,9 +72,20 @@ describe('routed experts from the engines', () => {
     });
   }
 
-  it("keeps vLLM's own .npy string byte for byte", () => {
+  it("keeps vLLM's own bytes and dtype, and stores the narrowest dtype for the others", () => {
+    const dtypes = fixtures.cases.map((c) => [c.name, stored(c.body)[A.ATTR_ROUTED_EXPERTS_DTYPE]]);
+    expect(dtypes).toEqual([
+      ['vllm-npy-uint8', 'uint8'],
+      ['vllm-npy-uint16', 'uint16'],
+      ['vllm-npy-int32', 'uint8'],
+      ['vllm-nested-int16', 'uint8'],
+      ['vllm-raw-int32', 'uint8'],
+      ['sglang-int32', 'uint8'],
+    ]);
     const body = fixtures.cases[0]?.body as { choices: Array<{ routed_experts: string }> };
-    expect(stored(body)[A.ATTR_ROUTED_EXPERTS]).toBe(body.choices[0]?.routed_experts);
+    const npy = Buffer.from(body.choices[0]?.routed_experts ?? '', 'base64');
+    const data = Buffer.from(String(stored(body)[A.ATTR_ROUTED_EXPERTS]), 'base64');
+    expect(npy.subarray(npy.length - data.length).equals(data)).toBe(true);
   });
 
   it('refuses routes that do not cover the tokens, and garbage', () => {
@@ -109,7 +130,7 @@ describe('routed experts from the engines', () => {
     });
     const record = canonicalRecord(capture.result(), { complete: true, unavailable: null });
     const attributes = routedExpertsAttributes(capture.routes, record);
-    const routes = decodeNpyBase64(String(attributes[A.ATTR_ROUTED_EXPERTS]));
+    const routes = decodeNpyBase64(npyOf(attributes));
     expect(routes === null ? null : flat(routes)).toEqual(fixture.expected.flat(2));
   });
 
@@ -121,8 +142,8 @@ describe('routed experts from the engines', () => {
     expect(back?.values).toBeInstanceOf(Uint16Array);
     expect(back === null ? null : flat(back)).toEqual(Array.from(values));
     const bytes = Buffer.from(text, 'base64');
-    // numpy's layout: data on a 64-byte boundary.
-    expect((bytes.length - values.length * 2) % 64).toBe(0);
+    // numpy's layout: data on a 64-byte boundary; a whole number of base64 groups before it.
+    expect((bytes.length - values.length * 2) % 192).toBe(0);
     expect(readNpy(bytes.subarray(0, bytes.length - 1))).toBeNull();
   });
 });
