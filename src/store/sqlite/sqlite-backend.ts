@@ -18,6 +18,7 @@
 
 import type BetterSqlite3 from 'better-sqlite3';
 import Database from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
 import { ATTR_PROMPT_TOKEN_IDS } from '../../contracts/span-attributes.js';
 import { SpanEncoder, tokenContextOf } from '../codec/span-codec.js';
 import { SpanDictionaries } from '../codec/span-dictionaries.js';
@@ -232,7 +233,7 @@ export class SqliteBackend implements StoreBackend {
   readonly #dictionaries = new SpanDictionaries();
   readonly #bases = new TokenPrefixBases();
   readonly #pendingSpanKeys = new Set<string>();
-  readonly #spanKeys = new Map<string, Set<string>>();
+  readonly #spanKeys = new LRUCache<string, Set<string>>({ max: KNOWN_SPAN_ROLLOUTS_MAX });
   #batch: Batch | null = null;
   /** The unit the current caller is writing; closed by durable(). */
   #unit: Unit | null = null;
@@ -868,12 +869,11 @@ export class SqliteBackend implements StoreBackend {
   /**
    * Span keys of a rollout that is receiving spans, loaded with one range query on its first span, so the
    * duplicate check on the hot path is a set lookup instead of a SELECT per span. Bounded: sets are dropped
-   * when their rollout finishes, and all of them past KNOWN_SPAN_ROLLOUTS_MAX rollouts.
+   * when their rollout finishes, and the least recently used past KNOWN_SPAN_ROLLOUTS_MAX rollouts.
    */
   #knownSpanKeys(rolloutId: string): Set<string> {
     let keys = this.#spanKeys.get(rolloutId);
     if (keys === undefined) {
-      if (this.#spanKeys.size >= KNOWN_SPAN_ROLLOUTS_MAX) this.#spanKeys.clear();
       keys = new Set();
       for (const row of this.#stmt.spanKeysOfRollout.iterate(rolloutId)) {
         keys.add(row.attempt_id + KEY_SEPARATOR + row.span_id);

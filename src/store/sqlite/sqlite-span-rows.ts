@@ -1,6 +1,7 @@
 // Span rows of the SQLite store, for every packing a file may hold: 1 (JSON + int32 runs, files before schema
 // version 3), 2 (JSON + varints with a prompt prefix from row `base_id`) and 3 (span-codec.ts, the whole span in
 // `packed`, relative to row `base_id`). The store writes packing 3; a migration converts the older rows.
+import { LRUCache } from 'lru-cache';
 import { decodeSpan, type SpanBase, spanBaseOf, tokenContextOf } from '../codec/span-codec.js';
 import { unpackIntArrays } from '../codec/token-ids-codec.js';
 import { type TokenContext, unpackVarintArrays } from '../codec/token-ids-varint-codec.js';
@@ -25,15 +26,24 @@ interface DecodedRow {
   base: SpanBase | null;
 }
 
+/** Where decoded rows are kept: a Map, or an lru-cache when bounded. */
+interface DecodedRows {
+  get(id: number): DecodedRow | undefined;
+  set(id: number, row: DecodedRow): unknown;
+}
+
 /**
  * Decodes span rows, remembering what it decoded so a base is decoded once. Rows of one rollout read in id order
  * meet their bases first; `rowById` serves a base outside the rows being read.
  */
 export class SpanRowReader {
-  readonly #decoded = new Map<number, DecodedRow>();
+  /**
+   * Unbounded for one query's rows; a long scan (the migration) keeps the most recently used, and reads an older
+   * base again by id.
+   */
+  readonly #decoded: DecodedRows;
   readonly #rowById: (id: number) => SpanRow | undefined;
   readonly #shared: (id: number) => Buffer | undefined;
-  readonly #maxRows: number;
 
   constructor(options: {
     rowById: (id: number) => SpanRow | undefined;
@@ -43,7 +53,8 @@ export class SpanRowReader {
   }) {
     this.#rowById = options.rowById;
     this.#shared = options.shared;
-    this.#maxRows = options.maxRows ?? Number.POSITIVE_INFINITY;
+    const maxRows = options.maxRows;
+    this.#decoded = maxRows === undefined ? new Map() : new LRUCache<number, DecodedRow>({ max: maxRows });
   }
 
   read(row: SpanRow): Span {
@@ -69,8 +80,6 @@ export class SpanRowReader {
       }
       decoded = { span, head: '', base: null };
     }
-    // A long scan (the migration) keeps only recent rows; an older base is read again by id.
-    if (this.#decoded.size >= this.#maxRows) this.#decoded.clear();
     this.#decoded.set(row.id, decoded);
     return decoded;
   }
