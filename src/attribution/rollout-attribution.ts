@@ -33,7 +33,7 @@ export interface RolloutAttributionOptions {
   readonly store: AttributionStore;
   /** Register unknown rollouts and attempts under the caller's ids (config `rollouts.autoCreate`). */
   readonly autoCreate: boolean;
-  /** Most pairs remembered before the cache is cleared (default 10 000). */
+  /** Most pairs remembered; past it the least recently used rollouts are checked again (default 10 000). */
   readonly limit?: number;
 }
 
