@@ -3,12 +3,7 @@
 // `gen_ai.prompt.<i>.*` / `gen_ai.completion.<i>.*` form is the fallback. Spans that carry no messages
 // (only request/response metadata) yield nothing (docs/failure-classes.md#54).
 
-import {
-  ATTR_GEN_AI_INPUT_MESSAGES,
-  ATTR_GEN_AI_OUTPUT_MESSAGES,
-  ATTR_GEN_AI_SYSTEM_INSTRUCTIONS,
-  ATTR_GEN_AI_TOOL_DEFINITIONS,
-} from '../contracts/span-attributes.js';
+import { readStoredCall } from '../contracts/stored-call.js';
 import type { Attributes, Span } from '../store/core/types.js';
 import { maybeParseLiteral, parseLiteral } from './literal.js';
 import { sortSpansBySequence } from './span-order.js';
@@ -61,8 +56,7 @@ function argumentsText(value: unknown): string {
 
 // --- semconv JSON form ---------------------------------------------------------------------------
 
-function readJsonArray(attrs: Attributes, key: string): unknown[] | null {
-  const raw = attrs[key];
+function readJsonArray(raw: unknown): unknown[] | null {
   if (raw === undefined) return null;
   const parsed = typeof raw === 'string' ? parseLiteral(raw) : raw;
   return Array.isArray(parsed) ? parsed : null;
@@ -112,11 +106,12 @@ function normaliseToolDefinition(def: unknown): ChatToolDefinition | null {
 }
 
 function readSemconv(attrs: Attributes): ChatConversation | null {
-  const input = readJsonArray(attrs, ATTR_GEN_AI_INPUT_MESSAGES);
-  const output = readJsonArray(attrs, ATTR_GEN_AI_OUTPUT_MESSAGES);
+  const call = readStoredCall(attrs);
+  const input = readJsonArray(call.inputMessages);
+  const output = readJsonArray(call.outputMessages);
   if (!input && !output) return null;
   const messages: ChatMessage[] = [];
-  const system = readJsonArray(attrs, ATTR_GEN_AI_SYSTEM_INSTRUCTIONS);
+  const system = readJsonArray(call.systemInstructions);
   const inputMessages = (input ?? []).flatMap(semconvToMessages);
   const systemText = system ? partsText(system) : null;
   if (systemText !== null && !inputMessages.some((m) => m.role === 'system')) {
@@ -124,7 +119,7 @@ function readSemconv(attrs: Attributes): ChatConversation | null {
   }
   messages.push(...inputMessages, ...(output ?? []).flatMap(semconvToMessages));
   if (messages.length === 0) return null;
-  const defs = (readJsonArray(attrs, ATTR_GEN_AI_TOOL_DEFINITIONS) ?? [])
+  const defs = (readJsonArray(call.toolDefinitions) ?? [])
     .map(normaliseToolDefinition)
     .filter((d): d is ChatToolDefinition => d !== null);
   return { messages, tools: defs.length > 0 ? defs : null };

@@ -69,9 +69,11 @@ export interface StoredCall {
   readonly streamStatus: string | null;
   /** `rollgate.upstream.status_code`. */
   readonly upstreamStatusCode: number | null;
-  /** `gen_ai.input.messages` and `gen_ai.output.messages`, as stored (JSON text or a list). */
+  /** The GenAI message attributes as stored (JSON text or a list); the messages are parsed by their readers. */
   readonly inputMessages: unknown;
   readonly outputMessages: unknown;
+  readonly systemInstructions: unknown;
+  readonly toolDefinitions: unknown;
 }
 
 function text(value: unknown): string | null {
@@ -172,6 +174,8 @@ function read(attrs: StoredAttributes): StoredCall {
     upstreamStatusCode: typeof upstream === 'number' ? upstream : null,
     inputMessages: attrs[A.ATTR_GEN_AI_INPUT_MESSAGES],
     outputMessages: attrs[A.ATTR_GEN_AI_OUTPUT_MESSAGES],
+    systemInstructions: attrs[A.ATTR_GEN_AI_SYSTEM_INSTRUCTIONS],
+    toolDefinitions: attrs[A.ATTR_GEN_AI_TOOL_DEFINITIONS],
   };
 }
 
