@@ -127,10 +127,11 @@ export class LocalFleetState implements FleetStateStore {
     this.#slot?.save(serialiseFleetState(next));
     this.#state = next;
     // As NOTIFY is delivered after commit: the writer has its answer before anyone is told (a microtask would run
-    // before the awaiting writer resumes).
-    setImmediate(() => {
+    // before the awaiting writer resumes). setTimeout rather than setImmediate: this file is also type-checked for
+    // the dashboard, whose build knows the web timers only.
+    setTimeout(() => {
       for (const s of this.#subscribers) s.onChange();
-    });
+    }, 0);
     return this.#state;
   }
 

@@ -33,12 +33,12 @@ describe('fleet record', () => {
     });
     const written = await fleet.write({ kind: 'pool', model: 'm', pool });
     seen.push('answered');
-    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, 1));
     expect(seen).toEqual(['answered', 'change']);
     expect(await fleet.read()).toBe(written);
     unsubscribe();
     await fleet.write({ kind: 'pool', model: 'm', pool });
-    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, 1));
     expect(seen).toEqual(['answered', 'change']);
   });
 
