@@ -156,6 +156,7 @@ export function decodeNested(prompt: unknown, completion: unknown): RoutedExpert
 
 /** The narrowest dtype vLLM would use: uint8 up to 256 experts, uint16 up to 65536, else int32. */
 function narrowest(values: RoutesArray): RoutesDtype {
+  if (values instanceof Uint8Array) return 'uint8';
   let max = 0;
   for (const v of values) {
     if (v < 0) return 'int32';
