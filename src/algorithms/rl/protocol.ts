@@ -58,6 +58,14 @@ const sampleSchema = z.object({
         'gap tokens (mask 0) carry the version of the call that read them',
     ),
   sequence_ids: z.array(z.int()),
+  routed_experts: z
+    .string()
+    .nullable()
+    .optional()
+    .describe(
+      'MoE routing replay: base64 .npy of shape (len(prompt_ids) + len(response_ids) - 1, layers, top_k), row i ' +
+        'for token i of prompt_ids + response_ids; null when the rollout carries no routes',
+    ),
 });
 
 export const batchSchema = z.object({
@@ -97,6 +105,9 @@ export const batchSchema = z.object({
       auxiliary: z.int().describe("calls left out: the harness's housekeeping (titles, summaries, probes)"),
       failed_call: z.int().describe('calls left out: an upstream or stream error, or the agent left mid-answer'),
       raw_logprobs: z.int().describe('rows kept with logprobs null: raw logprobs under adjusted sampling'),
+      routed_experts_missing: z
+        .int()
+        .describe("rows left out: their rollout carries MoE routes but the row's are missing or do not cover it"),
     }),
   }),
 });
