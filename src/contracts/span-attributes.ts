@@ -68,9 +68,13 @@ export const choicePromptTokenIdsAttr = (index: number): string => `rollgate.cho
 export const ATTR_ROUTED_EXPERTS = 'rollgate.routed_experts' as const;
 export const ATTR_ROUTED_EXPERTS_SHAPE = 'rollgate.routed_experts.shape' as const;
 export const ATTR_ROUTED_EXPERTS_DTYPE = 'rollgate.routed_experts.dtype' as const;
-/** Whether the routes the engine sent were kept: `ok`, or why not (`malformed`, `not_covering`). */
+/**
+ * On every answered call of a pool that captures routes: `ok`, or why none were kept (`missing`: the answer had none,
+ * e.g. a vLLM stream or a server started without the flag; `malformed`; `not_covering`).
+ */
 export const ATTR_ROUTED_EXPERTS_STATUS = 'rollgate.routed_experts.status' as const;
 export const ROUTED_EXPERTS_STATUS_VALUE_OK = 'ok' as const;
+export const ROUTED_EXPERTS_STATUS_VALUE_MISSING = 'missing' as const;
 export const ROUTED_EXPERTS_STATUS_VALUE_MALFORMED = 'malformed' as const;
 export const ROUTED_EXPERTS_STATUS_VALUE_NOT_COVERING = 'not_covering' as const;
 export const ATTR_LOGPROBS_DROPPED = 'rollgate.logprobs.dropped' as const;

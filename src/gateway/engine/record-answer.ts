@@ -50,6 +50,9 @@ export function recordServedBy(run: CallRun, served: ServedBy): void {
   if (route.routing !== undefined) record.set(A.ATTR_ROUTING_DECISION, route.routing.decision);
   record.setAll(logprobSemanticsAttributes(route, rewritten.body));
   if (run.call.mode !== null) record.set(A.ATTR_MODE, run.call.mode);
+  // Until the capture finds routes (record-answer's recordCapture): a row of this call is then never trained without.
+  if (model.routedExperts === 'capture')
+    record.set(A.ATTR_ROUTED_EXPERTS_STATUS, A.ROUTED_EXPERTS_STATUS_VALUE_MISSING);
   if (Object.keys(rewritten.overrides).length > 0) {
     record.set(A.ATTR_REQUEST_OVERRIDES, JSON.stringify(rewritten.overrides));
   }

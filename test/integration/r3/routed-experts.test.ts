@@ -123,3 +123,18 @@ for (const [model, twin] of [
     });
   });
 }
+
+describe('a capturing pool whose answers carry no routes', () => {
+  it('marks the calls missing, and their rows are left out and counted, never trained without routes', async () => {
+    const rid = rolloutId('r3-stream');
+    const client = new OpenAI({ baseURL: `${gw.url}/rollout/${rid}/attempt/a1/v1`, apiKey: 'agent', maxRetries: 0 });
+    // vLLM streams carry no routes.
+    await runToolAgent({ client, model: 'policy', stream: true, history: 'message', task: 'Who built the first MoE?' });
+    const spans = (await gw.gateway.store.querySpans(rid)).items;
+    expect(spans.length).toBeGreaterThan(0);
+    for (const span of spans) expect(span.attributes[A.ATTR_ROUTED_EXPERTS_STATUS]).toBe('missing');
+    const { rows, missing } = await rowsOf(rid);
+    expect(rows).toEqual([]);
+    expect(missing).toBeGreaterThan(0);
+  });
+});
