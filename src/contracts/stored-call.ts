@@ -23,6 +23,17 @@ export interface RecordedSegments {
   readonly end: number;
 }
 
+/** The integer dtypes routed experts are stored in (`rollgate.routed_experts.dtype`). */
+export const ROUTES_DTYPES = ['uint8', 'uint16', 'int16', 'int32'] as const;
+export type RoutesDtype = (typeof ROUTES_DTYPES)[number];
+
+/** A call's stored MoE routes (docs/training-data.md#routed-experts): base64 bytes, `[rows, layers, top_k]`, dtype. */
+export interface StoredRoutes {
+  readonly data: string;
+  readonly shape: readonly [number, number, number];
+  readonly dtype: RoutesDtype;
+}
+
 export interface StoredCall {
   /** `rollgate.api`: which API the agent called. */
   readonly api: string | null;
@@ -74,6 +85,10 @@ export interface StoredCall {
   readonly outputMessages: unknown;
   readonly systemInstructions: unknown;
   readonly toolDefinitions: unknown;
+  /** `rollgate.routed_experts.status`: set on every answered call of a pool that captures routes. */
+  readonly routedExpertsStatus: string | null;
+  /** The routes with a usable shape and dtype; null otherwise. */
+  readonly routedExperts: StoredRoutes | null;
 }
 
 function text(value: unknown): string | null {
@@ -94,6 +109,16 @@ function numbers(value: unknown): readonly number[] | null {
   if (!Array.isArray(value)) return null;
   for (const item of value) if (typeof item !== 'number') return null;
   return value as number[];
+}
+
+function routesOf(attrs: StoredAttributes): StoredRoutes | null {
+  const data = attrs[A.ATTR_ROUTED_EXPERTS];
+  const shape = integers(attrs[A.ATTR_ROUTED_EXPERTS_SHAPE]);
+  const dtype = attrs[A.ATTR_ROUTED_EXPERTS_DTYPE];
+  if (typeof data !== 'string' || shape === null || shape.length !== 3) return null;
+  const known = ROUTES_DTYPES.find((d) => d === dtype);
+  const [rows = 0, layers = 0, topK = 0] = shape;
+  return known === undefined ? null : { data, shape: [rows, layers, topK], dtype: known };
 }
 
 function retryCount(value: unknown): number {
@@ -176,6 +201,8 @@ function read(attrs: StoredAttributes): StoredCall {
     outputMessages: attrs[A.ATTR_GEN_AI_OUTPUT_MESSAGES],
     systemInstructions: attrs[A.ATTR_GEN_AI_SYSTEM_INSTRUCTIONS],
     toolDefinitions: attrs[A.ATTR_GEN_AI_TOOL_DEFINITIONS],
+    routedExpertsStatus: text(attrs[A.ATTR_ROUTED_EXPERTS_STATUS]),
+    routedExperts: routesOf(attrs),
   };
 }
 

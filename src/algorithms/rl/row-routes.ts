@@ -2,8 +2,8 @@
 // the row's last call, which with prefix caching and a token-exact linear history cover every token of the row.
 // They are taken only when that call's prompt and response ids are the row's tokens exactly and the routes have
 // one row per token but the last; anything else is missing, never routes of other tokens.
-import * as A from '../../contracts/span-attributes.js';
-import { isRoutesDtype, storedToNpyBase64 } from '../../gateway/capture/routed-experts.js';
+import { readStoredCall } from '../../contracts/stored-call.js';
+import { storedToNpyBase64 } from '../../gateway/capture/routed-experts.js';
 import type { Span } from '../../store/core/types.js';
 
 export interface RowTokens {
@@ -14,11 +14,7 @@ export interface RowTokens {
 
 /** Whether any call of the rollout came from a pool that captures routes: its rows then need them (R3). */
 export function rolloutHasRoutes(spans: readonly Span[]): boolean {
-  return spans.some((span) => span.attributes[A.ATTR_ROUTED_EXPERTS_STATUS] !== undefined);
-}
-
-function ids(value: unknown): readonly number[] | null {
-  return Array.isArray(value) ? (value as number[]) : null;
+  return spans.some((span) => readStoredCall(span.attributes).routedExpertsStatus !== null);
 }
 
 function sameTokens(row: RowTokens, prompt: readonly number[], response: readonly number[]): boolean {
@@ -38,16 +34,13 @@ export function rowRoutedExperts(row: RowTokens, bySequence: ReadonlyMap<number,
   const last = row.sequenceIds[row.sequenceIds.length - 1];
   const span = last === undefined ? undefined : bySequence.get(last);
   if (span === undefined) return null;
-  const data = span.attributes[A.ATTR_ROUTED_EXPERTS];
-  const shape = ids(span.attributes[A.ATTR_ROUTED_EXPERTS_SHAPE]);
-  const dtype = span.attributes[A.ATTR_ROUTED_EXPERTS_DTYPE];
-  if (typeof data !== 'string' || shape === null || shape.length !== 3 || !isRoutesDtype(dtype)) return null;
-  const prompt = ids(span.attributes[A.ATTR_PROMPT_TOKEN_IDS]);
-  const response = ids(span.attributes[A.ATTR_RESPONSE_TOKEN_IDS]);
-  if (prompt === null || response === null || !sameTokens(row, prompt, response)) return null;
-  const [rows = -1, layers = 0, topK = 0] = shape;
-  if (rows !== prompt.length + response.length - 1) return null;
-  return storedToNpyBase64({ data, shape: [rows, layers, topK], dtype });
+  const call = readStoredCall(span.attributes);
+  const routes = call.routedExperts;
+  const prompt = call.promptIds;
+  const response = call.responseIds;
+  if (routes === null || prompt === null || response === null || !sameTokens(row, prompt, response)) return null;
+  if (routes.shape[0] !== prompt.length + response.length - 1) return null;
+  return storedToNpyBase64(routes);
 }
 
 /** The rollout's spans by sequence id (the ids rows name their calls by). */

@@ -14,7 +14,9 @@
 // hand out a `.npy` (base64), made by putting a 192-byte header's base64 before the stored string: 192 is a
 // multiple of 3, so the two base64 strings join without decoding anything.
 
-export type RoutesDtype = 'uint8' | 'uint16' | 'int16' | 'int32';
+import { ROUTES_DTYPES, type RoutesDtype, type StoredRoutes } from '../../contracts/stored-call.js';
+
+export type { RoutesDtype, StoredRoutes };
 export type RoutesArray = Uint8Array | Uint16Array | Int16Array | Int32Array;
 
 export interface RoutedExperts {
@@ -185,15 +187,8 @@ function npyHeader(descr: string, shape: readonly number[]): Buffer {
 
 const DESCR_OF: Readonly<Record<RoutesDtype, string>> = { uint8: '|u1', uint16: '<u2', int16: '<i2', int32: '<i4' };
 
-/** The stored form: the values' bytes in one dtype, as base64, with the shape and dtype to read them. */
-export interface StoredRoutes {
-  readonly data: string;
-  readonly shape: readonly [number, number, number];
-  readonly dtype: RoutesDtype;
-}
-
 export function isRoutesDtype(value: unknown): value is RoutesDtype {
-  return typeof value === 'string' && value in DESCR_OF;
+  return ROUTES_DTYPES.some((d) => d === value);
 }
 
 /** The `.npy` (base64) of stored routes: the header's base64 joined to the stored data, nothing decoded. */
