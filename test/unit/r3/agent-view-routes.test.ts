@@ -2,7 +2,7 @@
 // byte as vLLM sent it), removed from SGLang's sgl_ext, kept for an agent that asked SGLang for them itself, and
 // left alone by pools that do not capture; SGLang is asked for them only by a capturing pool.
 import { describe, expect, it } from 'vitest';
-import { agentViewStrip, viewJsonBody } from '../../../src/gateway/request/agent-view.js';
+import { agentViewStrip, viewJsonBody, viewStreamEvent } from '../../../src/gateway/request/agent-view.js';
 import { rewriteBody } from '../../../src/gateway/request/body-rewrite.js';
 
 const NPY = 'k05VTVBZAQB2AHsnZGVzY3InOiAnfHUxJywgJ2ZvcnRyYW5fb3JkZXInOiBGYWxzZSwgJ3NoYXBlJzogKDEsIDEsIDIpLCB9';
@@ -42,6 +42,20 @@ describe('routed experts in the agent view', () => {
     const out = JSON.parse(viewJsonBody(Buffer.from(JSON.stringify(body)), body, view).toString());
     expect(out.choices[0]).toEqual({ index: 0, message: { content: 'hi' } });
     expect(out.choices[1].sgl_ext).toEqual({ other: 1 });
+  });
+
+  it('takes them out of stream chunks, and drops a chunk that carried nothing else', () => {
+    const view = strip('sglang');
+    if (view === null) throw new Error('no strip');
+    const text = (chunk: object) => Buffer.from(`data: ${JSON.stringify(chunk)}\n\n`);
+    const last = { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], sgl_ext: { routed_experts: 'AAAA' } };
+    const out = viewStreamEvent({ event: text(last), chunk: last, isOneDataLine: true, strip: view });
+    expect(out?.toString()).toBe(`data: ${JSON.stringify({ choices: last.choices })}\n\n`);
+    const only = { choices: [{ index: 0, delta: {}, sgl_ext: { routed_experts: 'AAAA' } }] };
+    expect(viewStreamEvent({ event: text(only), chunk: only, isOneDataLine: true, strip: view })).toBeNull();
+    const plain = { choices: [{ index: 0, delta: { content: 'x' } }] };
+    const event = text(plain);
+    expect(viewStreamEvent({ event, chunk: plain, isOneDataLine: true, strip: view })).toBe(event);
   });
 
   it('keeps them for an agent that asked SGLang itself, and for pools that do not capture', () => {
