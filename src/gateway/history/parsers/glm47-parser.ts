@@ -10,7 +10,7 @@ import { pythonJson } from '../py-json.js';
 import { typedArguments } from './argument-types.js';
 import type { OutputParser, OutputParserOptions } from './output-parser.js';
 import { createTagFormatParser, growingPrefix, type TagFormatSpec } from './tag-format-parser.js';
-import type { MachineStep, TagFormat } from './tag-machine.js';
+import { type MachineStep, type TagFormat, withThinkTags } from './tag-machine.js';
 
 const TOOL_TAGS = {
   toolStart: '<tool_call>',
@@ -34,17 +34,8 @@ const TOOL_STEPS: Record<string, MachineStep> = {
   'args valueEnd': { next: 'args', argText: true },
 };
 
-const THINKING: TagFormat = {
-  tags: { thinkStart: '<think>', thinkEnd: '</think>', ...TOOL_TAGS },
-  steps: {
-    ...TOOL_STEPS,
-    'content thinkStart': { next: 'reasoning' },
-    'reasoning thinkEnd': { next: 'content' },
-    'content thinkEnd': { next: 'content' },
-  },
-};
-
 const NOT_THINKING: TagFormat = { tags: TOOL_TAGS, steps: TOOL_STEPS };
+const THINKING = withThinkTags(NOT_THINKING, 'content');
 
 const ARG = /<arg_key>(.*?)<\/arg_key>\s*<arg_value>(.*?)<\/arg_value>/gs;
 const PARTIAL_ARG = /<arg_key>(.*?)<\/arg_key>\s*<arg_value>(.*)$/s;

@@ -9,7 +9,7 @@
 // written unless it is only whitespace.
 import type { OutputParser, OutputParserOptions } from './output-parser.js';
 import { createTagFormatParser, type TagFormatSpec } from './tag-format-parser.js';
-import type { MachineStep, TagFormat } from './tag-machine.js';
+import { type MachineStep, type TagFormat, withThinkTags } from './tag-machine.js';
 
 const TOOL_TAGS = {
   sectionStart: '<|tool_calls_section_begin|>',
@@ -31,17 +31,8 @@ const TOOL_STEPS: Record<string, MachineStep> = {
   'between sectionEnd': { next: 'preamble' },
 };
 
-const THINKING: TagFormat = {
-  tags: { thinkStart: '<think>', thinkEnd: '</think>', ...TOOL_TAGS },
-  steps: {
-    ...TOOL_STEPS,
-    'reasoning thinkStart': { next: 'reasoning' },
-    'reasoning thinkEnd': { next: 'content' },
-    'content thinkEnd': { next: 'content' },
-  },
-};
-
 const NOT_THINKING: TagFormat = { tags: TOOL_TAGS, steps: TOOL_STEPS };
+const THINKING = withThinkTags(NOT_THINKING, 'reasoning');
 
 const HEADER = /^(.+:\d+)/s;
 

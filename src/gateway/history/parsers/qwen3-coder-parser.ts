@@ -12,7 +12,7 @@ import { pythonJson } from '../py-json.js';
 import { typedArguments } from './argument-types.js';
 import type { OutputParser, OutputParserOptions } from './output-parser.js';
 import { createTagFormatParser, growingPrefix, type TagFormatSpec } from './tag-format-parser.js';
-import type { MachineStep, TagFormat } from './tag-machine.js';
+import { type MachineStep, type TagFormat, withThinkTags } from './tag-machine.js';
 
 const TOOL_TAGS = {
   toolStart: '<tool_call>',
@@ -40,17 +40,8 @@ const TOOL_STEPS: Record<string, MachineStep> = {
   'between funcPrefix': { next: 'name', callStart: true },
 };
 
-const WITH_REASONING: TagFormat = {
-  tags: { thinkStart: '<think>', thinkEnd: '</think>', ...TOOL_TAGS },
-  steps: {
-    ...TOOL_STEPS,
-    'reasoning thinkStart': { next: 'reasoning' },
-    'reasoning thinkEnd': { next: 'content' },
-    'content thinkEnd': { next: 'content' },
-  },
-};
-
 const WITHOUT_REASONING: TagFormat = { tags: TOOL_TAGS, steps: TOOL_STEPS };
+const WITH_REASONING = withThinkTags(WITHOUT_REASONING, 'reasoning');
 
 const PARAM = /<\s*parameter\s*=\s*([^>]*)>(.*?)(?:<\s*\/\s*parameter\s*>|(?=<\s*parameter\s*=))/gs;
 const PARTIAL_PARAM = /<\s*parameter\s*=\s*([^>]+)>(.*)$/s;

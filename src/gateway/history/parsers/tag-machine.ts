@@ -23,6 +23,24 @@ export interface TagFormat {
   readonly steps: Readonly<Record<string, MachineStep>>;
 }
 
+/**
+ * A tool format behind `<think>...</think>` reasoning, as vLLM runs a reasoning parser before the tool parser: a
+ * `<think>` read in state `opensIn` enters reasoning (`reasoning` when the template opened the block already, so a
+ * repeated tag is swallowed; `content` when the model opens it), `</think>` leaves it, and a stray `</think>` in content
+ * is dropped.
+ */
+export function withThinkTags(tools: TagFormat, opensIn: 'reasoning' | 'content'): TagFormat {
+  return {
+    tags: { thinkStart: '<think>', thinkEnd: '</think>', ...tools.tags },
+    steps: {
+      ...tools.steps,
+      [`${opensIn} thinkStart`]: { next: 'reasoning' },
+      'reasoning thinkEnd': { next: 'content' },
+      'content thinkEnd': { next: 'content' },
+    },
+  };
+}
+
 export interface MachineCall {
   name: string;
   args: string;
