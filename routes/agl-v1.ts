@@ -20,7 +20,7 @@ import type { Endpoint } from '../src/contracts/call-record.js';
 import { GatewayError } from '../src/errors.js';
 import type { ForwardEngine } from '../src/gateway/engine/forward-engine.js';
 import { validateRequestNumbers } from '../src/gateway/request/sampling-numbers.js';
-import type { PauseGate } from '../src/gateway/swap/pause-gate.js';
+import type { PauseGate, PauseState } from '../src/gateway/swap/pause-gate.js';
 import { HEADER_STAINLESS_RETRY_COUNT } from '../src/gateway/upstream/headers.js';
 import { COMPLETIONS_MAX_PAGE, V1_LIST_MAX_PAGE } from '../src/store/core/page-limits.js';
 import type { LightningStore } from '../src/store/core/types.js';
@@ -47,6 +47,11 @@ export interface AglV1RoutesOptions {
   /** The main proxy's forward path, already behind the pause gate (so both routes share one gate). */
   readonly engine: ForwardEngine;
   readonly gate: PauseGate;
+  /**
+   * Pauses and resumes the whole fleet (every replica on the store), as /admin/pause does; absent: this gateway's
+   * gate only (one process).
+   */
+  readonly fleetPause?: FleetPause;
   /** Pools that `/api/models` registrations replace atomically (by model name); others are only listed. */
   readonly pools?: V1Pools;
   /** v1 `default_proxy.train.temperature` (default 1). */
@@ -57,12 +62,21 @@ export interface AglV1RoutesOptions {
   readonly attribution: RolloutAttribution;
 }
 
+export interface FleetPause {
+  pause(options: { retryAfterSeconds?: number; reason: string | null }): Promise<PauseState>;
+  resume(): Promise<PauseState>;
+}
+
 const MODES = { train: 'train', val: 'val' } as const;
 const UPSTREAM_PATHS: Readonly<Record<string, Endpoint>> = { 'chat/completions': 'chat', completions: 'completions' };
 const RETRY_COUNT = /^\d{1,4}$/;
 
 export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
   const { store, engine, gate, attribution } = options;
+  const fleetPause: FleetPause = options.fleetPause ?? {
+    pause: async (request) => gate.pause(request),
+    resume: async () => gate.resume(),
+  };
   const temperatures = { train: options.trainTemperature ?? 1, val: options.valTemperature ?? 0.7 };
   const app = new Hono<V1Env>();
   const rollouts = new V1Rollouts({ store, attribution });
@@ -112,12 +126,15 @@ export function createAglV1Routes(options: AglV1RoutesOptions): Hono<V1Env> {
 
   app.post('/proxy/pause', async (c) => {
     const body = parseRequest(pauseBodySchema, await readJsonBody(c));
-    const state = gate.pause({ retryAfterSeconds: body.retry_after_seconds, reason: body.reason ?? null });
+    const state = await fleetPause.pause({
+      ...(body.retry_after_seconds === undefined ? {} : { retryAfterSeconds: body.retry_after_seconds }),
+      reason: body.reason ?? null,
+    });
     c.get('logger').info('gateway paused', { reason: state.reason, inflight: state.inflight });
     return c.json(state);
   });
-  app.post('/proxy/resume', (c) => {
-    const state = gate.resume();
+  app.post('/proxy/resume', async (c) => {
+    const state = await fleetPause.resume();
     c.get('logger').info('gateway resumed', { inflight: state.inflight });
     return c.json(state);
   });

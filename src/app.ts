@@ -160,6 +160,8 @@ function mountRoutes({ app, config, core, control }: AppAssembly): void {
       store,
       engine: routesEngine(),
       gate,
+      // v1's /proxy/pause and /proxy/resume pause the whole fleet, as /admin/pause does.
+      fleetPause: { pause: (request) => fleet.pause(request), resume: () => fleet.resume() },
       // A v1 trainer's model registration moves the pool on every replica, as PUT /admin/pools does.
       pools: { snapshot: () => pools.snapshot(), replace: (model, request) => fleet.replacePool(model, request) },
       trainTemperature: config.aglV1.trainTemperature,

@@ -180,6 +180,16 @@ if (PG_URL === undefined) {
       expect(upstreamSalt(late)).toBe(versionCacheSalt({ pool: MODEL, version: 2 }));
     }, 60_000);
 
+    it("agent-lightning v1's /proxy/pause and /proxy/resume pause and resume every replica too", async () => {
+      const [a, b] = replicas;
+      if (a === undefined || b === undefined) throw new Error('replicas not started');
+      expect((await admin(a, 'POST', '/proxy/pause', { reason: 'v1 trainer update' })).status).toBe(200);
+      await until(() => pausedOn(b));
+      expect((await admin(b, 'POST', '/proxy/resume')).status).toBe(200);
+      await until(async () => !(await pausedOn(a)));
+      await until(async () => !(await pausedOn(b)));
+    }, 60_000);
+
     it('a replica whose database connection is down refuses calls, and serves again once it is back', async () => {
       // Its own store, so that its LISTEN connection can be told apart from the other replicas' and cut.
       const application = `rollgate-fleet-${randomBytes(4).toString('hex')}`;
