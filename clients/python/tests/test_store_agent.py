@@ -48,6 +48,21 @@ class StoreAndAgent(unittest.TestCase):
         self.assertIsNone(self.store.get_rollout("no-such-rollout"))
         self.assertEqual(self.store.get_rollout(ids[0])["input"], {"question": "a"})
 
+    def test_enqueue_past_the_gateways_request_limit_is_split_in_order(self) -> None:
+        # The gateway refuses more than 5,000 rollouts in one request (413); the client sends two, in order, and a
+        # retry with the same key stores nothing twice.
+        inputs = [{"question": f"split-{i}"} for i in range(5_001)]
+        first = self.store.enqueue(inputs, mode="val", idempotency_key="py-split-1")
+        self.assertEqual([r["input"] for r in first], inputs)
+        again = self.store.enqueue(inputs, mode="val", idempotency_key="py-split-1")
+        self.assertEqual([r["rollout_id"] for r in again], [r["rollout_id"] for r in first])
+        # Claimed, so later tests' dequeues (FIFO) do not get these first.
+        mine, claimed = {r["rollout_id"] for r in first}, set()
+        while not mine <= claimed:
+            batch = self.store.dequeue(worker_id="py-split", limit=1000)
+            self.assertTrue(batch, "the split rollouts were not all queued")
+            claimed |= {r["rollout_id"] for r in batch}
+
     def test_queries_follow_the_gateways_pages(self) -> None:
         # More rollouts than the gateway's largest page (1000): the client reads every page.
         inputs = [{"question": f"paged-{i}"} for i in range(1205)]

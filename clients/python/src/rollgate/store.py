@@ -24,6 +24,11 @@ T = TypeVar("T")
 #: Statuses after which a rollout no longer changes.
 ROLLOUT_TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 
+#: Rollouts one enqueue request may carry, and ids one wait may name (the gateway's per-request limits,
+#: docs/input-limits.md); the client splits larger ones.
+MAX_ENQUEUE = 5_000
+MAX_WAIT_IDS = 10_000
+
 #: One server-side wait at most this long, so a dead connection is noticed within it.
 _WAIT_CHUNK_S = 30.0
 
@@ -140,17 +145,25 @@ class StoreClient:
         self, requests: Sequence[Mapping[str, Any]], *, idempotency_key: str | None = None
     ) -> list[dict[str, Any]]:
         """Enqueues rollouts given as full request objects (``{"input", "mode", "config", "metadata",
-        "rollout_id", "resources_id"}``)."""
+        "rollout_id", "resources_id"}``).
+
+        The gateway takes at most ``MAX_ENQUEUE`` rollouts per request (docs/input-limits.md); more go as several
+        requests, in order, the n-th under the key ``<key>/<n>``, so a retry with the same key stores nothing twice.
+        """
         key = idempotency_key or f"py-{uuid.uuid4().hex}"
-        raw = self._http.request(
-            "POST",
-            "/v1/agl/queues/rollouts/enqueue",
-            json_body={"rollouts": [dict(r) for r in requests]},
-            headers={"idempotency-key": key},
-        ).json()
-        if not isinstance(raw, list):
-            raise ProtocolError("enqueue answered without a list")
-        return raw
+        bodies = [dict(r) for r in requests]
+        created: list[dict[str, Any]] = []
+        for n, start in enumerate(range(0, max(len(bodies), 1), MAX_ENQUEUE)):
+            raw = self._http.request(
+                "POST",
+                "/v1/agl/queues/rollouts/enqueue",
+                json_body={"rollouts": bodies[start : start + MAX_ENQUEUE]},
+                headers={"idempotency-key": key if n == 0 else f"{key}/{n}"},
+            ).json()
+            if not isinstance(raw, list):
+                raise ProtocolError("enqueue answered without a list")
+            created.extend(raw)
+        return created
 
     def dequeue(
         self, *, worker_id: str | None = None, limit: int = 1, wait_s: float = 0.0
@@ -295,18 +308,22 @@ class StoreClient:
         """
         ids = list(dict.fromkeys(rollout_ids))
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        finished: dict[str, dict[str, Any]] = {}
         while True:
+            # One wait names at most MAX_WAIT_IDS rollouts (docs/input-limits.md): the first ones still open.
+            waiting = [i for i in ids if i not in finished][:MAX_WAIT_IDS]
             left = _WAIT_CHUNK_S if deadline is None else max(0.0, min(_WAIT_CHUNK_S, deadline - time.monotonic()))
             raw = self._http.request(
                 "POST",
                 "/v1/agl/waits/rollouts",
-                json_body={"rollout_ids": ids, "timeout": left},
+                json_body={"rollout_ids": waiting, "timeout": left},
                 timeout_s=self._http.timeout_s + left,
             ).json()
-            finished = raw if isinstance(raw, list) else []
-            done = {r.get("rollout_id") for r in finished if isinstance(r, dict)}
-            if all(i in done for i in ids) or (deadline is not None and time.monotonic() >= deadline):
-                return finished
+            for r in raw if isinstance(raw, list) else []:
+                if isinstance(r, dict) and isinstance(r.get("rollout_id"), str):
+                    finished[r["rollout_id"]] = r
+            if all(i in finished for i in ids) or (deadline is not None and time.monotonic() >= deadline):
+                return [finished[i] for i in ids if i in finished]
 
     def statistics(self) -> dict[str, Any]:
         """Store-wide counters."""
