@@ -213,28 +213,31 @@ export function unservableRequestAnswer(error: unknown): Response {
   const code: ErrorCode = isRequestError ? 'invalid_request' : 'internal_error';
   const reason = error instanceof Error ? error.message : String(error);
   const message = isRequestError ? `The request cannot be served: ${reason}` : 'Internal error';
-  const spec = ERROR_SPECS[code];
-  return new Response(JSON.stringify(openAIErrorBody({ message, type: spec.type, code })), {
-    status: spec.status,
-    headers: {
-      'content-type': 'application/json',
-      ...('shouldRetry' in spec ? { 'x-should-retry': String(spec.shouldRetry) } : {}),
-      connection: 'close',
-    },
-  });
+  const { status, headers, body } = closingErrorAnswer(code, message);
+  return new Response(body, { status, headers });
 }
 
 /** An error answer through the response object (a request Node handed over but the app will not see). */
 function answer(response: ServerResponse, code: ErrorCode, message: string): void {
+  const { status, headers, body } = closingErrorAnswer(code, message);
+  response.writeHead(status, headers);
+  response.end(body);
+}
+
+/** The status, headers and OpenAI-shaped body of an error answer after which the connection closes. */
+function closingErrorAnswer(
+  code: ErrorCode,
+  message: string,
+): { status: number; headers: Record<string, string>; body: string } {
   const spec = ERROR_SPECS[code];
   const body = JSON.stringify(openAIErrorBody({ message, type: spec.type, code }));
-  response.writeHead(spec.status, {
+  const headers: Record<string, string> = {
     'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-    ...('shouldRetry' in spec ? { 'x-should-retry': String(spec.shouldRetry) } : {}),
-    connection: 'close',
-  });
-  response.end(body);
+    'content-length': String(Buffer.byteLength(body)),
+  };
+  if ('shouldRetry' in spec) headers['x-should-retry'] = String(spec.shouldRetry);
+  headers.connection = 'close';
+  return { status: spec.status, headers, body };
 }
 
 /** The error code of what Node's parser refused, or null when the client is gone (nothing to answer). */
@@ -262,14 +265,7 @@ function clientErrorMessage(code: ErrorCode, error: NodeJS.ErrnoException): stri
 
 /** A whole HTTP/1.1 response written straight to the socket: there is no request or response object yet. */
 function rawErrorResponse(code: ErrorCode, message: string): string {
-  const spec = ERROR_SPECS[code];
-  const body = JSON.stringify(openAIErrorBody({ message, type: spec.type, code }));
-  return (
-    `HTTP/1.1 ${spec.status} ${STATUS_CODES[spec.status] ?? 'Error'}\r\n` +
-    'Content-Type: application/json\r\n' +
-    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-    ('shouldRetry' in spec ? `x-should-retry: ${String(spec.shouldRetry)}\r\n` : '') +
-    'Connection: close\r\n\r\n' +
-    body
-  );
+  const { status, headers, body } = closingErrorAnswer(code, message);
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n${lines.join('')}\r\n${body}`;
 }
