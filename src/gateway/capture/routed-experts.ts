@@ -42,7 +42,9 @@ function view(dtype: RoutesDtype, bytes: Uint8Array, offset: number, count: numb
   const size = dtype === 'uint8' ? 1 : dtype === 'int32' ? 4 : 2;
   const start = bytes.byteOffset + offset;
   // A typed array over the decoded bytes (no copy) when aligned; numpy pads its header to 64 bytes, so it usually is.
-  const buffer = start % size === 0 ? bytes.buffer : bytes.slice(offset, offset + count * size).buffer;
+  // Unaligned, the data is copied into its own buffer (Buffer#slice would share the pool and not copy).
+  const buffer =
+    start % size === 0 ? bytes.buffer : new Uint8Array(bytes.subarray(offset, offset + count * size)).buffer;
   const at = start % size === 0 ? start : 0;
   switch (dtype) {
     case 'uint8':

@@ -146,4 +146,23 @@ describe('routed experts from the engines', () => {
     expect((bytes.length - values.length * 2) % 192).toBe(0);
     expect(readNpy(bytes.subarray(0, bytes.length - 1))).toBeNull();
   });
+
+  it('reads a .npy whose data does not start on its dtype boundary', () => {
+    const dict = "{'descr': '<u2', 'fortran_order': False, 'shape': (1, 1, 2), }";
+    // An odd header length puts the uint16 data at an odd offset: it is copied, not viewed.
+    const headerLength = dict.length + 3;
+    const header = Buffer.alloc(10 + headerLength, 0x20);
+    Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0]).copy(header, 0);
+    header.writeUInt16LE(headerLength, 8);
+    header.write(dict, 10, 'latin1');
+    header[10 + headerLength - 1] = 0x0a;
+    const data = Buffer.alloc(4);
+    data.writeUInt16LE(7, 0);
+    data.writeUInt16LE(300, 2);
+    for (const lead of [0, 1]) {
+      const bytes = Buffer.concat([Buffer.alloc(lead), header, data]).subarray(lead);
+      const routes = readNpy(bytes);
+      expect(routes === null ? null : flat(routes)).toEqual([7, 300]);
+    }
+  });
 });
