@@ -112,7 +112,12 @@ export function decodeNpyBase64(text: string): RoutedExperts | null {
  */
 export function decodeFlatInt32(text: string, tokens: number, layersTimesTopK?: number): RoutedExperts | null {
   const bytes = base64Bytes(text);
-  if (bytes === null || bytes.length % 4 !== 0) return null;
+  return bytes === null ? null : flatInt32(bytes, tokens, layersTimesTopK);
+}
+
+/** `decodeFlatInt32` over bytes already decoded (SGLang's stream pieces, joined). */
+export function flatInt32(bytes: Uint8Array, tokens: number, layersTimesTopK?: number): RoutedExperts | null {
+  if (bytes.length === 0 || bytes.length % 4 !== 0) return null;
   const count = bytes.length / 4;
   const all = view('int32', bytes, 0, count) as Int32Array;
   for (const rows of [tokens - 1, tokens]) {

@@ -1,7 +1,14 @@
 // Collects the routed experts an answer carries (routed-experts.ts), from a whole body or from stream chunks, and
 // resolves them once the call's token count is known. Only references are kept while the answer streams: the
 // base64 is decoded once, at the end.
-import { decodeFlatInt32, decodeNested, decodeNpyBase64, type RoutedExperts, sliceRows } from './routed-experts.js';
+import {
+  decodeFlatInt32,
+  decodeNested,
+  decodeNpyBase64,
+  flatInt32,
+  type RoutedExperts,
+  sliceRows,
+} from './routed-experts.js';
 
 type Obj = Record<string, unknown>;
 
@@ -75,15 +82,15 @@ export class RoutesCapture {
     } else if (Array.isArray(raw.vllm)) {
       routes = decodeNested(index === 0 ? this.#promptRows : null, raw.vllm);
     } else if (raw.sglang.length > 0) {
-      routes = decodeFlatInt32(raw.sglang.length === 1 ? (raw.sglang[0] ?? '') : joinBase64(raw.sglang), tokens);
+      // Stream pieces are decoded once each and joined as bytes, not re-encoded to be decoded again.
+      routes =
+        raw.sglang.length === 1
+          ? decodeFlatInt32(raw.sglang[0] ?? '', tokens)
+          : flatInt32(Buffer.concat(raw.sglang.map((p) => Buffer.from(p, 'base64'))), tokens);
     }
     if (routes === null) return { ok: false, problem: 'malformed' };
     const rows = tokens - 1;
     if (routes.rows < rows || rows < 0) return { ok: false, problem: 'not_covering' };
     return { ok: true, routes: routes.rows === rows ? routes : sliceRows(routes, rows) };
   }
-}
-
-function joinBase64(pieces: readonly string[]): string {
-  return Buffer.concat(pieces.map((p) => Buffer.from(p, 'base64'))).toString('base64');
 }
