@@ -6,9 +6,7 @@ import { HttpStore } from '../../../src/store/client/http.js';
 import { REQUEST_LIMITS } from '../../../src/store/core/request-limits.js';
 import { OTLP_SPANS_PER_SLICE } from '../../../src/tracing/otlp-slices.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { exportRequestType, otlpProtoRoot } from '../otlp/otlp-test-helpers.js';
-
-const statusType = otlpProtoRoot.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse');
+import { exportRequestType, otlpStatusType } from '../otlp/otlp-test-helpers.js';
 
 let gw: TestGateway;
 let rid = '';
@@ -131,8 +129,8 @@ describe('OTLP', () => {
       body: protobufExport(spans(over, 0)),
     });
     expect(proto.status).toBe(413);
-    const status = statusType.toObject(statusType.decode(new Uint8Array(await proto.arrayBuffer())));
-    expect(status).toBeDefined();
+    const status = otlpStatusType.toObject(otlpStatusType.decode(new Uint8Array(await proto.arrayBuffer())));
+    expect(status).toMatchObject({ message: expect.stringContaining(String(REQUEST_LIMITS.otlpSpans)) });
     expect(await storedSpanNames()).toEqual([]);
   });
 

@@ -2,9 +2,9 @@
 // its own terms: a google.rpc.Status in the request's encoding, never the OpenAI error body (docs/input-limits.md).
 // Found by the fuzz suite (test/fuzz/): a 413 on /v1/traces came back OpenAI-shaped.
 
-import { Root } from 'protobufjs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { otlpStatusType } from './otlp-test-helpers.js';
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -13,11 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.close();
 });
-
-// google.rpc.Status's field numbers, as an OTLP exporter decodes it.
-const statusType = Root.fromJSON({
-  nested: { Status: { fields: { code: { type: 'int32', id: 1 }, message: { type: 'string', id: 2 } } } },
-}).lookupType('Status');
 
 it('answers an oversized JSON export with a JSON Status', async () => {
   const response = await fetch(`${gw.url}/v1/traces`, {
@@ -40,7 +35,7 @@ it('answers an oversized protobuf export with a protobuf Status', async () => {
   });
   expect(response.status).toBe(413);
   expect(response.headers.get('content-type')).toBe('application/x-protobuf');
-  const status = statusType.toObject(statusType.decode(new Uint8Array(await response.arrayBuffer()))) as {
+  const status = otlpStatusType.toObject(otlpStatusType.decode(new Uint8Array(await response.arrayBuffer()))) as {
     message: string;
   };
   expect(status.message).toMatch(/exceeds 1024 bytes/);

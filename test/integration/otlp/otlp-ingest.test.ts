@@ -8,7 +8,6 @@ import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trac
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Hono } from 'hono';
-import { Root } from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auth } from '../../../middleware/auth.js';
 import type { AppEnv } from '../../../middleware/env.js';
@@ -22,7 +21,7 @@ import { type ListeningServer, listen } from '../../../src/server.js';
 import type { Span } from '../../../src/store/core/types.js';
 import { MemoryStore } from '../../../src/store/memory/memory.js';
 import { createOtlpIngester, type OtlpIngester } from '../../../src/tracing/otlp-ingest.js';
-import { exportRequestType, otlpProtoRoot } from './otlp-test-helpers.js';
+import { exportRequestType, otlpProtoRoot, otlpStatusType } from './otlp-test-helpers.js';
 
 const gzip = promisify(gzipCallback);
 
@@ -91,9 +90,6 @@ async function spansOf(store: MemoryStore, rolloutId: string): Promise<Span[]> {
 
 // An independent reading of the responses, from the vendored official definitions.
 const responseType = otlpProtoRoot.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse');
-const statusType = Root.fromJSON({
-  nested: { Status: { fields: { code: { type: 'int32', id: 1 }, message: { type: 'string', id: 2 } } } },
-}).lookupType('Status');
 
 let open: Server;
 beforeAll(async () => {
@@ -349,7 +345,7 @@ describe('wire details', () => {
     const garbage = await post({ 'content-type': 'application/x-protobuf' }, new Uint8Array([0xff, 0xff, 0xff, 0x0f]));
     expect(garbage.status).toBe(400);
     expect(garbage.headers.get('content-type')).toBe('application/x-protobuf');
-    const status = statusType.toObject(statusType.decode(new Uint8Array(await garbage.arrayBuffer()))) as {
+    const status = otlpStatusType.toObject(otlpStatusType.decode(new Uint8Array(await garbage.arrayBuffer()))) as {
       message: string;
     };
     expect(status.message).toMatch(/not a valid protobuf/);
@@ -357,8 +353,11 @@ describe('wire details', () => {
     const badType = await post({ 'content-type': 'text/plain' }, 'hello');
     expect(badType.status).toBe(400);
     expect(
-      (statusType.toObject(statusType.decode(new Uint8Array(await badType.arrayBuffer()))) as { message: string })
-        .message,
+      (
+        otlpStatusType.toObject(otlpStatusType.decode(new Uint8Array(await badType.arrayBuffer()))) as {
+          message: string;
+        }
+      ).message,
     ).toMatch(/Unsupported Content-Type/);
 
     const badJson = await post({ 'content-type': 'application/json' }, '{"resourceSpans": [');

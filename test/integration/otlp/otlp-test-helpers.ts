@@ -11,6 +11,11 @@ export const exportRequestType = otlpProtoRoot.lookupType(
   'opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest',
 );
 
+/** google.rpc.Status's field numbers, as an OTLP exporter decodes a refusal's protobuf body. */
+export const otlpStatusType = Root.fromJSON({
+  nested: { Status: { fields: { code: { type: 'int32', id: 1 }, message: { type: 'string', id: 2 } } } },
+}).lookupType('Status');
+
 /** A traces URL on a port that was free a moment ago: connections to it are refused. */
 export async function closedPortUrl(): Promise<string> {
   const server = createServer();
