@@ -1,7 +1,6 @@
 // Shared by the OTLP tests: the vendored OTLP trace protos, and a URL on which nothing listens.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Root } from 'protobufjs';
+import { freePort } from '../../helpers/free-port.js';
 
 export const otlpProtoRoot = new Root();
 otlpProtoRoot.resolvePath = (_origin, target) => new URL(`../../../proto/${target}`, import.meta.url).pathname;
@@ -18,9 +17,5 @@ export const otlpStatusType = Root.fromJSON({
 
 /** A traces URL on a port that was free a moment ago: connections to it are refused. */
 export async function closedPortUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/v1/traces`;
+  return `http://127.0.0.1:${await freePort()}/v1/traces`;
 }

@@ -1,9 +1,9 @@
 // A gateway in front of several vLLM stand-ins forming one model pool, for the pool fault-injection tests.
-import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterEach } from 'vitest';
 import type { Span } from '../../../src/store/core/types.js';
+import { freePort } from '../../helpers/free-port.js';
 import { type ConfigOverrides, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type MockVllm, type MockVllmOptions, startMockVllm } from '../../servers/mock-vllm.js';
 
@@ -24,16 +24,6 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
-/** A port nothing listens on: connections to it are refused. */
-export async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 export interface FleetOptions {
   live: number;
   dead?: number;
@@ -48,7 +38,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
   const mocks: MockVllm[] = [];
   for (let i = 0; i < options.live; i += 1) mocks.push(await startMockVllm(options.mock ?? {}));
   const dead: string[] = [];
-  for (let i = 0; i < (options.dead ?? 0); i += 1) dead.push(`http://127.0.0.1:${await deadPort()}/v1`);
+  for (let i = 0; i < (options.dead ?? 0); i += 1) dead.push(`http://127.0.0.1:${await freePort()}/v1`);
   const urls = [...mocks.map((m) => m.url), ...dead];
   let gw: TestGateway;
   try {
